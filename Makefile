@@ -1,0 +1,39 @@
+# Developer and CI entry points. Everything runs from the project venv in .venv.
+
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.stamp
+ARGS ?=
+
+.PHONY: venv install test check demo bench clean ci
+
+venv: $(STAMP)
+install: $(STAMP)
+
+# Reinstall only when the project's dependencies may have changed.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -e '.[dev]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(ARGS)
+
+check: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+	$(BIN)/python scripts/unasync.py --check
+
+demo: $(STAMP)
+	$(BIN)/durq demo
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py $(ARGS)
+
+ci: check test
+
+clean:
+	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

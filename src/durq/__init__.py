@@ -1,0 +1,66 @@
+"""durq: a reliable and fast task queue for Python on Redis.
+
+Queues (``Queue`` for blocking code, ``AsyncQueue`` for asyncio) hand out jobs under
+leases, fence late completions, retry with backoff, dead-letter with reasons, and serve
+groups of jobs in turn. See README.md and docs/design.md.
+"""
+
+from durq._async.queue import AsyncQueue
+from durq._sync.queue import Queue
+from durq._version import __version__
+from durq.backoff import Backoff, exponential, fixed
+from durq.codec import Codec
+from durq.errors import (
+    CorruptQueue,
+    DurqError,
+    InvalidArgument,
+    JobNotFound,
+    LeaseLost,
+    NotSerializable,
+    PayloadError,
+    PayloadRefused,
+    PayloadTooLarge,
+)
+from durq.models import (
+    EnqueueResult,
+    EnqueueStatus,
+    GroupInfo,
+    Job,
+    JobInfo,
+    JobState,
+    Message,
+    QueueStats,
+)
+from durq.protocol.status import Status
+
+__all__ = [
+    # queues
+    "AsyncQueue",
+    "Queue",
+    # data
+    "EnqueueResult",
+    "EnqueueStatus",
+    "GroupInfo",
+    "Job",
+    "JobInfo",
+    "JobState",
+    "Message",
+    "QueueStats",
+    "Status",
+    "Codec",
+    # retry delays
+    "Backoff",
+    "exponential",
+    "fixed",
+    # errors
+    "CorruptQueue",
+    "DurqError",
+    "InvalidArgument",
+    "JobNotFound",
+    "LeaseLost",
+    "NotSerializable",
+    "PayloadError",
+    "PayloadRefused",
+    "PayloadTooLarge",
+    "__version__",
+]

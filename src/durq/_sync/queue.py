@@ -1,0 +1,350 @@
+"""Queue: the blocking front end of a durq queue.
+
+This file is the source of truth; ``durq/_sync/queue.py`` (``Queue``) is generated from
+it by ``scripts/unasync.py`` (CI fails when they drift). All logic lives in
+``durq.protocol.ops``; the methods here check arguments that need the queue's defaults
+and drive the operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from redis import Redis
+
+from durq import connection
+from durq._sync.driver import Driver
+from durq.backoff import Backoff, exponential
+from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
+from durq.errors import InvalidArgument, JobNotFound, LeaseLost
+from durq.keys import QueueKeys
+from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
+from durq.protocol import ops
+from durq.protocol.calls import Op
+from durq.protocol.ops import Held, reason_json
+from durq.protocol.status import Status
+
+__all__ = ["Queue"]
+
+T = TypeVar("T")
+Reason = str | Mapping[str, Any] | None
+
+
+def _per_job(name: str, value: Any, count: int) -> list[Any]:
+    """A value for each of ``count`` jobs: one value for all, or a sequence of values."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != count:
+            raise InvalidArgument(f"{name} must have one entry per job ({count})")
+        return list(value)
+    return [value] * count
+
+
+def _raise_for(status: Status, job_id: str) -> None:
+    if status is Status.LEASE_LOST:
+        raise LeaseLost(job_id)
+    if status is Status.NOT_FOUND:
+        raise JobNotFound(job_id)
+    if status is Status.CORRUPT:
+        raise LeaseLost(job_id, ": its record is unreadable")
+
+
+class Queue:
+    """A durq queue, used from blocking code.
+
+    Args:
+        name: the queue name (letters, digits, ``.``, ``_``, ``-``; ``a/b`` puts queue
+            ``a/b`` in the same Redis Cluster slot as ``a``).
+        url: Redis URL (``redis://``, ``rediss://``, ``unix://``); defaults to
+            ``$DURQ_URL``, then ``redis://localhost:6379/0``.
+        client: an existing ``redis.Redis`` to use instead of ``url`` (it must
+            not decode responses); the queue then does not close it.
+        namespace: the first part of every key (default ``durq``).
+        serializer: ``json`` (default), ``msgpack`` or ``pickle`` (only by name).
+        max_payload_bytes: the largest encoded payload accepted (default 1 MiB).
+        lease: default lease in seconds for ``dequeue`` (default 30).
+        max_attempts: default attempts before a job is dead-lettered (default 5).
+        backoff: default retry delay for ``requeue`` (exponential, 1 s to 5 min).
+        result_ttl: how long results passed to ``release`` are kept (default 1 h).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        url: str | None = None,
+        *,
+        client: Redis | None = None,
+        namespace: str = "durq",
+        serializer: str = "json",
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        lease: float = 30.0,
+        max_attempts: int = 5,
+        backoff: Backoff | None = None,
+        result_ttl: float = 3600.0,
+    ) -> None:
+        self.keys = QueueKeys(name, namespace)
+        self.codec = PayloadCodec(serializer, max_payload_bytes)
+        ops.lease_ms(lease)
+        if not isinstance(max_attempts, int) or not 1 <= max_attempts <= 10000:
+            raise InvalidArgument("max_attempts must be an int in 1..10000")
+        self.lease = lease
+        self.max_attempts = max_attempts
+        self.backoff: Backoff = backoff or exponential()
+        self.result_ttl = result_ttl
+        if client is None:
+            self.client = connection.sync_client(url)
+            self._owns_client = True
+        else:
+            connection.check_client(client)
+            self.client = client
+            self._owns_client = False
+        self._driver = Driver(self.client)
+
+    @property
+    def name(self) -> str:
+        """The queue name."""
+        return self.keys.name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    def run(self, op: Op[T]) -> T:
+        """Run a protocol operation (``durq.protocol.ops``) against this queue's server."""
+        return self._driver.run(op)
+
+    def close(self) -> None:
+        """Close the connections, if the queue created its own client."""
+        if self._owns_client:
+            self.client.close()
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- producing ----------------------------------------------------------------
+
+    def enqueue(
+        self,
+        payload: Any,
+        *,
+        id: str | None = None,
+        delay: float = 0,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool = False,
+    ) -> EnqueueResult:
+        """Add one job. Enqueueing an id that exists changes nothing (safe to retry).
+
+        Args:
+            payload: bytes, or any JSON value (the queue's serializer).
+            id: the job id; give your own to make retries after a dropped connection
+                idempotent. Random (16 characters) by default.
+            delay: seconds before the job becomes ready.
+            priority: -10..10; higher is served first within its group.
+            max_attempts: attempts before the job is dead-lettered.
+            group: the tenant or key the job belongs to; groups are served in turn.
+            key: a dedup key: while a job holding it has not started, another enqueue
+                with the key returns that job (DEDUPLICATED), or replaces it when
+                ``replace`` is true (REPLACED).
+        """
+        message = Message(payload, id, delay, priority, max_attempts, group, key, replace)
+        return (self.enqueue_many([message]))[0]
+
+    def enqueue_many(
+        self,
+        payloads: Iterable[Any],
+        *,
+        delay: float = 0,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool = False,
+    ) -> list[EnqueueResult]:
+        """Add many jobs in one round trip. Items are payloads, or ``durq.Message``
+        objects with options of their own; the keyword options apply to the rest."""
+        messages = [p if isinstance(p, Message) else Message(p) for p in payloads]
+        if not messages:
+            return []
+        op = ops.enqueue(
+            self.keys,
+            self.codec,
+            messages,
+            delay=delay,
+            priority=priority,
+            max_attempts=self.max_attempts if max_attempts is None else max_attempts,
+            group=group,
+            key=key,
+            replace=replace,
+        )
+        return self._driver.run(op)
+
+    # -- consuming ----------------------------------------------------------------
+
+    def dequeue(self, *, lease: float | None = None, wait: float | None = None) -> Job | None:
+        """Take one ready job under a lease of ``lease`` seconds, or None.
+
+        With ``wait``, block up to that many seconds for a job (no polling).
+        """
+        jobs = self.dequeue_many(1, lease=lease, wait=wait)
+        return jobs[0] if jobs else None
+
+    def dequeue_many(
+        self, count: int, *, lease: float | None = None, wait: float | None = None
+    ) -> list[Job]:
+        """Take up to ``count`` ready jobs in one round trip (see ``dequeue``)."""
+        lease = self.lease if lease is None else lease
+        return self._driver.run(ops.dequeue(self.keys, self.codec, count, lease, wait))
+
+    def release(self, job: Held, *, keep: float = 0, result: Any = None) -> None:
+        """The job is done: its data is removed (or kept ``keep`` seconds).
+
+        ``result``, when given, is stored for ``result_ttl`` seconds (see ``result``).
+        Raises LeaseLost if the lease was taken over; nothing changes then.
+        """
+        results = None if result is None else [self.codec.encode(result)[1]]
+        _raise_for((self.release_many([job], keep=keep, results=results))[0], job.id)
+
+    def release_many(
+        self,
+        jobs: Sequence[Held],
+        *,
+        keep: float = 0,
+        results: Sequence[bytes | None] | None = None,
+    ) -> list[Status]:
+        """Release many jobs in one round trip; returns a status per job (OK,
+        LEASE_LOST, NOT_FOUND). ``results`` are encoded payloads, one per job or None."""
+        op = ops.release(self.keys, jobs, keep=keep, results=results, result_ttl=self.result_ttl)
+        return self._driver.run(op)
+
+    def requeue(
+        self, job: Job, *, reason: Reason = None, delay: float | None = None, dead: bool = False
+    ) -> Status:
+        """The job failed: the attempt counts and the job comes back after ``delay``
+        (default: the queue's backoff), or goes to the dead letters with ``reason`` when
+        its attempts are exhausted or ``dead`` is true. Returns RETRYING or DEAD; raises
+        LeaseLost if the lease was taken over."""
+        status = (self.requeue_many([job], reason=reason, delay=delay, dead=dead))[0]
+        _raise_for(status, job.id)
+        return status
+
+    def requeue_many(
+        self,
+        jobs: Sequence[Job],
+        *,
+        reason: Reason | Sequence[Reason] = None,
+        delay: float | Sequence[float] | None = None,
+        dead: bool | Sequence[bool] = False,
+    ) -> list[Status]:
+        """Requeue many failed jobs in one round trip. ``reason``, ``delay`` and ``dead``
+        are one value for all jobs or a sequence with one entry per job."""
+        reasons = _per_job("reason", reason, len(jobs))
+        delays = _per_job("delay", delay, len(jobs))
+        deads = _per_job("dead", dead, len(jobs))
+        items = [
+            (
+                j,
+                self.backoff(j.attempt) if delays[i] is None else delays[i],
+                reason_json(reasons[i], attempt=j.attempt),
+                bool(deads[i]),
+            )
+            for i, j in enumerate(jobs)
+        ]
+        return self._driver.run(ops.requeue(self.keys, items))
+
+    def extend(self, job: Held, *, lease: float | None = None) -> float:
+        """Lengthen the lease to ``lease`` seconds from now; returns the new deadline
+        (server time). Raises LeaseLost if the lease was taken over."""
+        deadline, statuses = self._driver.run(
+            ops.extend(self.keys, [job], self.lease if lease is None else lease)
+        )
+        _raise_for(statuses[0], job.id)
+        return deadline
+
+    def extend_many(
+        self, jobs: Sequence[Held], *, lease: float | None = None
+    ) -> list[Status]:
+        """Extend many leases in one round trip; returns a status per job."""
+        if not jobs:
+            return []
+        lease = self.lease if lease is None else lease
+        return (self._driver.run(ops.extend(self.keys, jobs, lease)))[1]
+
+    def defer(self, job: Held, delay: float = 0) -> None:
+        """Put the job back for ``delay`` seconds without counting a failed attempt.
+        Raises LeaseLost if the lease was taken over."""
+        _raise_for((self.defer_many([job], delay))[0], job.id)
+
+    def defer_many(
+        self, jobs: Sequence[Held], delay: float | Sequence[float] = 0
+    ) -> list[Status]:
+        """Defer many jobs in one round trip; ``delay`` is one value or one per job."""
+        delays = _per_job("delay", delay, len(jobs))
+        return self._driver.run(ops.defer(self.keys, list(zip(jobs, delays, strict=True))))
+
+    # -- inspecting and repairing ------------------------------------------------
+
+    def stats(self) -> QueueStats:
+        """Sizes (pending, delayed, active, dead) and lifetime counters."""
+        return self._driver.run(ops.stats(self.keys))
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """Everything stored about one job, or None if the queue has no trace of it."""
+        return self._driver.run(ops.job(self.keys, job_id))
+
+    def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
+        """Dead letters, newest first, with their reasons and attempts."""
+        return (self._driver.run(ops.dead_letters(self.keys, offset, limit)))[1]
+
+    def replay(self, ids: str | Sequence[str]) -> int:
+        """Put dead letters back in the queue with fresh attempts; returns how many."""
+        return self._driver.run(ops.replay(self.keys, ids))
+
+    def replay_all(self) -> int:
+        """Replay every dead letter; returns how many."""
+        return self._driver.run(ops.replay(self.keys, None))
+
+    def purge(self, ids: str | Sequence[str]) -> int:
+        """Delete dead letters for good; returns how many."""
+        return self._driver.run(ops.purge(self.keys, ids))
+
+    def purge_all(self) -> int:
+        """Delete every dead letter; returns how many."""
+        return self._driver.run(ops.purge(self.keys, None))
+
+    def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
+        """The largest groups by ready jobs, or the groups named."""
+        return (self._driver.run(ops.groups(self.keys, limit, names)))[1]
+
+    def configure(
+        self,
+        *,
+        group_limit: int | None = None,
+        dedup_window: float | None = None,
+        dead_cap: int | None = None,
+        limits: Mapping[str, int | None] | None = None,
+        weights: Mapping[str, int | None] | None = None,
+    ) -> None:
+        """Change settings shared by every client of this queue.
+
+        Args:
+            group_limit: default concurrency of each named group (0: unlimited).
+            dedup_window: seconds after its enqueue during which a finished job's id
+                stays taken (default 60).
+            dead_cap: dead letters kept at most (0: unlimited); evictions are counted.
+            limits: per-group concurrency limits (None removes one).
+            weights: per-group jobs served per turn (None removes one).
+        """
+        queue: dict[str, int | None] = {}
+        if group_limit is not None:
+            queue["group_limit"] = group_limit
+        if dedup_window is not None:
+            queue["dedup_window"] = ops.delay_ms(dedup_window, "dedup_window")
+        if dead_cap is not None:
+            queue["dead_cap"] = dead_cap
+        op = ops.configure(self.keys, queue=queue, limits=limits, weights=weights)
+        self._driver.run(op)

@@ -1,0 +1,172 @@
+"""Payload serialization: JSON by default, msgpack if chosen, pickle only by name.
+
+Every stored payload carries a one-byte codec id, so a consumer knows how it was written
+and refuses what its queue does not accept: a queue decodes pickle only when pickle was
+chosen for it explicitly (a payload pickled by someone who can write to Redis would
+otherwise run code in the worker). ``bytes`` payloads are stored as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from collections.abc import Callable
+from enum import IntEnum
+from typing import Any
+
+import orjson
+
+from durq.errors import InvalidArgument, NotSerializable, PayloadRefused, PayloadTooLarge
+
+__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "Codec", "PayloadCodec", "check_json"]
+
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+_MAX_DEPTH = 200
+
+
+class Codec(IntEnum):
+    """How a stored payload was encoded (the codec byte of the record)."""
+
+    RAW = 0
+    JSON = 1
+    MSGPACK = 2
+    PICKLE = 3
+
+
+def check_json(value: Any, where: str = "payload") -> None:
+    """Raise NotSerializable, naming the place, unless ``value`` is plain JSON data.
+
+    Plain JSON data is None, bool, int, finite float, str, list or tuple of plain data,
+    and dict with str keys. Anything else (sets, datetimes, bytes inside a structure,
+    NaN, objects) would be refused or silently changed by a round trip.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        kind = type(item)
+        if item is None or kind is bool or kind is str or kind is int:
+            continue
+        if kind is float or isinstance(item, float):
+            if not math.isfinite(item):
+                raise NotSerializable(f"{path} is {item!r}, which JSON cannot represent")
+            continue
+        if isinstance(item, (str, int)):  # str and int subclasses, IntEnum, StrEnum
+            continue
+        if depth >= _MAX_DEPTH:
+            raise NotSerializable(f"{path} is nested more than {_MAX_DEPTH} levels deep")
+        if isinstance(item, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    raise NotSerializable(f"{path} has a key {k!r} that is not a str")
+                stack.append((v, f"{path}[{k!r}]", depth + 1))
+        else:
+            raise NotSerializable(
+                f"{path} is a {kind.__name__}, which is not JSON data "
+                "(use str, int, float, bool, None, list or dict; convert it first)"
+            )
+
+
+def _json_dumps(value: Any) -> bytes:
+    check_json(value)
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError) as exc:  # e.g. ints beyond 64 bits, surrogates
+        raise NotSerializable(f"payload cannot be encoded as JSON: {exc}") from None
+
+
+def _msgpack() -> Any:
+    try:
+        import msgpack  # optional extra: durq[msgpack]
+    except ImportError:
+        raise InvalidArgument("the msgpack serializer needs: pip install 'durq[msgpack]'") from None
+    return msgpack
+
+
+def _msgpack_dumps(value: Any) -> bytes:
+    try:
+        data: bytes = _msgpack().packb(value, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise NotSerializable(f"payload cannot be encoded as msgpack: {exc}") from None
+    return data
+
+
+def _pickle_dumps(value: Any) -> bytes:
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise NotSerializable(f"payload cannot be pickled: {exc}") from None
+
+
+_ENCODERS: dict[str, tuple[Codec, Callable[[Any], bytes]]] = {
+    "json": (Codec.JSON, _json_dumps),
+    "msgpack": (Codec.MSGPACK, _msgpack_dumps),
+    "pickle": (Codec.PICKLE, _pickle_dumps),
+}
+
+
+class PayloadCodec:
+    """Encodes payloads for one queue and decodes what it accepts.
+
+    Args:
+        serializer: ``"json"`` (default), ``"msgpack"`` or ``"pickle"``. Only a queue
+            whose serializer is ``"pickle"`` decodes pickled payloads.
+        max_payload_bytes: the largest encoded payload accepted (default 1 MiB).
+    """
+
+    __slots__ = ("_dumps", "codec", "max_payload_bytes", "serializer")
+
+    def __init__(
+        self, serializer: str = "json", max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    ) -> None:
+        if serializer not in _ENCODERS:
+            raise InvalidArgument(
+                f"unknown serializer {serializer!r}: choose one of {sorted(_ENCODERS)}"
+            )
+        if not isinstance(max_payload_bytes, int) or not 0 < max_payload_bytes <= 256 << 20:
+            raise InvalidArgument("max_payload_bytes must be an int in 1..268435456 (256 MiB)")
+        if serializer == "msgpack":
+            _msgpack()
+        self.serializer = serializer
+        self.codec, self._dumps = _ENCODERS[serializer]
+        self.max_payload_bytes = max_payload_bytes
+
+    def encode(self, value: Any) -> tuple[int, bytes]:
+        """Return ``(codec, data)`` for ``value``; bytes are stored as they are."""
+        if type(value) is bytes:
+            codec, data = Codec.RAW, value
+        else:
+            codec, data = self.codec, self._dumps(value)
+        if len(data) > self.max_payload_bytes:
+            raise PayloadTooLarge(
+                f"payload is {len(data)} bytes encoded; this queue accepts at most "
+                f"{self.max_payload_bytes} (max_payload_bytes)"
+            )
+        return int(codec), data
+
+    def decode(self, codec: int, data: bytes) -> Any:
+        """Return the value stored as ``data`` with ``codec``."""
+        if codec == Codec.RAW:
+            return data
+        if codec == Codec.JSON:
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                raise PayloadRefused(f"stored payload is not valid JSON: {exc}") from None
+        if codec == Codec.MSGPACK:
+            try:
+                return _msgpack().unpackb(data, raw=False)
+            except Exception as exc:
+                raise PayloadRefused(f"stored payload is not valid msgpack: {exc}") from None
+        if codec == Codec.PICKLE:
+            if self.serializer != "pickle":
+                raise PayloadRefused(
+                    "stored payload is pickled, and this queue does not accept pickle "
+                    "(choose serializer='pickle' explicitly to allow it)"
+                )
+            try:
+                return pickle.loads(data)  # opted in by name, see above
+            except Exception as exc:
+                raise PayloadRefused(f"stored payload cannot be unpickled: {exc}") from None
+        raise PayloadRefused(f"stored payload has an unknown codec {codec}")

@@ -1,0 +1,35 @@
+--[[ configure: change settings shared by every client of the queue.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV     triples (scope, name, value):
+           scope 'queue': name is group_limit, dedup_window or dead_cap
+           scope 'limit': name is a group, value its concurrency limit
+           scope 'weight': name is a group, value the jobs it is served per turn
+         value '' removes the setting (back to the default).
+Returns  OK
+Effects  a group whose limit was raised is offered to the rotation at once.
+Cost     O(number of settings).
+]]
+--- @include "lib/keys"
+--- @include "lib/offer"
+
+local hashes = {queue = K_CONF, limit = K_GLIMIT, weight = K_GWEIGHT}
+for i = 1, #ARGV, 3 do
+  local h = hashes[ARGV[i]]
+  if not h then return redis.error_reply('DURQ_ARG unknown setting scope ' .. ARGV[i]) end
+  if ARGV[i + 2] == '' then
+    redis.call('HDEL', h, ARGV[i + 1])
+  else
+    redis.call('HSET', h, ARGV[i + 1], ARGV[i + 2])
+  end
+end
+for i = 1, #ARGV, 3 do
+  if ARGV[i] == 'limit' then group_offer(ARGV[i + 1]) end
+  if ARGV[i] == 'queue' and ARGV[i + 1] == 'group_limit' then
+    -- a new default can unblock any group; they are found as their slots free up, but
+    -- the groups listed by backlog are offered now so an idle queue starts at once
+    local top = redis.call('ZREVRANGE', K_GROUPS, 0, 999)
+    for j = 1, #top do group_offer(top[j]) end
+  end
+end
+wake_if_needed()
+return 'OK'

@@ -1,0 +1,33 @@
+--[[ defer: put jobs back for a while without counting a failed attempt (the attempt
+the delivery used is given back). Used for "not now" and by workers shutting down.
+Fenced like release.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  n: number of jobs
+ARGV[2+3i .. 4+3i], for job i: id, lease token, delay_ms (0: ready again now)
+Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Cost     O(n) commands.
+]]
+--- @include "lib/status"
+--- @include "lib/keys"
+--- @include "lib/clock"
+--- @include "lib/held"
+--- @include "lib/send_back"
+
+local n = tonumber(ARGV[1])
+local now = now_ms()
+local out = {}
+for i = 0, n - 1 do
+  local b = 2 + 3 * i
+  local id = ARGV[b]
+  local r, status = held(id, ARGV[b + 1])
+  if r then
+    if r.attempts > 0 then r.attempts = r.attempts - 1 end
+    send_back(id, r, tonumber(ARGV[b + 2]), now)
+    count('deferred', 1)
+  end
+  out[#out + 1] = status
+end
+offer_touched()
+flush_counters()
+wake_if_needed()
+return out

@@ -1,0 +1,211 @@
+--[[ dequeue: hand out up to N ready jobs under a lease of L ms.
+First it reclaims expired leases (at most RECLAIM_MAX) and promotes due delayed jobs (at
+most PROMOTE_MAX), then it serves the eligible groups in turn: each group gives up to its
+weight per turn (all that is asked when it is the only eligible group), never more than
+its free slots.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  n: jobs wanted (>= 1)
+ARGV[2]  lease_ms (>= 1)
+Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, record_k}
+         now and lease_deadline in server ms; records as in lib/record.lua, already
+         updated (state active, attempts and deliveries counted, dequeued_at = now).
+         next_ms, when no job was handed out: ms until the next delayed job is due or
+         the next lease expires (-1: none), so an idle consumer knows how long to block.
+Errors   WRONGTYPE when a durq key holds another Redis type; ids are never popped before
+         the keys they move to were read, so a failure strands no job. Records that
+         cannot be read, and jobs whose group keys hold another type, are quarantined as
+         dead letters (reason corrupt_record) so the queue keeps working.
+Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of queue length
+         and of the number of groups and workers.
+]]
+--- @include "lib/status"
+--- @include "lib/keys"
+--- @include "lib/clock"
+--- @include "lib/conf"
+--- @include "lib/record"
+--- @include "lib/counters"
+--- @include "lib/group_push"
+--- @include "lib/group_room"
+--- @include "lib/group_pop"
+--- @include "lib/offer"
+--- @include "lib/slots"
+--- @include "lib/make_ready"
+--- @include "lib/finish"
+--- @include "lib/quarantine"
+--- @include "lib/reason"
+--- @include "lib/expire_done"
+
+local RECLAIM_MAX = 100
+local PROMOTE_MAX = 1000
+local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
+local EXPIRE_MAX = 100
+local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
+
+-- Leases that ran out: the holder is presumed dead. The attempt it used counts; once
+-- attempts are exhausted the job is dead-lettered, so a job that kills its workers
+-- cannot loop forever.
+local function reclaim(now)
+  local ids = redis.call('ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0, RECLAIM_MAX)
+  for i = 1, #ids do
+    local id = ids[i]
+    local r = rec_decode(redis.call('HGET', K_JOBS, id))
+    if not r or r.state ~= ST_ACTIVE or not group_ok(r.group) then
+      quarantine(id, now, 'active')
+    else
+      set_reason(id, {reason = 'lease_expired', at = now, attempt = r.attempts,
+        message = 'the lease ran out before the job was released: worker lost or stalled'})
+      if r.attempts >= r.max then
+        kill(id, r, now)
+      else
+        make_ready(id, r, true)
+        leave_active(id, r)
+      end
+      count('reclaimed', 1)
+    end
+  end
+  return #ids
+end
+
+local function promote(now)
+  local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_MAX)
+  if #ids == 0 then return 0 end
+  local raws = redis.call('HMGET', K_JOBS, unpack(ids))
+  local good = {}
+  local checked = {}
+  for i = 1, #ids do
+    local r = rec_decode(raws[i])
+    if r and r.state == ST_DELAYED then
+      if checked[r.group] == nil then checked[r.group] = group_ok(r.group) end
+      if not checked[r.group] then r = nil end
+    else
+      r = nil
+    end
+    if r then good[#good + 1] = {ids[i], r} else quarantine(ids[i], now, 'delayed') end
+  end
+  for i = 1, #good do
+    local id, r = good[i][1], good[i][2]
+    local returning = rec_returning(r)
+    make_ready(id, r, returning)
+    if returning then slot_add(r.group, -1) end
+  end
+  if #good > 0 then
+    local gone = {}
+    for i = 1, #good do gone[i] = good[i][1] end
+    redis.call('ZREM', K_DELAYED, unpack(gone))
+  end
+  return #ids
+end
+
+local budget = SKIP_MAX
+
+-- Turn popped ids of group g into handed-out jobs; returns how many were valid.
+local function take(g, ids, now, deadline, out, hargs, zargs)
+  local raws = redis.call('HMGET', K_JOBS, unpack(ids))
+  local got = 0
+  for i = 1, #ids do
+    local id = ids[i]
+    local r = rec_decode(raws[i])
+    if r and r.state == ST_PENDING then
+      r.state = ST_ACTIVE
+      r.attempts = r.attempts + 1
+      r.deliveries = r.deliveries + 1
+      r.deq = now
+      local rec = rec_encode(r)
+      hargs[#hargs + 1] = id
+      hargs[#hargs + 1] = rec
+      zargs[#zargs + 1] = deadline
+      zargs[#zargs + 1] = id
+      out[#out + 1] = id
+      out[#out + 1] = rec
+      if r.key ~= '' and redis.pcall('HGET', K_KEYS, r.key) == id then
+        redis.pcall('HDEL', K_KEYS, r.key)
+      end
+      got = got + 1
+    else
+      budget = budget - 1
+      if r and r.state == ST_SUPERSEDED then
+        redis.call('HDEL', K_JOBS, id)
+        redis.call('HDEL', K_REASONS, id)
+      elseif raws[i] and not r then
+        quarantine(id, now, 'ready')
+        ready_add(g, -1)
+      end
+    end
+  end
+  if got > 0 then
+    ready_add(g, -got)
+    slot_add(g, got)
+  end
+  return got
+end
+
+local function commit(hargs, zargs)
+  for i = 1, #hargs, 2 * HSET_CHUNK do
+    redis.call('HSET', K_JOBS, unpack(hargs, i, math.min(i + 2 * HSET_CHUNK - 1, #hargs)))
+  end
+  for i = 1, #zargs, 2 * HSET_CHUNK do
+    redis.call('ZADD', K_ACTIVE, unpack(zargs, i, math.min(i + 2 * HSET_CHUNK - 1, #zargs)))
+  end
+end
+
+local function serve(want, now, deadline, out)
+  local hargs, zargs = {}, {}
+  local handed = 0
+  while handed < want and budget > 0 do
+    local listed = redis.call('LLEN', K_RR)
+    if listed == 0 then break end
+    local g = redis.call('LPOP', K_RR)
+    local quota = want - handed
+    if listed > 1 and g ~= '' then
+      local w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1
+      if w < quota then quota = w end
+    elseif listed > 1 and quota > 1 then
+      quota = 1
+    end
+    quota = group_room(g, quota)
+    if quota > 0 then
+      handed = handed + take(g, group_pop(g, quota), now, deadline, out, hargs, zargs)
+    end
+    if group_room(g, 1) > 0 then
+      redis.call('RPUSH', K_RR, g)
+    else
+      redis.call('SREM', K_RRSET, g)
+    end
+  end
+  commit(hargs, zargs)
+  return handed
+end
+
+local function next_ms(now)
+  local nxt = -1
+  local d = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  if d[2] then nxt = math.max(0, tonumber(d[2]) - now) end
+  local a = redis.call('ZRANGE', K_ACTIVE, 0, 0, 'WITHSCORES')
+  if a[2] then
+    local t = math.max(0, tonumber(a[2]) - now)
+    if nxt < 0 or t < nxt then nxt = t end
+  end
+  return nxt
+end
+
+local want = tonumber(ARGV[1])
+local lease = tonumber(ARGV[2])
+local now = now_ms()
+local reclaimed = reclaim(now)
+local promoted = promote(now)
+offer_touched()
+local deadline = now + lease
+local out = {now, deadline, -1, reclaimed}
+local handed = serve(want, now, deadline, out)
+if handed == 0 then
+  if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0 then
+    out[3] = 0
+  else
+    out[3] = next_ms(now)
+  end
+end
+expire_done(now, EXPIRE_MAX)
+flush_counters()
+if redis.call('LLEN', K_RR) > 0 then need_wake = true end
+wake_if_needed()
+return out

@@ -1,0 +1,31 @@
+--[[ extend: lengthen leases for long work. Fenced like release: a lease that expired is
+still extended while no one else was handed the job.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  lease_ms: the new lease, counted from now
+ARGV[2]  n: number of jobs
+ARGV[3+2i .. 4+2i], for job i: id, lease token
+Returns  {lease_deadline, status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Cost     O(n) commands.
+]]
+--- @include "lib/status"
+--- @include "lib/keys"
+--- @include "lib/clock"
+--- @include "lib/held"
+
+local lease = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local now = now_ms()
+local deadline = now + lease
+local out = {deadline}
+local zargs = {}
+for i = 0, n - 1 do
+  local b = 3 + 2 * i
+  local r, status = held(ARGV[b], ARGV[b + 1])
+  if r then
+    zargs[#zargs + 1] = deadline
+    zargs[#zargs + 1] = ARGV[b]
+  end
+  out[#out + 1] = status
+end
+if #zargs > 0 then redis.call('ZADD', K_ACTIVE, unpack(zargs)) end
+return out

@@ -1,0 +1,20 @@
+--[[ job: everything stored about one job. Read only.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  id
+Returns  {record or false, reason or false, lease_deadline or false, due or false,
+          died_at or false, retained_until or false, now}
+Cost     O(1).
+]]
+--- @include "lib/keys"
+--- @include "lib/clock"
+
+local id = ARGV[1]
+return {
+  redis.call('HGET', K_JOBS, id),
+  redis.call('HGET', K_REASONS, id),
+  redis.call('ZSCORE', K_ACTIVE, id),
+  redis.call('ZSCORE', K_DELAYED, id),
+  redis.call('ZSCORE', K_DEAD, id),
+  redis.call('ZSCORE', K_DONE, id),
+  now_ms(),
+}

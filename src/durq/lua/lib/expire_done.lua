@@ -1,0 +1,17 @@
+--- @include "lib/record"
+
+-- Records kept after completion, superseded records and dedup tombstones are removed
+-- when their retention ends, a bounded number per call.
+local function expire_done(now, limit)
+  local ids = redis.call('ZRANGEBYSCORE', K_DONE, '-inf', now, 'LIMIT', 0, limit)
+  if #ids == 0 then return end
+  redis.call('ZREM', K_DONE, unpack(ids))
+  local raws = redis.call('HMGET', K_JOBS, unpack(ids))
+  for i = 1, #ids do
+    local r = rec_decode(raws[i])
+    if r and (r.state == ST_COMPLETED or r.state == ST_SUPERSEDED) then
+      redis.call('HDEL', K_JOBS, ids[i])
+      redis.call('HDEL', K_REASONS, ids[i])
+    end
+  end
+end

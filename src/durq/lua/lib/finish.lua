@@ -1,0 +1,36 @@
+--- @include "lib/record"
+--- @include "lib/counters"
+--- @include "lib/conf"
+--- @include "lib/slots"
+--- @include "lib/offer"
+
+-- An active job leaves its lease; a named group gets its slot back.
+local function leave_active(id, r)
+  redis.call('ZREM', K_ACTIVE, id)
+  slot_add(r.group, -1)
+  touch(r.group)
+end
+
+local function enforce_dead_cap()
+  local cap = get_conf().dead_cap
+  if cap <= 0 then return end
+  local over = redis.call('ZCARD', K_DEAD) - cap
+  if over > 100 then over = 100 end
+  for _ = 1, over do
+    local victim = redis.call('ZPOPMIN', K_DEAD)[1]
+    redis.call('HDEL', K_JOBS, victim)
+    redis.call('HDEL', K_REASONS, victim)
+    count('dead_evicted', 1)
+  end
+end
+
+-- Dead-letter an active job; the caller has stored the reason.
+local function kill(id, r, now)
+  redis.call('ZADD', K_DEAD, now, id)
+  leave_active(id, r)
+  r.state = ST_DEAD
+  r.flags = 0
+  redis.call('HSET', K_JOBS, id, rec_encode(r))
+  count('dead_lettered', 1)
+  enforce_dead_cap()
+end

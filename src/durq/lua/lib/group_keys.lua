@@ -1,0 +1,23 @@
+-- Ready jobs live per group; the default group '' holds ungrouped jobs. A group has a
+-- list of default-priority ids (FIFO) and a zset of ids with another priority, scored
+-- -priority * 2^44 + seq, so higher priorities come first and FIFO holds within one.
+local PRIO_SHIFT = 17592186044416 -- 2^44
+
+local function ready_list(g)
+  if g == '' then return K_PREFIX .. 'pending' end
+  return K_PREFIX .. 'g:' .. g
+end
+
+local function ready_prio(g)
+  if g == '' then return K_PREFIX .. 'prio' end
+  return K_PREFIX .. 'gp:' .. g
+end
+
+-- True when the group's keys are absent or of the right types. Scripts check a group
+-- before a batch of irreversible moves into it, so garbage written there by something
+-- else cannot strand jobs half-way.
+local function group_ok(g)
+  local l = redis.pcall('LLEN', ready_list(g))
+  local p = redis.pcall('ZCARD', ready_prio(g))
+  return type(l) == 'number' and type(p) == 'number'
+end

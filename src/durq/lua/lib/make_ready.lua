@@ -1,0 +1,15 @@
+--- @include "lib/record"
+--- @include "lib/counters"
+--- @include "lib/group_push"
+--- @include "lib/offer"
+
+-- Make a job ready in its group: at the head when it is returning, else at the tail.
+-- The id is placed before the record says so, so a failure cannot strand the job.
+local function make_ready(id, r, head)
+  group_push(r.group, id, r.prio, head)
+  r.state = ST_PENDING
+  r.flags = 0
+  redis.call('HSET', K_JOBS, id, rec_encode(r))
+  ready_add(r.group, 1)
+  touch(r.group)
+end

@@ -1,0 +1,3 @@
+local function set_reason(id, fields)
+  redis.call('HSET', K_REASONS, id, cjson.encode(fields))
+end

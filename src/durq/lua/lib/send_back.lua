@@ -1,0 +1,19 @@
+--- @include "lib/finish"
+--- @include "lib/make_ready"
+--- @include "lib/schedule"
+
+-- An active job goes back (retry or defer): after `delay` ms, or now, to the head of its
+-- group. While it waits it keeps its group slot, so a strictly ordered group (limit 1)
+-- does not start the next job before this one is done.
+local function send_back(id, r, delay, now)
+  if delay > 0 then
+    schedule(id, now + delay)
+    redis.call('ZREM', K_ACTIVE, id)
+    r.state = ST_DELAYED
+    r.flags = bit.bor(r.flags, FLAG_RETURNING)
+    redis.call('HSET', K_JOBS, id, rec_encode(r))
+  else
+    make_ready(id, r, true)
+    leave_active(id, r)
+  end
+end

@@ -1,0 +1,35 @@
+--[[ purge: delete dead letters for good.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  mode: 'ids' (the ids given) or 'oldest' (the oldest `limit` dead letters)
+ARGV[2]  limit (mode 'oldest')
+ARGV[3..] ids (mode 'ids')
+Returns  {id_1, status_1, ...}: OK or NOT_DEAD.
+Cost     O(ids or limit) commands; "purge all" is a loop of bounded calls.
+]]
+--- @include "lib/status"
+--- @include "lib/keys"
+
+local ids
+if ARGV[1] == 'oldest' then
+  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[2]) - 1)
+else
+  ids = {}
+  for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+end
+local out = {}
+local purged = 0
+for i = 1, #ids do
+  local id = ids[i]
+  if redis.call('ZREM', K_DEAD, id) == 1 then
+    redis.call('HDEL', K_JOBS, id)
+    redis.call('HDEL', K_REASONS, id)
+    purged = purged + 1
+    out[#out + 1] = id
+    out[#out + 1] = S_OK
+  else
+    out[#out + 1] = id
+    out[#out + 1] = S_NOT_DEAD
+  end
+end
+if purged > 0 then redis.call('HINCRBY', K_STATS, 'purged', purged) end
+return out

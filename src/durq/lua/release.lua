@@ -1,0 +1,100 @@
+--[[ release: jobs are done. Fenced: only the holder of the current lease may release.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  keep_ms: keep the record this long as completed (0: delete it now)
+ARGV[2]  result_ttl_ms: how long results given below are kept
+ARGV[3]  n: number of jobs
+ARGV[4+3i .. 6+3i], for job i: id, lease token, result ('' = none)
+Returns  {status_1, ..., status_n}: OK, LEASE_LOST (the lease expired and the job was
+         handed out again, or it is no longer active), NOT_FOUND, CORRUPT.
+         A refused item changes nothing.
+Effects  a released job's id stays taken until its dedup window (from its enqueue) ends;
+         a result is stored at <prefix>result:<id> (a one-element list) with its TTL.
+Errors   WRONGTYPE when a durq key holds another Redis type
+Cost     O(n) commands.
+]]
+--- @include "lib/status"
+--- @include "lib/keys"
+--- @include "lib/clock"
+--- @include "lib/conf"
+--- @include "lib/record"
+--- @include "lib/counters"
+--- @include "lib/slots"
+--- @include "lib/offer"
+--- @include "lib/expire_done"
+
+local keep = tonumber(ARGV[1])
+local result_ttl = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local now = now_ms()
+local window = get_conf().dedup_window
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[4 + 3 * i] end
+local raws = n > 0 and redis.call('HMGET', K_JOBS, unpack(ids)) or {}
+local out = {}
+local gone, deleted, tombs, kept = {}, {}, {}, {}
+local missing = false
+local seen = {}
+for i = 1, n do
+  local b = 4 + 3 * (i - 1)
+  local id = ids[i]
+  local status = S_OK
+  local r = rec_decode(raws[i])
+  if not raws[i] then
+    status = S_NOT_FOUND
+    missing = true
+  elseif not r then
+    status = S_CORRUPT
+  elseif r.state ~= ST_ACTIVE or rec_token(r) ~= ARGV[b + 1] or seen[id] then
+    status = S_LEASE_LOST
+  else
+    seen[id] = true
+    gone[#gone + 1] = id
+    local window_end = r.enq + window
+    if keep > 0 then
+      r.state = ST_COMPLETED
+      kept[#kept + 1] = id
+      kept[#kept + 1] = rec_encode(r)
+      tombs[#tombs + 1] = math.max(now + keep, window_end)
+      tombs[#tombs + 1] = id
+    else
+      deleted[#deleted + 1] = id
+      if window_end > now then
+        tombs[#tombs + 1] = window_end
+        tombs[#tombs + 1] = id
+      end
+    end
+    if ARGV[b + 2] ~= '' then
+      local rk = K_PREFIX .. 'result:' .. id
+      redis.call('DEL', rk)
+      redis.call('RPUSH', rk, ARGV[b + 2])
+      redis.call('PEXPIRE', rk, result_ttl)
+    end
+    slot_add(r.group, -1)
+    touch(r.group)
+  end
+  out[i] = status
+end
+if #gone > 0 then
+  -- the tombstone goes first: from the moment the record is gone its id stays taken
+  if #tombs > 0 then redis.call('ZADD', K_DONE, unpack(tombs)) end
+  if #kept > 0 then redis.call('HSET', K_JOBS, unpack(kept)) end
+  if #deleted > 0 then
+    redis.call('HDEL', K_JOBS, unpack(deleted))
+    redis.call('HDEL', K_REASONS, unpack(deleted))
+  end
+  redis.call('ZREM', K_ACTIVE, unpack(gone))
+  count('completed', #gone)
+end
+if missing then
+  -- a finished job leaves a tombstone: its late holder lost the lease, the id is known
+  for i = 1, n do
+    if out[i] == S_NOT_FOUND and redis.call('ZSCORE', K_DONE, ids[i]) then
+      out[i] = S_LEASE_LOST
+    end
+  end
+end
+expire_done(now, 2 * n + 10)
+offer_touched()
+flush_counters()
+wake_if_needed()
+return out

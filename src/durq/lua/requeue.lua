@@ -1,0 +1,44 @@
+--[[ requeue: jobs failed. Each failure counts; the job comes back after its delay, to
+the head of its group, or is dead-lettered when its attempts are exhausted or when the
+caller asks for it. Fenced like release.
+KEYS     the queue key vector (lib/keys.lua)
+ARGV[1]  n: number of jobs
+ARGV[2+5i .. 6+5i], for job i: id, lease token, delay_ms, reason (JSON), dead ('1'/'0')
+Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRUPT.
+Errors   WRONGTYPE when a durq key holds another Redis type
+Cost     O(n) commands.
+]]
+--- @include "lib/status"
+--- @include "lib/keys"
+--- @include "lib/clock"
+--- @include "lib/held"
+--- @include "lib/finish"
+--- @include "lib/send_back"
+
+local n = tonumber(ARGV[1])
+local now = now_ms()
+local out = {}
+for i = 0, n - 1 do
+  local b = 2 + 5 * i
+  local id = ARGV[b]
+  local r, status = held(id, ARGV[b + 1])
+  if r then
+    r.failures = r.failures + 1
+    r.req = now
+    redis.call('HSET', K_REASONS, id, ARGV[b + 3])
+    count('failed', 1)
+    if ARGV[b + 4] == '1' or r.attempts >= r.max then
+      kill(id, r, now)
+      status = S_DEAD
+    else
+      send_back(id, r, tonumber(ARGV[b + 2]), now)
+      count('retried', 1)
+      status = S_RETRYING
+    end
+  end
+  out[#out + 1] = status
+end
+offer_touched()
+flush_counters()
+wake_if_needed()
+return out

@@ -1,0 +1,238 @@
+"""The data durq hands back: dequeued jobs, job details, queue statistics. No IO here.
+
+Times are seconds since the epoch, as floats, read from the Redis server's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from durq.codec import PayloadCodec
+
+__all__ = [
+    "EnqueueResult",
+    "EnqueueStatus",
+    "GroupInfo",
+    "Job",
+    "JobInfo",
+    "JobState",
+    "Message",
+    "QueueStats",
+]
+
+
+class JobState(str, Enum):
+    """Where a job is in its life (see the state diagram in docs/design.md)."""
+
+    PENDING = "pending"  #: ready, waiting for a consumer
+    DELAYED = "delayed"  #: waiting for its due time (a delay, a retry backoff or a defer)
+    ACTIVE = "active"  #: handed to a consumer under a lease
+    DEAD = "dead"  #: in the dead-letter set, with a reason
+    COMPLETED = "completed"  #: released; kept only when asked, or as an id tombstone
+    SUPERSEDED = "superseded"  #: replaced by a newer job with the same key before it started
+
+
+class EnqueueStatus(str, Enum):
+    """What an enqueue did."""
+
+    CREATED = "created"  #: a new job was added
+    EXISTS = "exists"  #: a job with this id exists (or finished recently): nothing changed
+    DEDUPLICATED = "deduplicated"  #: a not-yet-started job holds the key: nothing changed
+    REPLACED = "replaced"  #: added, and it superseded the not-yet-started job with the key
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The outcome of one enqueue.
+
+    Attributes:
+        id: the job that will run: the new job, or the existing one for EXISTS and
+            DEDUPLICATED.
+        status: what happened.
+        superseded: for REPLACED, the id of the job that was replaced.
+    """
+
+    id: str
+    status: EnqueueStatus
+    superseded: str | None = None
+
+    @property
+    def created(self) -> bool:
+        """True when a new job was added (CREATED or REPLACED)."""
+        return self.status in (EnqueueStatus.CREATED, EnqueueStatus.REPLACED)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A payload with per-job options, for ``enqueue_many``.
+
+    Options left as None take the values given to ``enqueue_many`` or the queue's.
+    """
+
+    payload: Any
+    id: str | None = None
+    delay: float | None = None
+    priority: int | None = None
+    max_attempts: int | None = None
+    group: str | None = None
+    key: str | None = None
+    replace: bool | None = None
+
+
+class Job:
+    """A job handed out by ``dequeue``, under a lease held by the caller.
+
+    Pass it back to ``release``, ``requeue``, ``extend`` or ``defer``: the lease token it
+    carries fences those calls, so they are refused once the lease was taken over.
+    """
+
+    __slots__ = (
+        "_codec",
+        "_payload",
+        "attempt",
+        "codec_id",
+        "data",
+        "deliveries",
+        "enqueued_at",
+        "group",
+        "id",
+        "key",
+        "lease_deadline",
+        "max_attempts",
+        "priority",
+        "queue",
+        "token",
+    )
+
+    def __init__(
+        self,
+        *,
+        queue: str,
+        id: str,
+        token: str,
+        attempt: int,
+        max_attempts: int,
+        deliveries: int,
+        priority: int,
+        group: str | None,
+        key: str | None,
+        enqueued_at: float,
+        lease_deadline: float,
+        codec_id: int,
+        data: bytes,
+        codec: PayloadCodec,
+    ) -> None:
+        self.queue = queue  #: name of the queue the job came from
+        self.id = id  #: the job id
+        self.token = token  #: the lease token (changes with every delivery)
+        self.attempt = attempt  #: this attempt's number, from 1 (defers do not count)
+        self.max_attempts = max_attempts  #: attempts allowed before dead-lettering
+        self.deliveries = deliveries  #: times handed out, including this one
+        self.priority = priority
+        self.group = group
+        self.key = key
+        self.enqueued_at = enqueued_at
+        self.lease_deadline = lease_deadline  #: server time when the lease runs out
+        self.codec_id = codec_id
+        self.data = data  #: the payload as stored
+        self._codec = codec
+        self._payload: Any = _UNSET
+
+    @property
+    def attempts(self) -> int:
+        """Same as ``attempt``: the number of this attempt."""
+        return self.attempt
+
+    @property
+    def payload(self) -> Any:
+        """The decoded payload; raises PayloadError if it cannot be decoded."""
+        if self._payload is _UNSET:
+            self._payload = self._codec.decode(self.codec_id, self.data)
+        return self._payload
+
+    def __repr__(self) -> str:
+        return f"<Job {self.queue}/{self.id} attempt={self.attempt}/{self.max_attempts}>"
+
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """Everything stored about one job (``Queue.job``, ``Queue.dead_letters``)."""
+
+    id: str
+    state: JobState
+    priority: int = 0
+    group: str | None = None
+    key: str | None = None
+    attempts: int = 0
+    max_attempts: int = 0
+    deliveries: int = 0
+    failures: int = 0
+    enqueued_at: float | None = None
+    dequeued_at: float | None = None
+    requeued_at: float | None = None
+    lease_deadline: float | None = None
+    due_at: float | None = None
+    died_at: float | None = None
+    retained_until: float | None = None
+    reason: dict[str, Any] | None = None
+    codec_id: int | None = None
+    data: bytes | None = field(default=None, repr=False)
+    corrupt: bool = False
+
+    def payload(self, codec: PayloadCodec | None = None) -> Any:
+        """Decode the stored payload (JSON, msgpack or raw bytes unless told otherwise)."""
+        if self.data is None or self.codec_id is None:
+            return None
+        return (codec or PayloadCodec()).decode(self.codec_id, self.data)
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Sizes and lifetime counters of one queue.
+
+    Sizes: ``pending`` (ready), ``delayed``, ``active``, ``dead``. Counters count since
+    the queue was created.
+    """
+
+    name: str
+    pending: int
+    delayed: int
+    active: int
+    dead: int
+    enqueued: int
+    completed: int
+    failed: int
+    retried: int
+    dead_lettered: int
+    reclaimed: int
+    deferred: int
+    superseded: int
+    deduplicated: int
+    replayed: int
+    purged: int
+    dead_evicted: int
+    corrupt: int
+    retained: int
+    groups: int
+    server_time: float
+
+    @property
+    def size(self) -> int:
+        """Jobs not yet finished: pending + delayed + active."""
+        return self.pending + self.delayed + self.active
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """One group of a queue: ready jobs, jobs holding a slot, and its settings."""
+
+    name: str
+    ready: int
+    active: int
+    limit: int | None
+    weight: int | None

@@ -1,0 +1,552 @@
+"""Queue operations as IO-free generators: validate, pack arguments, parse replies.
+
+Each function returns an :data:`Op`; the sync and asyncio queues drive it. Batches larger
+than :data:`MAX_BATCH` are split into several script calls sent in one pipeline, so every
+batch operation takes one round trip and no script runs for long.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+import orjson
+
+from durq import lua
+from durq.codec import PayloadCodec
+from durq.errors import CorruptQueue, InvalidArgument
+from durq.keys import QueueKeys, check_group, check_job_id, check_key
+from durq.models import (
+    EnqueueResult,
+    EnqueueStatus,
+    GroupInfo,
+    Job,
+    JobInfo,
+    JobState,
+    Message,
+    QueueStats,
+)
+from durq.protocol.calls import Arg, Op, Pipeline, ScriptCall, WaitCall
+from durq.protocol.record import STATE_NAMES, parse_record
+from durq.protocol.status import Status
+
+__all__ = [
+    "CONF_DEFAULTS",
+    "MAX_BATCH",
+    "MAX_BLOCK",
+    "Held",
+    "configure",
+    "dead_letters",
+    "defer",
+    "dequeue",
+    "enqueue",
+    "extend",
+    "groups",
+    "job",
+    "new_ids",
+    "purge",
+    "release",
+    "replay",
+    "requeue",
+    "stats",
+]
+
+MAX_BATCH = 1000
+#: the longest single blocking wait; longer waits are several, so a dead server is noticed
+MAX_BLOCK = 5.0
+MAX_DELAY = 10 * 365 * 86400.0
+MAX_LEASE = 7 * 86400.0
+MIN_LEASE = 0.05
+MAX_REASON_BYTES = 64 * 1024
+PRIORITY_RANGE = range(-10, 11)
+MAX_ATTEMPTS_RANGE = range(1, 10001)
+#: queue settings and their defaults, the same as in lua/lib/conf.lua
+CONF_DEFAULTS: dict[str, int] = {"group_limit": 0, "dedup_window": 60000, "dead_cap": 0}
+
+_STATE = {code: JobState(name) for code, name in STATE_NAMES.items()}
+
+
+class Held(Protocol):
+    """Anything that names a job and the lease token it was handed out with."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def token(self) -> str: ...
+
+
+def new_ids(n: int) -> list[str]:
+    """``n`` random job ids: 16 URL-safe characters (96 random bits) each."""
+    raw = base64.urlsafe_b64encode(os.urandom(12 * n)).decode()
+    return [raw[i : i + 16] for i in range(0, 16 * n, 16)]
+
+
+# -- argument checks ----------------------------------------------------------------
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{name} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def delay_ms(value: Any, name: str = "delay") -> int:
+    """Seconds to ms; 0 <= value <= ten years."""
+    seconds = _number(name, value)
+    if not 0 <= seconds <= MAX_DELAY:
+        raise InvalidArgument(f"{name} must be between 0 and {MAX_DELAY:.0f} s, got {value!r}")
+    return round(seconds * 1000)
+
+
+def lease_ms(value: Any) -> int:
+    """Seconds to ms; MIN_LEASE <= value <= one week."""
+    seconds = _number("lease", value)
+    if not MIN_LEASE <= seconds <= MAX_LEASE:
+        raise InvalidArgument(
+            f"lease must be between {MIN_LEASE} and {MAX_LEASE:.0f} s, got {value!r}"
+        )
+    return round(seconds * 1000)
+
+
+def _int_in(name: str, value: Any, allowed: range) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in allowed:
+        raise InvalidArgument(f"{name} must be an int in {allowed.start}..{allowed.stop - 1}")
+    return value
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def reason_json(reason: str | Mapping[str, Any] | None, **extra: Any) -> bytes:
+    """Encode a failure reason as the JSON object stored with the job."""
+    fields: dict[str, Any] = {}
+    if isinstance(reason, Mapping):
+        fields.update(reason)
+    elif reason is not None:
+        fields["message"] = str(reason)
+    fields.update(extra)
+    fields.setdefault("reason", "failed")
+    data = orjson.dumps(fields, default=str)
+    if len(data) > MAX_REASON_BYTES:  # tracebacks can be huge; keep the head
+        for name in ("traceback", "message"):
+            text = str(fields.get(name, ""))
+            if len(text) > MAX_REASON_BYTES // 4:
+                fields[name] = text[: MAX_REASON_BYTES // 4] + " ...[truncated]"
+        data = orjson.dumps(fields, default=str)[:MAX_REASON_BYTES]
+    return data
+
+
+# -- plumbing -----------------------------------------------------------------------
+
+
+def _call(name: str, keys: QueueKeys, args: Sequence[Arg]) -> ScriptCall:
+    return ScriptCall(lua.load(name), keys.vector, args)
+
+
+def _batched(
+    name: str, keys: QueueKeys, head: Sequence[Arg], rows: Sequence[Sequence[Arg]]
+) -> Op[list[Any]]:
+    """Run a per-item script over ``rows`` in calls of at most MAX_BATCH items, in one
+    round trip; returns the concatenated replies (minus ``skip`` header values)."""
+    chunks = [rows[i : i + MAX_BATCH] for i in range(0, len(rows), MAX_BATCH)] or [[]]
+    calls = tuple(
+        _call(name, keys, [*head, len(chunk), *(v for row in chunk for v in row)])
+        for chunk in chunks
+    )
+    if len(calls) == 1:
+        return [(yield calls[0])]
+    replies = yield Pipeline(calls)
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return list(replies)
+
+
+def script_error(exc: Exception) -> Exception:
+    """Translate a script's error reply into a durq exception (others pass through)."""
+    text = str(exc)
+    if "DURQ_WRONGTYPE" in text or "WRONGTYPE" in text:
+        detail = text.split("DURQ_WRONGTYPE", 1)[-1].strip()
+        return CorruptQueue(f"a durq key holds another Redis type: {detail}")
+    if "DURQ_ARG" in text:
+        return InvalidArgument(text.split("DURQ_ARG", 1)[-1].strip())
+    return exc
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# -- enqueue ------------------------------------------------------------------------
+
+
+def enqueue(
+    keys: QueueKeys,
+    codec: PayloadCodec,
+    messages: Sequence[Message],
+    *,
+    delay: float = 0,
+    priority: int = 0,
+    max_attempts: int,
+    group: str | None = None,
+    key: str | None = None,
+    replace: bool = False,
+) -> Op[list[EnqueueResult]]:
+    """Add ``messages``; per-message options override the keyword defaults."""
+    fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
+    rows: list[tuple[Arg, ...]] = []
+    for m in messages:
+        job_id = check_job_id(m.id) if m.id is not None else next(fresh)
+        g = m.group if m.group is not None else group
+        k = m.key if m.key is not None else key
+        rep = m.replace if m.replace is not None else replace
+        if rep and k is None:
+            raise InvalidArgument("replace=True needs a key: it replaces the job holding it")
+        codec_id, data = codec.encode(m.payload)
+        rows.append(
+            (
+                job_id,
+                data,
+                delay_ms(m.delay if m.delay is not None else delay),
+                _int_in("priority", m.priority if m.priority is not None else priority,
+                        PRIORITY_RANGE),
+                _int_in("max_attempts",
+                        m.max_attempts if m.max_attempts is not None else max_attempts,
+                        MAX_ATTEMPTS_RANGE),
+                codec_id,
+                check_group(g) if g is not None else "",
+                check_key(k) if k is not None else "",
+                1 if rep else 0,
+            )
+        )  # fmt: skip
+    replies = yield from _batched("enqueue", keys, (), rows)
+    out: list[EnqueueResult] = []
+    for reply in replies:
+        for i in range(0, len(reply), 2):
+            status, ref = Status(reply[i]), _text(reply[i + 1])
+            if status is Status.REPLACED:
+                out.append(EnqueueResult(str(rows[len(out)][0]), EnqueueStatus.REPLACED, ref))
+            else:
+                out.append(EnqueueResult(ref, EnqueueStatus[status.name]))
+    return out
+
+
+# -- dequeue ------------------------------------------------------------------------
+
+
+def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list[Job]:
+    """Turn a dequeue reply into Jobs (the header fields are read by the caller)."""
+    deadline = reply[1] / 1000
+    jobs: list[Job] = []
+    for i in range(4, len(reply), 2):
+        raw: bytes = reply[i + 1]
+        rec = parse_record(raw)
+        if rec is None:  # the script hands out only records it could read
+            raise CorruptQueue("dequeue returned an unreadable record")
+        jobs.append(
+            Job(
+                queue=queue,
+                id=reply[i].decode(),
+                token=f"{rec.deliveries}.{rec.dequeued_at_ms}",
+                attempt=rec.attempts,
+                max_attempts=rec.max_attempts,
+                deliveries=rec.deliveries,
+                priority=rec.priority,
+                group=rec.group or None,
+                key=rec.key or None,
+                enqueued_at=rec.enqueued_at_ms / 1000,
+                lease_deadline=deadline,
+                codec_id=rec.codec,
+                data=raw[rec.payload_offset :],
+                codec=codec,
+            )
+        )
+    return jobs
+
+
+def dequeue_call(keys: QueueKeys, count: int, lease: float) -> ScriptCall:
+    """The script call behind one dequeue attempt (for pipelining with other calls)."""
+    return _call("dequeue", keys, (_count("count", count), lease_ms(lease)))
+
+
+def dequeue(
+    keys: QueueKeys,
+    codec: PayloadCodec,
+    count: int,
+    lease: float,
+    wait: float | None = None,
+) -> Op[list[Job]]:
+    """Take up to ``count`` jobs under a lease; with ``wait``, block up to that long
+    (without polling) for the first job to arrive."""
+    call = dequeue_call(keys, count, lease)
+    if wait is not None:
+        wait = _number("wait", wait)
+        if wait < 0:
+            raise InvalidArgument(f"wait must be >= 0, got {wait!r}")
+    give_up: float | None = None
+    while True:
+        reply = yield call
+        jobs = parse_dequeue(reply, keys.name, codec)
+        if jobs or not wait:
+            return jobs
+        now = time.monotonic()
+        if give_up is None:
+            give_up = now + wait
+        remaining = give_up - now
+        if remaining <= 0:
+            return jobs
+        next_ms = reply[2]
+        timeout = remaining if next_ms < 0 else min(remaining, next_ms / 1000)
+        if timeout >= 0.001:
+            yield WaitCall((keys.wake,), min(timeout, MAX_BLOCK))
+
+
+# -- release, requeue, extend, defer ------------------------------------------------
+
+
+def _statuses(replies: Sequence[Sequence[Any]], skip: int = 0) -> list[Status]:
+    return [Status(s) for reply in replies for s in reply[skip:]]
+
+
+def release(
+    keys: QueueKeys,
+    jobs: Sequence[Held],
+    *,
+    keep: float = 0,
+    results: Sequence[bytes | None] | None = None,
+    result_ttl: float = 3600,
+) -> Op[list[Status]]:
+    """Release ``jobs`` (done); optionally keep their records and store results."""
+    if results is not None and len(results) != len(jobs):
+        raise InvalidArgument("results must have one entry per job")
+    head = (delay_ms(keep, "keep"), delay_ms(result_ttl, "result_ttl"))
+    rows = [
+        (j.id, j.token, (results[i] or b"") if results is not None else b"")
+        for i, j in enumerate(jobs)
+    ]
+    return _statuses((yield from _batched("release", keys, head, rows)))
+
+
+def requeue(
+    keys: QueueKeys,
+    items: Sequence[tuple[Held, float, bytes, bool]],
+) -> Op[list[Status]]:
+    """Requeue failed jobs: ``(job, delay seconds, reason JSON, dead-letter now)``."""
+    rows = [
+        (j.id, j.token, delay_ms(delay), reason, 1 if dead else 0)
+        for j, delay, reason, dead in items
+    ]
+    return _statuses((yield from _batched("requeue", keys, (), rows)))
+
+
+def extend(keys: QueueKeys, jobs: Sequence[Held], lease: float) -> Op[tuple[float, list[Status]]]:
+    """Extend the leases of ``jobs`` to ``lease`` seconds from now (server time)."""
+    rows = [(j.id, j.token) for j in jobs]
+    replies = yield from _batched("extend", keys, (lease_ms(lease),), rows)
+    return replies[0][0] / 1000, _statuses(replies, skip=1)
+
+
+def defer(keys: QueueKeys, items: Sequence[tuple[Held, float]]) -> Op[list[Status]]:
+    """Put jobs back after ``delay`` seconds without counting an attempt."""
+    rows = [(j.id, j.token, delay_ms(delay)) for j, delay in items]
+    return _statuses((yield from _batched("defer", keys, (), rows)))
+
+
+# -- dead letters -------------------------------------------------------------------
+
+
+def _id_list(ids: str | Sequence[str]) -> list[str]:
+    return [check_job_id(ids)] if isinstance(ids, str) else [check_job_id(i) for i in ids]
+
+
+def _bulk_dead(name: str, keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
+    done = 0
+    if ids is not None:
+        wanted = _id_list(ids)
+        for i in range(0, len(wanted), MAX_BATCH):
+            reply = yield _call(name, keys, ("ids", 0, *wanted[i : i + MAX_BATCH]))
+            done += sum(1 for s in reply[1::2] if s == Status.OK)
+        return done
+    for _ in range(100_000):  # "all": bounded calls until a short page
+        reply = yield _call(name, keys, ("oldest", MAX_BATCH))
+        done += sum(1 for s in reply[1::2] if s == Status.OK)
+        if len(reply) // 2 < MAX_BATCH or not any(s == Status.OK for s in reply[1::2]):
+            break
+    return done
+
+
+def replay(keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
+    """Replay the dead letters ``ids`` (all of them when None); returns how many."""
+    return (yield from _bulk_dead("replay", keys, ids))
+
+
+def purge(keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
+    """Delete the dead letters ``ids`` (all of them when None); returns how many."""
+    return (yield from _bulk_dead("purge", keys, ids))
+
+
+# -- inspection ---------------------------------------------------------------------
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value) / 1000
+
+
+def _reason(raw: bytes | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {"reason": "unreadable", "raw": raw.decode("utf-8", "replace")}
+    return value if isinstance(value, dict) else {"reason": str(value)}
+
+
+def job_info(
+    job_id: str,
+    raw: bytes | None,
+    reason: bytes | None,
+    *,
+    lease_deadline: Any = None,
+    due_at: Any = None,
+    died_at: Any = None,
+    retained_until: Any = None,
+) -> JobInfo:
+    """Build a JobInfo from a stored record and the scores that surround it (ms)."""
+    base = JobInfo(
+        job_id,
+        JobState.COMPLETED,  # a tombstone: finished, record not kept
+        lease_deadline=_seconds(lease_deadline),
+        due_at=_seconds(due_at),
+        died_at=_seconds(died_at),
+        retained_until=_seconds(retained_until),
+        reason=_reason(reason),
+    )
+    if raw is None:
+        return base
+    rec = parse_record(raw)
+    if rec is None:
+        state = JobState.DEAD if died_at is not None else JobState.PENDING
+        return replace(base, state=state, data=raw, corrupt=True)
+    return replace(
+        base,
+        state=_STATE[rec.state],
+        priority=rec.priority,
+        group=rec.group or None,
+        key=rec.key or None,
+        attempts=rec.attempts,
+        max_attempts=rec.max_attempts,
+        deliveries=rec.deliveries,
+        failures=rec.failures,
+        enqueued_at=rec.enqueued_at_ms / 1000,
+        dequeued_at=rec.dequeued_at_ms / 1000 if rec.dequeued_at_ms else None,
+        requeued_at=rec.requeued_at_ms / 1000 if rec.requeued_at_ms else None,
+        codec_id=rec.codec,
+        data=raw[rec.payload_offset :],
+    )
+
+
+def job(keys: QueueKeys, job_id: str) -> Op[JobInfo | None]:
+    """Everything stored about ``job_id``; None when the queue knows nothing of it."""
+    raw, reason, lease, due, died, retained, _now = yield _call(
+        "job", keys, (check_job_id(job_id),)
+    )
+    if raw is None and retained is None:
+        return None
+    return job_info(job_id, raw, reason, lease_deadline=lease, due_at=due, died_at=died,
+                    retained_until=retained)  # fmt: skip
+
+
+def dead_letters(
+    keys: QueueKeys, offset: int = 0, limit: int = 100
+) -> Op[tuple[int, list[JobInfo]]]:
+    """A page of dead letters, newest first, and the total number of them."""
+    if not isinstance(offset, int) or offset < 0:
+        raise InvalidArgument("offset must be an int >= 0")
+    limit = min(_count("limit", limit), MAX_BATCH)
+    reply = yield _call("dead_letters", keys, (offset, limit))
+    items = [
+        job_info(_text(reply[i]), reply[i + 2], reply[i + 3], died_at=reply[i + 1])
+        for i in range(1, len(reply), 4)
+    ]
+    return int(reply[0]), items
+
+
+_COUNTERS = (
+    "enqueued", "completed", "failed", "retried", "dead_lettered", "reclaimed", "deferred",
+    "superseded", "deduplicated", "replayed", "purged", "dead_evicted", "corrupt",
+)  # fmt: skip
+
+
+def stats(keys: QueueKeys) -> Op[QueueStats]:
+    """Sizes and counters of the queue, read in one consistent snapshot."""
+    reply = yield _call("stats", keys, ())
+    values = {_text(reply[i]): int(float(reply[i + 1])) for i in range(0, len(reply), 2)}
+    return QueueStats(
+        name=keys.name,
+        pending=max(values.get("ready", 0), 0),
+        delayed=values["delayed"],
+        active=values["active"],
+        dead=values["dead"],
+        retained=values["retained"],
+        groups=values["groups"],
+        server_time=values["now"] / 1000,
+        **{name: values.get(name, 0) for name in _COUNTERS},
+    )
+
+
+def groups(
+    keys: QueueKeys, limit: int = 20, names: Sequence[str] = ()
+) -> Op[tuple[int, list[GroupInfo]]]:
+    """The largest groups by ready jobs (or the groups named) and how many there are."""
+    limit = min(_count("limit", limit), MAX_BATCH)
+    reply = yield _call("groups", keys, (limit, *(check_group(n) for n in names)))
+    items = [
+        GroupInfo(
+            name=_text(reply[i]),
+            ready=int(float(reply[i + 1])),
+            active=int(reply[i + 2]),
+            limit=int(reply[i + 3]) if reply[i + 3] is not None else None,
+            weight=int(reply[i + 4]) if reply[i + 4] is not None else None,
+        )
+        for i in range(1, len(reply), 5)
+    ]
+    return int(reply[0]), items
+
+
+def configure(
+    keys: QueueKeys,
+    *,
+    queue: Mapping[str, int | None] | None = None,
+    limits: Mapping[str, int | None] | None = None,
+    weights: Mapping[str, int | None] | None = None,
+) -> Op[None]:
+    """Store shared settings: queue-wide values, per-group limits and weights.
+    None removes a setting (back to its default)."""
+    args: list[Arg] = []
+    for name, value in (queue or {}).items():
+        if name not in CONF_DEFAULTS:
+            raise InvalidArgument(f"unknown queue setting {name!r}: {sorted(CONF_DEFAULTS)}")
+        args += ["queue", name, "" if value is None else _natural(name, value)]
+    for scope, table in (("limit", limits), ("weight", weights)):
+        for g, value in (table or {}).items():
+            args += [scope, check_group(g), "" if value is None else _natural(scope, value)]
+    if args:
+        yield _call("configure", keys, args)
+
+
+def _natural(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"{name} must be an int >= 0, got {value!r}")
+    return value

