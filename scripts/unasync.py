@@ -34,6 +34,7 @@ RULES: list[tuple[str, str]] = [
     (r"\baclose\b", "close"),
     (r"durq\._async\b", "durq._sync"),
     (r"connection\.async_client\b", "connection.sync_client"),
+    (r"from asyncio import sleep", "from time import sleep"),
 ]
 
 _DOC_NOTE = re.compile(r"This file is the source of truth;[^\n]*(\n[^\n]*)*?drift\)\.\n")

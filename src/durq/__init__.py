@@ -8,6 +8,7 @@ groups of jobs in turn. See README.md and docs/design.md.
 from durq._async.queue import AsyncQueue
 from durq._sync.queue import Queue
 from durq._version import __version__
+from durq.app import App
 from durq.backoff import Backoff, exponential, fixed
 from durq.codec import Codec
 from durq.errors import (
@@ -32,8 +33,18 @@ from durq.models import (
     QueueStats,
 )
 from durq.protocol.status import Status
+from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task, current_job
 
 __all__ = [
+    # tasks
+    "App",
+    "Call",
+    "Fail",
+    "JobFailed",
+    "JobHandle",
+    "Retry",
+    "Task",
+    "current_job",
     # queues
     "AsyncQueue",
     "Queue",

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -30,6 +28,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from durq._process import die_with_parent
 from durq._server_binary import ENV_SERVER_BINARY, FLAVORS, ServerNotFound, find_server_binary
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
 ]
 
 _FSYNC_POLICIES = ("always", "everysec", "no")
-_PR_SET_PDEATHSIG = 1
 _LOG_NAME = "server.log"
 _SOCKET_NAME = "server.sock"
 # What signal.signal() returns; typeshed's own alias is private.
@@ -114,32 +112,6 @@ def _server_argv(
         argv += ["--unixsocket", unixsocket, "--unixsocketperm", "700"]
     argv += list(extra_args)
     return argv
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """Return a preexec_fn asking Linux to SIGKILL the child when this process dies.
-
-    PR_SET_PDEATHSIG fires when the *thread* that forked exits, so it is only
-    used from the main thread, whose exit is the process's exit; servers started
-    from other threads rely on the atexit cleanup alone.
-    """
-    if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    sigkill = int(signal.SIGKILL)
-
-    def set_parent_death_signal() -> None:
-        prctl(_PR_SET_PDEATHSIG, sigkill)
-        # The parent may have died between fork and prctl; then nobody would
-        # ever send the signal.
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return set_parent_death_signal
 
 
 def _client(
@@ -446,7 +418,7 @@ class RedisServer:
                 # Own session: a Ctrl-C aimed at the test run must not reach the
                 # server before the fixtures get to shut it down.
                 start_new_session=True,
-                preexec_fn=_die_with_parent(),
+                preexec_fn=die_with_parent(),
             )
         self._proc = proc
         self._paused = False

@@ -12,16 +12,17 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import NoScriptError, ResponseError
 
-from durq.protocol.calls import Op, Pipeline, Request, ScriptCall, WaitCall
+from durq.errors import DurqError
+from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
 from durq.protocol.ops import script_error
 
 __all__ = ["AsyncDriver"]
 
 T = TypeVar("T")
-Command = tuple[Any, ...]
+Wire = tuple[Any, ...]
 
 
-def _evalsha(call: ScriptCall) -> Command:
+def _evalsha(call: ScriptCall) -> Wire:
     return ("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
 
 
@@ -57,21 +58,49 @@ class AsyncDriver:
         finally:
             op.close()
 
+    async def run_all(self, ops: Sequence[Op[Any]]) -> list[Any]:
+        """Run several operations at once: their first requests, when all are script
+        calls, go in one round trip (one pipeline); any later request of an operation
+        runs on its own. Each result is the operation's value, or the exception it
+        raised (connection errors propagate: nothing is known then)."""
+        firsts = [next(op) for op in ops]
+        calls = tuple(r for r in firsts if isinstance(r, ScriptCall))
+        if len(calls) == len(firsts):
+            replies = await self._pipeline(Pipeline(calls))
+        else:
+            replies = [await self.execute(r) for r in firsts]
+        results: list[Any] = []
+        for op, reply in zip(ops, replies, strict=True):
+            try:
+                request = op.throw(reply) if isinstance(reply, Exception) else op.send(reply)
+                while True:
+                    request = op.send(await self.execute(request))
+            except StopIteration as stop:
+                results.append(stop.value)
+            except (ResponseError, DurqError) as exc:
+                results.append(exc)
+            finally:
+                op.close()
+        return results
+
     async def execute(self, request: Request) -> Any:
         """Execute one request and return its raw reply."""
         if isinstance(request, ScriptCall):
             return await self._script(request)
         if isinstance(request, Pipeline):
             return await self._pipeline(request)
-        if isinstance(request, WaitCall):
-            command = ("BZPOPMIN", *request.keys, request.timeout)
+        if isinstance(request, (WaitCall, Command)):
+            if isinstance(request, WaitCall):
+                command: Wire = ("BZPOPMIN", *request.keys, request.timeout)
+            else:
+                command = request.args
             reply = (await self._send([command]))[0]
             if isinstance(reply, Exception):
                 raise reply
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 
-    async def _send(self, commands: Sequence[Command]) -> list[Any]:
+    async def _send(self, commands: Sequence[Wire]) -> list[Any]:
         """Send ``commands`` in one round trip; error replies come back in place."""
         # redis-py's connection layer is not fully annotated
         client: Any = self.client

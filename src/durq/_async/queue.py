@@ -8,10 +8,14 @@ and drive the operations.
 
 from __future__ import annotations
 
+import time
+from asyncio import sleep
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace as with_changes
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import ConnectionError, TimeoutError
 
 from durq import connection
 from durq._async.driver import AsyncDriver
@@ -21,7 +25,7 @@ from durq.errors import InvalidArgument, JobNotFound, LeaseLost
 from durq.keys import QueueKeys
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
 from durq.protocol import ops
-from durq.protocol.calls import Op
+from durq.protocol.calls import Command, Op
 from durq.protocol.ops import Held, reason_json
 from durq.protocol.status import Status
 
@@ -66,6 +70,9 @@ class AsyncQueue:
         max_attempts: default attempts before a job is dead-lettered (default 5).
         backoff: default retry delay for ``requeue`` (exponential, 1 s to 5 min).
         result_ttl: how long results passed to ``release`` are kept (default 1 h).
+        enqueue_retry_for: how long ``enqueue`` keeps retrying through connection errors
+            (default 10 s; 0 disables). Safe: ids are chosen before the first try, and an
+            id that exists is not enqueued twice.
     """
 
     def __init__(
@@ -81,6 +88,7 @@ class AsyncQueue:
         max_attempts: int = 5,
         backoff: Backoff | None = None,
         result_ttl: float = 3600.0,
+        enqueue_retry_for: float = 10.0,
     ) -> None:
         self.keys = QueueKeys(name, namespace)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
@@ -91,6 +99,8 @@ class AsyncQueue:
         self.max_attempts = max_attempts
         self.backoff: Backoff = backoff or exponential()
         self.result_ttl = result_ttl
+        self.enqueue_retry_for = enqueue_retry_for
+        self._registered = False
         if client is None:
             self.client = connection.async_client(url)
             self._owns_client = True
@@ -170,18 +180,37 @@ class AsyncQueue:
         messages = [p if isinstance(p, Message) else Message(p) for p in payloads]
         if not messages:
             return []
-        op = ops.enqueue(
-            self.keys,
-            self.codec,
-            messages,
-            delay=delay,
-            priority=priority,
-            max_attempts=self.max_attempts if max_attempts is None else max_attempts,
-            group=group,
-            key=key,
-            replace=replace,
-        )
-        return await self._driver.run(op)
+        # ids are fixed now so that a retry after a lost reply cannot enqueue twice
+        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
+        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        give_up = time.monotonic() + self.enqueue_retry_for
+        pause = 0.05
+        while True:
+            op = ops.enqueue(
+                self.keys,
+                self.codec,
+                messages,
+                delay=delay,
+                priority=priority,
+                max_attempts=self.max_attempts if max_attempts is None else max_attempts,
+                group=group,
+                key=key,
+                replace=replace,
+            )
+            try:
+                if not self._registered:
+                    await self.register()
+                return await self._driver.run(op)
+            except (ConnectionError, TimeoutError):
+                if time.monotonic() + pause > give_up:
+                    raise
+                await sleep(pause)
+                pause = min(pause * 2, 1.0)
+
+    async def register(self) -> None:
+        """Add this queue to the namespace's list of queues (for ``durq stats``)."""
+        await self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", self.name)))
+        self._registered = True
 
     # -- consuming ----------------------------------------------------------------
 
@@ -254,7 +283,7 @@ class AsyncQueue:
             )
             for i, j in enumerate(jobs)
         ]
-        return await self._driver.run(ops.requeue(self.keys, items))
+        return await self._driver.run(ops.requeue(self.keys, items, result_ttl=self.result_ttl))
 
     async def extend(self, job: Held, *, lease: float | None = None) -> float:
         """Lengthen the lease to ``lease`` seconds from now; returns the new deadline
@@ -285,6 +314,11 @@ class AsyncQueue:
         """Defer many jobs in one round trip; ``delay`` is one value or one per job."""
         delays = _per_job("delay", delay, len(jobs))
         return await self._driver.run(ops.defer(self.keys, list(zip(jobs, delays, strict=True))))
+
+    async def wait_result(self, job_id: str, timeout: float) -> bytes | None:
+        """The raw result stored for ``job_id`` (see ``release``), waiting up to
+        ``timeout`` seconds for it without polling; None if there is none by then."""
+        return await self._driver.run(ops.wait_result(self.keys, job_id, timeout))
 
     # -- inspecting and repairing ------------------------------------------------
 

@@ -11,16 +11,17 @@ from typing import Any, TypeVar
 from redis import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
-from durq.protocol.calls import Op, Pipeline, Request, ScriptCall, WaitCall
+from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
+from durq.errors import DurqError
 from durq.protocol.ops import script_error
 
 __all__ = ["Driver"]
 
 T = TypeVar("T")
-Command = tuple[Any, ...]
+Wire = tuple[Any, ...]
 
 
-def _evalsha(call: ScriptCall) -> Command:
+def _evalsha(call: ScriptCall) -> Wire:
     return ("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
 
 
@@ -56,21 +57,49 @@ class Driver:
         finally:
             op.close()
 
+    def run_all(self, ops: Sequence[Op[Any]]) -> list[Any]:
+        """Run several operations at once: their first requests, when all are script
+        calls, go in one round trip (one pipeline); any later request of an operation
+        runs on its own. Each result is the operation's value, or the exception it
+        raised (connection errors propagate: nothing is known then)."""
+        firsts = [next(op) for op in ops]
+        calls = tuple(r for r in firsts if isinstance(r, ScriptCall))
+        if len(calls) == len(firsts):
+            replies = self._pipeline(Pipeline(calls))
+        else:
+            replies = [self.execute(r) for r in firsts]
+        results: list[Any] = []
+        for op, reply in zip(ops, replies, strict=True):
+            try:
+                request = op.throw(reply) if isinstance(reply, Exception) else op.send(reply)
+                while True:
+                    request = op.send(self.execute(request))
+            except StopIteration as stop:
+                results.append(stop.value)
+            except (ResponseError, DurqError) as exc:
+                results.append(exc)
+            finally:
+                op.close()
+        return results
+
     def execute(self, request: Request) -> Any:
         """Execute one request and return its raw reply."""
         if isinstance(request, ScriptCall):
             return self._script(request)
         if isinstance(request, Pipeline):
             return self._pipeline(request)
-        if isinstance(request, WaitCall):
-            command = ("BZPOPMIN", *request.keys, request.timeout)
+        if isinstance(request, (WaitCall, Command)):
+            if isinstance(request, WaitCall):
+                command: Wire = ("BZPOPMIN", *request.keys, request.timeout)
+            else:
+                command = request.args
             reply = (self._send([command]))[0]
             if isinstance(reply, Exception):
                 raise reply
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 
-    def _send(self, commands: Sequence[Command]) -> list[Any]:
+    def _send(self, commands: Sequence[Wire]) -> list[Any]:
         """Send ``commands`` in one round trip; error replies come back in place."""
         # redis-py's connection layer is not fully annotated
         client: Any = self.client

@@ -21,6 +21,7 @@ Cost     O(n) commands.
 --- @include "lib/slots"
 --- @include "lib/offer"
 --- @include "lib/expire_done"
+--- @include "lib/result"
 
 local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
@@ -63,12 +64,7 @@ for i = 1, n do
         tombs[#tombs + 1] = id
       end
     end
-    if ARGV[b + 2] ~= '' then
-      local rk = K_PREFIX .. 'result:' .. id
-      redis.call('DEL', rk)
-      redis.call('RPUSH', rk, ARGV[b + 2])
-      redis.call('PEXPIRE', rk, result_ttl)
-    end
+    if ARGV[b + 2] ~= '' then store_result(id, ARGV[b + 2], result_ttl) end
     slot_add(r.group, -1)
     touch(r.group)
   end

@@ -2,8 +2,11 @@
 the head of its group, or is dead-lettered when its attempts are exhausted or when the
 caller asks for it. Fenced like release.
 KEYS     the queue key vector (lib/keys.lua)
-ARGV[1]  n: number of jobs
-ARGV[2+5i .. 6+5i], for job i: id, lease token, delay_ms, reason (JSON), dead ('1'/'0')
+ARGV[1]  result_ttl_ms: how long results given below are kept
+ARGV[2]  n: number of jobs
+ARGV[3+6i .. 8+6i], for job i: id, lease token, delay_ms, reason (JSON), dead ('1'/'0'),
+         result ('' = none): stored like release's results if the job is dead-lettered,
+         so a caller waiting for the result learns of the failure
 Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRUPT.
 Errors   WRONGTYPE when a durq key holds another Redis type
 Cost     O(n) commands.
@@ -14,12 +17,14 @@ Cost     O(n) commands.
 --- @include "lib/held"
 --- @include "lib/finish"
 --- @include "lib/send_back"
+--- @include "lib/result"
 
-local n = tonumber(ARGV[1])
+local result_ttl = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
 local now = now_ms()
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + 5 * i
+  local b = 3 + 6 * i
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
   if r then
@@ -29,6 +34,7 @@ for i = 0, n - 1 do
     count('failed', 1)
     if ARGV[b + 4] == '1' or r.attempts >= r.max then
       kill(id, r, now)
+      if ARGV[b + 5] ~= '' then store_result(id, ARGV[b + 5], result_ttl) end
       status = S_DEAD
     else
       send_back(id, r, tonumber(ARGV[b + 2]), now)

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from durq.lua import Script
 
-__all__ = ["Op", "Pipeline", "Request", "ScriptCall", "WaitCall"]
+__all__ = ["Command", "Op", "Pipeline", "Request", "ScriptCall", "WaitCall"]
 
 T = TypeVar("T")
 Arg: TypeAlias = str | bytes | int | float
@@ -42,5 +42,13 @@ class WaitCall:
     timeout: float
 
 
-Request: TypeAlias = ScriptCall | Pipeline | WaitCall
+@dataclass(frozen=True, slots=True)
+class Command:
+    """Send one plain Redis command (a single-key read or write, or a blocking read whose
+    server-side timeout is in ``args``); the reply is sent back."""
+
+    args: tuple[Arg, ...]
+
+
+Request: TypeAlias = ScriptCall | Pipeline | WaitCall | Command
 Op = Generator[Request, Any, T]

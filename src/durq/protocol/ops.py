@@ -31,7 +31,7 @@ from durq.models import (
     Message,
     QueueStats,
 )
-from durq.protocol.calls import Arg, Op, Pipeline, ScriptCall, WaitCall
+from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall, WaitCall
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
 
@@ -46,6 +46,7 @@ __all__ = [
     "dequeue",
     "enqueue",
     "extend",
+    "fetch",
     "groups",
     "job",
     "new_ids",
@@ -54,6 +55,7 @@ __all__ = [
     "replay",
     "requeue",
     "stats",
+    "wait_result",
 ]
 
 MAX_BATCH = 1000
@@ -280,6 +282,15 @@ def dequeue_call(keys: QueueKeys, count: int, lease: float) -> ScriptCall:
     return _call("dequeue", keys, (_count("count", count), lease_ms(lease)))
 
 
+def fetch(
+    keys: QueueKeys, codec: PayloadCodec, count: int, lease: float
+) -> Op[tuple[list[Job], int, int]]:
+    """One dequeue attempt for workers: the jobs, the ms until there may be more work
+    (-1: nothing scheduled), and how many expired leases it reclaimed."""
+    reply = yield dequeue_call(keys, count, lease)
+    return parse_dequeue(reply, keys.name, codec), int(reply[2]), int(reply[3])
+
+
 def dequeue(
     keys: QueueKeys,
     codec: PayloadCodec,
@@ -341,13 +352,21 @@ def release(
 def requeue(
     keys: QueueKeys,
     items: Sequence[tuple[Held, float, bytes, bool]],
+    *,
+    results: Sequence[bytes | None] | None = None,
+    result_ttl: float = 3600,
 ) -> Op[list[Status]]:
-    """Requeue failed jobs: ``(job, delay seconds, reason JSON, dead-letter now)``."""
+    """Requeue failed jobs: ``(job, delay seconds, reason JSON, dead-letter now)``.
+    ``results`` (one per job or None) are stored for jobs that end up dead-lettered."""
+    if results is not None and len(results) != len(items):
+        raise InvalidArgument("results must have one entry per job")
     rows = [
-        (j.id, j.token, delay_ms(delay), reason, 1 if dead else 0)
-        for j, delay, reason, dead in items
-    ]
-    return _statuses((yield from _batched("requeue", keys, (), rows)))
+        (j.id, j.token, delay_ms(delay), reason, 1 if dead else 0,
+         (results[i] or b"") if results is not None else b"")
+        for i, (j, delay, reason, dead) in enumerate(items)
+    ]  # fmt: skip
+    head = (delay_ms(result_ttl, "result_ttl"),)
+    return _statuses((yield from _batched("requeue", keys, head, rows)))
 
 
 def extend(keys: QueueKeys, jobs: Sequence[Held], lease: float) -> Op[tuple[float, list[Status]]]:
@@ -361,6 +380,22 @@ def defer(keys: QueueKeys, items: Sequence[tuple[Held, float]]) -> Op[list[Statu
     """Put jobs back after ``delay`` seconds without counting an attempt."""
     rows = [(j.id, j.token, delay_ms(delay)) for j, delay in items]
     return _statuses((yield from _batched("defer", keys, (), rows)))
+
+
+def wait_result(keys: QueueKeys, job_id: str, timeout: float) -> Op[bytes | None]:
+    """The stored result of ``job_id``, waiting up to ``timeout`` seconds for it
+    without polling (BLMOVE onto the same one-element list leaves it in place)."""
+    key = keys.result(check_job_id(job_id))
+    give_up = time.monotonic() + _number("timeout", timeout)
+    while True:
+        remaining = give_up - time.monotonic()
+        if remaining < 0.001:
+            reply: bytes | None = yield Command(("LINDEX", key, 0))
+            return reply
+        block = min(remaining, MAX_BLOCK)
+        reply = yield Command(("BLMOVE", key, key, "RIGHT", "LEFT", block))
+        if reply is not None:
+            return reply
 
 
 # -- dead letters -------------------------------------------------------------------

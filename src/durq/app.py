@@ -1,0 +1,247 @@
+"""The App: a registry of tasks and the connection settings they share.
+
+    app = durq.App(url="redis://localhost:6379/0")      # or $DURQ_URL
+
+    @app.task(queue="emails", max_attempts=5, timeout=30)
+    def send_email(to: str, subject: str) -> None: ...
+
+    send_email.enqueue("ada@example.com", "hello")       # from the web app
+    # durq worker myapp.tasks:app -q emails               # in the worker
+
+Only tasks registered on the app run in its workers; a job naming anything else is
+dead-lettered as an unknown task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ParamSpec, TypeVar, overload
+
+from durq import connection
+from durq._async.queue import AsyncQueue
+from durq._sync.queue import Queue
+from durq.backoff import Backoff
+from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
+from durq.errors import InvalidArgument
+from durq.keys import check_queue_name
+from durq.models import Message
+from durq.protocol.ops import lease_ms
+from durq.task import Call, JobHandle, Task, TaskOptions
+
+__all__ = ["App"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class App:
+    """Tasks and the Redis they use.
+
+    Args:
+        url: Redis URL; defaults to ``$DURQ_URL``, then ``redis://localhost:6379/0``.
+        namespace: the first part of every key (default ``durq``).
+        serializer: ``json`` (default), ``msgpack``, or ``pickle`` (only by name).
+        max_payload_bytes: the largest encoded job accepted (default 1 MiB).
+        default_queue: the queue of tasks that name none (default ``default``).
+        lease: default lease of a job in a worker, in seconds (default 30): a worker's
+            jobs come back this long after it dies.
+        max_attempts: default attempts before a job is dead-lettered (default 5).
+        backoff: default retry delays (exponential with jitter, 1 s to 5 min).
+        result_ttl: how long results are kept (default 1 h).
+        enqueue_retry_for: how long enqueue keeps retrying through connection errors
+            (default 10 s); safe because job ids are chosen before the first try.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        namespace: str = "durq",
+        serializer: str = "json",
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        default_queue: str = "default",
+        lease: float = 30.0,
+        max_attempts: int = 5,
+        backoff: Backoff | None = None,
+        result_ttl: float = 3600.0,
+        enqueue_retry_for: float = 10.0,
+    ) -> None:
+        self.url = connection.resolve_url(url)
+        self.namespace = namespace
+        self.serializer = serializer
+        self.max_payload_bytes = max_payload_bytes
+        self.default_queue = check_queue_name(default_queue)
+        lease_ms(lease)
+        self.lease = lease
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.result_ttl = result_ttl
+        self.enqueue_retry_for = enqueue_retry_for
+        self.tasks: dict[str, Task[Any, Any]] = {}
+        self._queues: dict[str, Queue] = {}
+        self._async_queues: dict[str, AsyncQueue] = {}
+        self._client: Any = None
+        self._async_client: Any = None
+
+    def __repr__(self) -> str:
+        return f"<App {connection.redact(self.url)} tasks={sorted(self.tasks)}>"
+
+    # -- tasks ----------------------------------------------------------------------
+
+    @overload
+    def task(self, fn: Callable[P, R], /) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+        result: bool = False,
+        result_ttl: float | None = None,
+    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+
+    def task(
+        self,
+        fn: Callable[P, R] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+        result: bool = False,
+        result_ttl: float | None = None,
+    ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
+        """Register a sync or async function as a task (a decorator, with or without
+        arguments).
+
+        Args:
+            name: the name jobs carry (default: the function's ``__name__``).
+            queue: the queue its jobs go to (default: the app's default queue).
+            max_attempts: attempts before dead-lettering (default: the app's).
+            backoff: retry delays after failures (default: the app's).
+            timeout: seconds a run may take; an async run is cancelled, a sync one is
+                abandoned and counted as failed; either way the worker stays healthy.
+            lease: the job's lease while it runs (default: the app's); a worker extends
+                it while alive, so this bounds recovery after a crash, not run time.
+            result: store the return value for ``JobHandle.result`` (off by default).
+            result_ttl: how long the result is kept (default: the app's).
+        """
+        if timeout is not None and not timeout > 0:
+            raise InvalidArgument("timeout must be > 0 seconds")
+        if lease is not None:
+            lease_ms(lease)
+        options = TaskOptions(
+            queue=check_queue_name(queue or self.default_queue),
+            max_attempts=max_attempts,
+            backoff=backoff,
+            timeout=timeout,
+            lease=lease,
+            result=result,
+            result_ttl=result_ttl,
+        )
+
+        def register(func: Callable[P, R]) -> Task[P, R]:
+            task_name = name or func.__name__
+            if task_name in self.tasks and self.tasks[task_name].fn is not func:
+                raise InvalidArgument(f"a task named {task_name!r} is already registered")
+            task = Task(self, func, task_name, options)
+            self.tasks[task_name] = task
+            return task
+
+        return register(fn) if fn is not None else register
+
+    @property
+    def queues(self) -> list[str]:
+        """The queues of the registered tasks, sorted."""
+        return sorted({t.queue for t in self.tasks.values()})
+
+    # -- queues -----------------------------------------------------------------------
+
+    def _queue_options(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "serializer": self.serializer,
+            "max_payload_bytes": self.max_payload_bytes,
+            "lease": self.lease,
+            "max_attempts": self.max_attempts,
+            "backoff": self.backoff,
+            "result_ttl": self.result_ttl,
+            "enqueue_retry_for": self.enqueue_retry_for,
+        }
+
+    def queue(self, name: str) -> Queue:
+        """The blocking Queue ``name``, sharing the app's connection pool."""
+        if name not in self._queues:
+            if self._client is None:
+                self._client = connection.sync_client(self.url)
+            self._queues[name] = Queue(name, client=self._client, **self._queue_options())
+        return self._queues[name]
+
+    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+        """The AsyncQueue ``name``. Without ``client`` it shares the app's asyncio pool,
+        which belongs to the event loop that first uses it."""
+        if client is not None:
+            return AsyncQueue(name, client=client, **self._queue_options())
+        if name not in self._async_queues:
+            if self._async_client is None:
+                self._async_client = connection.async_client(self.url)
+            self._async_queues[name] = AsyncQueue(
+                name, client=self._async_client, **self._queue_options()
+            )
+        return self._async_queues[name]
+
+    def close(self) -> None:
+        """Close the blocking connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+            self._queues.clear()
+
+    async def aclose(self) -> None:
+        """Close both connection pools."""
+        self.close()
+        if self._async_client is not None:
+            await self._async_client.aclose()
+            self._async_client = None
+            self._async_queues.clear()
+
+    # -- enqueueing -------------------------------------------------------------------
+
+    def _batches(self, calls: Sequence[Call[Any]]) -> dict[str, list[tuple[int, Message]]]:
+        by_queue: dict[str, list[tuple[int, Message]]] = {}
+        for i, call in enumerate(calls):
+            if call.task.app is not self:
+                raise InvalidArgument(f"task {call.task.name} belongs to another App")
+            queue = call.options.queue or call.task.queue
+            by_queue.setdefault(queue, []).append((i, call.task.message(call)))
+        return by_queue
+
+    def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
+        """Enqueue prepared calls, one round trip per queue; handles in order."""
+        calls = list(calls)
+        handles: list[Any] = [None] * len(calls)
+        for queue, items in self._batches(calls).items():
+            results = self.queue(queue).enqueue_many([m for _, m in items])
+            for (i, _), result in zip(items, results, strict=True):
+                handles[i] = JobHandle(self, queue, result)
+        return handles
+
+    async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
+        """``enqueue_calls`` for asyncio code."""
+        calls = list(calls)
+        handles: list[Any] = [None] * len(calls)
+        for queue, items in self._batches(calls).items():
+            results = await self.async_queue(queue).enqueue_many([m for _, m in items])
+            for (i, _), result in zip(items, results, strict=True):
+                handles[i] = JobHandle(self, queue, result)
+        return handles

@@ -1,0 +1,371 @@
+"""Inspecting and repairing queues: ``stats``, ``workers``, ``job``, ``dlq``, ``enqueue``."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from durq import connection
+from durq._sync.queue import Queue
+from durq.cli.common import load_app, namespace_option, url_option
+from durq.errors import DurqError
+from durq.models import JobInfo
+from durq.worker.registry import list_workers
+
+__all__ = ["dlq", "enqueue", "job", "stats", "workers"]
+
+console = Console()
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+@contextmanager
+def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue]:
+    try:
+        with Queue(name, url, namespace=namespace) as q:
+            yield q
+    except DurqError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _known_queues(url: str | None, namespace: str) -> list[str]:
+    client = connection.sync_client(url)
+    try:
+        members: set[bytes] = client.smembers(f"{namespace}:queues")  # type: ignore[assignment]
+        return sorted(m.decode() for m in members)
+    finally:
+        client.close()
+
+
+@click.command()
+@click.argument("queues", nargs=-1)
+@url_option
+@namespace_option
+@click.option(
+    "--groups",
+    "top_groups",
+    default=0,
+    show_default=True,
+    help="Also show the N largest groups of each queue.",
+)
+@click.option(
+    "--rate/--no-rate",
+    default=True,
+    show_default=True,
+    help="Measure jobs completed per second over one second.",
+)
+def stats(
+    queues: tuple[str, ...], url: str | None, namespace: str, top_groups: int, rate: bool
+) -> None:
+    """Show the queues: pending, delayed, active, dead, totals and throughput."""
+    names = list(queues) or _known_queues(url, namespace)
+    if not names:
+        console.print("no queues yet (a queue is listed once something was enqueued)")
+        return
+    first = {}
+    for name in names:
+        with _queue(name, url, namespace) as q:
+            first[name] = q.stats()
+    if rate:
+        time.sleep(1.0)
+    table = Table(title="durq queues")
+    for col in (
+        "queue",
+        "pending",
+        "delayed",
+        "active",
+        "dead",
+        "enqueued",
+        "completed",
+        "failed",
+        "retried",
+        "dead-lettered",
+        "reclaimed",
+    ):
+        table.add_column(col, justify="left" if col == "queue" else "right")
+    if rate:
+        table.add_column("done/s", justify="right")
+    group_rows: list[tuple[str, Any]] = []
+    for name in names:
+        with _queue(name, url, namespace) as q:
+            s = q.stats() if rate else first[name]
+            if top_groups:
+                group_rows += [(name, g) for g in q.groups(top_groups)]
+        row = [
+            name,
+            s.pending,
+            s.delayed,
+            s.active,
+            s.dead,
+            s.enqueued,
+            s.completed,
+            s.failed,
+            s.retried,
+            s.dead_lettered,
+            s.reclaimed,
+        ]
+        if rate:
+            elapsed = max(s.server_time - first[name].server_time, 1e-3)
+            row.append(f"{(s.completed - first[name].completed) / elapsed:.0f}")
+        table.add_row(*(str(v) for v in row))
+    console.print(table)
+    if group_rows:
+        gt = Table(title="largest groups")
+        for col in ("queue", "group", "ready", "active", "limit", "weight"):
+            gt.add_column(col)
+        for qname, g in group_rows:
+            gt.add_row(
+                qname,
+                g.name,
+                str(g.ready),
+                str(g.active),
+                str(g.limit or "-"),
+                str(g.weight or "-"),
+            )
+        console.print(gt)
+
+
+@click.command()
+@url_option
+@namespace_option
+def workers(url: str | None, namespace: str) -> None:
+    """List the live workers and the jobs in their hands."""
+    client = connection.sync_client(url)
+    try:
+        entries = list_workers(client, namespace)
+    finally:
+        client.close()
+    table = Table(title=f"{len(entries)} live workers")
+    for col in ("id", "queues", "concurrency", "in hand", "started", "last beat"):
+        table.add_column(col)
+    for w in entries:
+        table.add_row(
+            w["id"],
+            ", ".join(w.get("queues", [])),
+            str(w.get("concurrency", "")),
+            str(w.get("in_hand", 0)),
+            _when(w.get("started")),
+            _when(w.get("beat")),
+        )
+    console.print(table)
+
+
+def _show(info: JobInfo) -> None:
+    table = Table(show_header=False, title=f"job {info.id}")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    rows: list[tuple[str, Any]] = [
+        ("state", info.state.value + (" (corrupt record)" if info.corrupt else "")),
+        ("group", info.group or "-"),
+        ("key", info.key or "-"),
+        ("priority", info.priority),
+        ("attempts", f"{info.attempts}/{info.max_attempts}"),
+        ("deliveries", info.deliveries),
+        ("failures", info.failures),
+        ("enqueued", _when(info.enqueued_at)),
+        ("last dequeued", _when(info.dequeued_at)),
+        ("last requeued", _when(info.requeued_at)),
+        ("lease ends", _when(info.lease_deadline)),
+        ("due", _when(info.due_at)),
+        ("died", _when(info.died_at)),
+        ("kept until", _when(info.retained_until)),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    if info.reason:
+        for k, v in info.reason.items():
+            table.add_row(f"reason.{k}", str(v))
+    if info.data is not None:
+        try:
+            shown = orjson.dumps(info.payload()).decode()
+        except Exception:
+            shown = repr(info.data[:500])
+        table.add_row("payload", shown[:2000])
+    console.print(table)
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("-q", "--queue", required=True, help="The job's queue.")
+@url_option
+@namespace_option
+def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
+    """Show everything stored about one job: state, attempts, times, reason, payload."""
+    with _queue(queue, url, namespace) as q:
+        info = q.job(job_id)
+    if info is None:
+        raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
+    _show(info)
+
+
+@click.group()
+def dlq() -> None:
+    """Dead letters: list, show, replay, purge."""
+
+
+@dlq.command("list")
+@click.option("-q", "--queue", required=True)
+@click.option("--limit", default=50, show_default=True)
+@url_option
+@namespace_option
+def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
+    """List dead letters, newest first, with their reasons."""
+    with _queue(queue, url, namespace) as q:
+        total = q.stats().dead
+        items = q.dead_letters(limit)
+    table = Table(title=f"{total} dead letters in {queue}")
+    for col in ("id", "died", "attempts", "reason", "error"):
+        table.add_column(col, overflow="fold")
+    for info in items:
+        reason = info.reason or {}
+        error = f"{reason.get('type', '')} {reason.get('message', '')}".strip()
+        table.add_row(
+            info.id,
+            _when(info.died_at),
+            f"{info.attempts}/{info.max_attempts}",
+            str(reason.get("reason", "")),
+            error[:120],
+        )
+    console.print(table)
+
+
+@dlq.command("show")
+@click.argument("job_id")
+@click.option("-q", "--queue", required=True)
+@url_option
+@namespace_option
+def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
+    """Show one dead letter with its traceback."""
+    with _queue(queue, url, namespace) as q:
+        info = q.job(job_id)
+    if info is None or info.died_at is None:
+        raise click.ClickException(f"{job_id} is not a dead letter of {queue}")
+    _show(info)
+
+
+def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:
+    if bool(ids) == all_:
+        raise click.UsageError("give job ids, or --all (not both)")
+
+
+@dlq.command("replay")
+@click.argument("ids", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Replay every dead letter.")
+@click.option("-q", "--queue", required=True)
+@url_option
+@namespace_option
+def dlq_replay(
+    ids: tuple[str, ...], all_: bool, queue: str, url: str | None, namespace: str
+) -> None:
+    """Put dead letters back in the queue with fresh attempts."""
+    _ids_or_all(ids, all_)
+    with _queue(queue, url, namespace) as q:
+        n = q.replay_all() if all_ else q.replay(list(ids))
+    console.print(f"replayed {n} job(s)")
+
+
+@dlq.command("purge")
+@click.argument("ids", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Delete every dead letter.")
+@click.option("-q", "--queue", required=True)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation with --all.")
+@url_option
+@namespace_option
+def dlq_purge(
+    ids: tuple[str, ...], all_: bool, queue: str, yes: bool, url: str | None, namespace: str
+) -> None:
+    """Delete dead letters for good."""
+    _ids_or_all(ids, all_)
+    if all_ and not yes:
+        click.confirm(f"delete every dead letter of {queue}?", abort=True)
+    with _queue(queue, url, namespace) as q:
+        n = q.purge_all() if all_ else q.purge(list(ids))
+    console.print(f"purged {n} job(s)")
+
+
+@click.command()
+@click.argument("task")
+@click.option(
+    "--args",
+    "args_json",
+    default="[]",
+    show_default=True,
+    help="Positional arguments as a JSON list.",
+)
+@click.option(
+    "--kwargs",
+    "kwargs_json",
+    default="{}",
+    show_default=True,
+    help="Keyword arguments as a JSON object.",
+)
+@click.option("-q", "--queue", default=None, help="Queue [default: the task's, with --app].")
+@click.option(
+    "--app",
+    "target",
+    default=None,
+    metavar="MODULE:APP",
+    help="Check the task and its arguments against this App.",
+)
+@click.option("--delay", type=float, default=None, help="Seconds before it is ready.")
+@click.option("--id", "job_id", default=None, help="Idempotency id.")
+@click.option("--group", default=None)
+@click.option("--key", default=None)
+@url_option
+@namespace_option
+def enqueue(
+    task: str,
+    args_json: str,
+    kwargs_json: str,
+    queue: str | None,
+    target: str | None,
+    delay: float | None,
+    job_id: str | None,
+    group: str | None,
+    key: str | None,
+    url: str | None,
+    namespace: str,
+) -> None:
+    """Enqueue a call of TASK (by name) with JSON arguments."""
+    try:
+        args, kwargs = orjson.loads(args_json), orjson.loads(kwargs_json)
+    except orjson.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}") from None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise click.BadParameter("--args must be a JSON list and --kwargs a JSON object")
+    if target:
+        app = load_app(target)
+        if url:
+            app.url = url
+        found = app.tasks.get(task)
+        if found is None:
+            raise click.ClickException(f"no task {task!r} in {target}: {sorted(app.tasks)}")
+        caller = found.options(id=job_id, delay=delay, group=group, key=key, queue=queue)
+        try:
+            handle = caller.enqueue(*args, **kwargs)
+        except DurqError as exc:
+            raise click.ClickException(str(exc)) from None
+        console.print(f"{handle.status.value}: job {handle.id} on {handle.queue}")
+        return
+    if queue is None:
+        raise click.UsageError("give --queue, or --app to use the task's queue")
+    with _queue(queue, url, namespace) as q:
+        try:
+            result = q.enqueue(
+                [task, args, kwargs], id=job_id, delay=delay or 0, group=group, key=key
+            )
+        except DurqError as exc:
+            raise click.ClickException(str(exc)) from None
+    console.print(f"{result.status.value}: job {result.id} on {queue}")

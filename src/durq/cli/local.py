@@ -1,0 +1,48 @@
+"""Local development: ``durq server`` and ``durq demo``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+__all__ = ["demo", "server"]
+
+
+@click.command()
+@click.option(
+    "--dir",
+    "data_dir",
+    default="./durq-data",
+    show_default=True,
+    help="Where the server keeps its append-only file.",
+)
+@click.option("--port", default=6379, show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback by default).",
+)
+@click.option(
+    "--password", envvar="DURQ_SERVER_PASSWORD", default=None, help="Require this password (AUTH)."
+)
+def server(data_dir: str, port: int, host: str, password: str | None) -> None:
+    """Run the bundled Redis-compatible server in the foreground, with append-only
+    persistence (appendfsync everysec), for local development. Ctrl-C stops it."""
+    from durq.server import ServerNotFound, run_foreground  # the binary is an extra
+
+    try:
+        code = run_foreground(data_dir, port, host=host, password=password)
+    except ServerNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(code)
+
+
+@click.command()
+def demo() -> None:
+    """Watch durq handle the hard cases: a flood from one tenant, transient failures,
+    a poison job, and a worker killed mid-job (about 15 s, nothing to set up)."""
+    from durq.demo import run_demo  # imports the demo app only when asked
+
+    sys.exit(run_demo())

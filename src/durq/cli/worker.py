@@ -1,0 +1,142 @@
+"""``durq worker``: run the tasks of an App."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from durq.cli.common import load_app, url_option
+from durq.logs import configure_logging
+from durq.worker import Worker, WorkerConfig
+from durq.worker.supervisor import Supervisor
+
+__all__ = ["worker"]
+
+
+def _run_loop(coro: object) -> None:
+    try:
+        import uvloop  # optional: a faster event loop where installed
+
+        uvloop.run(coro)
+    except ImportError:
+        asyncio.run(coro)  # type: ignore[arg-type]
+
+
+@click.command()
+@click.argument("target", metavar="MODULE:APP")
+@click.option(
+    "-q",
+    "--queue",
+    "queues",
+    multiple=True,
+    help="Queue to consume (repeatable). Default: the queues of the app's tasks.",
+)
+@click.option(
+    "-c",
+    "--concurrency",
+    default=10,
+    show_default=True,
+    help="Jobs running at once per process (coroutines, or threads for sync tasks).",
+)
+@click.option(
+    "-p",
+    "--processes",
+    default=1,
+    show_default=True,
+    help="Worker processes, kept running by a supervisor.",
+)
+@url_option
+@click.option(
+    "--lease",
+    type=float,
+    default=None,
+    help="Lease in seconds [default: the app's, 30]; a dead worker's jobs come "
+    "back within about one lease.",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=25.0,
+    show_default=True,
+    help="Seconds running jobs get to finish on SIGTERM/SIGINT.",
+)
+@click.option(
+    "--prefetch",
+    default=0,
+    show_default=True,
+    help="Jobs held beyond the concurrency, started as slots free up.",
+)
+@click.option("--burst", is_flag=True, help="Exit once the queues are drained.")
+@click.option(
+    "--heartbeat",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Seconds between registry heartbeats (what `durq workers` shows).",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+@click.option(
+    "--log-format", default="text", show_default=True, type=click.Choice(["text", "json"])
+)
+def worker(
+    target: str,
+    queues: tuple[str, ...],
+    concurrency: int,
+    processes: int,
+    url: str | None,
+    lease: float | None,
+    grace: float,
+    prefetch: int,
+    burst: bool,
+    heartbeat: float,
+    log_level: str,
+    log_format: str,
+) -> None:
+    """Run the tasks of the App at MODULE:APP (e.g. myapp.tasks:app).
+
+    \b
+    SIGTERM or Ctrl-C drains: no more fetching, running jobs get --grace seconds,
+    unstarted and unfinished jobs are given back. A second signal stops at once.
+    Nothing is lost either way: unacknowledged jobs return after their lease.
+    """
+    configure_logging(log_level, log_format)
+    if processes > 1:
+        argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
+        sys.exit(Supervisor(argv, processes).run())
+    app = load_app(target)
+    if url:
+        app.url = url
+    config = WorkerConfig(
+        queues=queues,
+        concurrency=concurrency,
+        prefetch=prefetch,
+        lease=lease,
+        grace=grace,
+        burst=burst,
+        heartbeat=heartbeat,
+    )
+    _run_loop(Worker(app, config).run())
+
+
+def _child_args(args: list[str]) -> list[str]:
+    """The same command line with one process per child."""
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in ("-p", "--processes"):
+            skip = i + 1 < len(args)
+            continue
+        if arg.startswith("--processes=") or (arg.startswith("-p") and arg[2:].isdigit()):
+            continue
+        out.append(arg)
+    return out

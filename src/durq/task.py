@@ -1,0 +1,328 @@
+"""Tasks: functions registered on an App, enqueued by name with JSON arguments.
+
+A task's job payload is ``[name, args, kwargs]`` (plus a metadata object when there is
+one, e.g. a trace context), encoded by the queue's serializer. Arguments are checked
+when the job is enqueued: they must bind to the function's signature and be plain JSON
+data, and an error names the offending argument.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+import orjson
+
+from durq.backoff import Backoff
+from durq.codec import check_json
+from durq.errors import DurqError, InvalidArgument, NotSerializable
+from durq.models import EnqueueResult, EnqueueStatus, Job, JobInfo, Message
+
+if TYPE_CHECKING:
+    from durq.app import App
+
+__all__ = [
+    "Call",
+    "Fail",
+    "JobFailed",
+    "JobHandle",
+    "Retry",
+    "Task",
+    "TaskCaller",
+    "TaskOptions",
+    "current_job",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+_current_job: ContextVar[Job | None] = ContextVar("durq_current_job", default=None)
+
+
+def current_job() -> Job | None:
+    """The job being run, inside a task (None elsewhere): its ``id``, ``attempt``,
+    ``max_attempts``, ``queue``, ``group`` and ``token``, e.g. to make side effects
+    idempotent under at-least-once delivery."""
+    return _current_job.get()
+
+
+class Retry(Exception):
+    """Raise from a task to retry it after ``delay`` seconds (default: the task's
+    backoff). The attempt counts; when attempts are exhausted the job is dead-lettered."""
+
+    def __init__(self, reason: str = "retry requested", *, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class Fail(Exception):
+    """Raise from a task to dead-letter its job at once, with ``reason``."""
+
+    def __init__(self, reason: str = "failed by the task") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class JobFailed(DurqError):
+    """The job whose result was awaited ended in the dead letters."""
+
+    def __init__(self, job_id: str, error: Mapping[str, Any]) -> None:
+        self.job_id = job_id
+        self.error = dict(error)
+        kind = error.get("type") or error.get("reason", "failed")
+        super().__init__(f"job {job_id} failed: {kind}: {error.get('message', '')}")
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """How a task runs. None means: the app's default."""
+
+    queue: str
+    max_attempts: int | None = None
+    backoff: Backoff | None = None
+    timeout: float | None = None
+    lease: float | None = None
+    result: bool = False
+    result_ttl: float | None = None
+
+
+@dataclass(frozen=True)
+class _EnqueueOptions:
+    id: str | None = None
+    delay: float | None = None
+    priority: int | None = None
+    group: str | None = None
+    key: str | None = None
+    replace: bool | None = None
+    queue: str | None = None
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    """A prepared call of a task, for ``enqueue_many``: ``task.call(*args, **kwargs)``."""
+
+    task: Task[Any, R]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    options: _EnqueueOptions = field(default_factory=_EnqueueOptions)
+
+    def with_options(self, **options: Any) -> Call[R]:
+        """The same call with per-job options (id, delay, priority, group, key,
+        replace, queue)."""
+        return replace(self, options=replace(self.options, **options))
+
+
+class JobHandle(Generic[R]):
+    """What ``enqueue`` returns: the job id, and a way to wait for its result."""
+
+    def __init__(self, app: App, queue: str, result: EnqueueResult) -> None:
+        self.app = app
+        self.queue = queue
+        self.id = result.id
+        self.status: EnqueueStatus = result.status
+        self.superseded = result.superseded
+
+    def __repr__(self) -> str:
+        return f"<JobHandle {self.queue}/{self.id} {self.status.value}>"
+
+    def result(self, timeout: float = 30.0) -> R:
+        """Wait up to ``timeout`` seconds (without polling) for the result of a task
+        declared with ``result=True``. Raises TimeoutError, or JobFailed if the job was
+        dead-lettered."""
+        raw = self.app.queue(self.queue).wait_result(self.id, timeout)
+        value: R = _unpack_result(self.id, raw, timeout)
+        return value
+
+    async def aresult(self, timeout: float = 30.0) -> R:
+        """``result`` for asyncio code."""
+        raw = await self.app.async_queue(self.queue).wait_result(self.id, timeout)
+        value: R = _unpack_result(self.id, raw, timeout)
+        return value
+
+    def info(self) -> JobInfo | None:
+        """Everything stored about the job now (None once it is gone)."""
+        return self.app.queue(self.queue).job(self.id)
+
+    async def ainfo(self) -> JobInfo | None:
+        """``info`` for asyncio code."""
+        return await self.app.async_queue(self.queue).job(self.id)
+
+
+def encode_result(value: Any) -> bytes:
+    """A task's return value as stored for ``JobHandle.result``."""
+    check_json(value, "the task's return value")
+    return orjson.dumps({"ok": True, "value": value})
+
+
+def encode_error(error: Mapping[str, Any]) -> bytes:
+    """A dead-lettered job's error as stored for ``JobHandle.result``."""
+    return orjson.dumps({"ok": False, "error": dict(error)}, default=str)
+
+
+def _unpack_result(job_id: str, raw: bytes | None, timeout: float) -> Any:
+    if raw is None:
+        raise TimeoutError(f"no result for job {job_id} within {timeout} s")
+    data = orjson.loads(raw)
+    if data.get("ok"):
+        return data.get("value")
+    raise JobFailed(job_id, data.get("error") or {})
+
+
+class TaskCaller(Generic[P, R]):
+    """Enqueues calls of a task with fixed per-job options: ``task.options(delay=5)``."""
+
+    def __init__(self, task: Task[P, R], options: _EnqueueOptions) -> None:
+        self.task = task
+        self._options = options
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
+        """A prepared call with these options, for ``enqueue_many``."""
+        return Call(self.task, args, dict(kwargs), self._options)
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Enqueue one call; returns its handle."""
+        return self.task.app.enqueue_calls([self.call(*args, **kwargs)])[0]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """``enqueue`` for asyncio code."""
+        return (await self.task.app.aenqueue_calls([self.call(*args, **kwargs)]))[0]
+
+
+class Task(Generic[P, R]):
+    """A function registered on an App. Calling it runs it here; ``enqueue`` runs it in
+    a worker."""
+
+    def __init__(self, app: App, fn: Callable[P, R], name: str, options: TaskOptions) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = name
+        self.task_options = options
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = inspect.signature(fn)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} queue={self.task_options.queue}>"
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def queue(self) -> str:
+        """The queue this task's jobs go to by default."""
+        return self.task_options.queue
+
+    def options(
+        self,
+        *,
+        id: str | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool | None = None,
+        queue: str | None = None,
+    ) -> TaskCaller[P, R]:
+        """Per-job options: ``task.options(delay=60, group="tenant-7").enqueue(...)``.
+
+        Args:
+            id: idempotency id: enqueueing it again is a no-op while it exists.
+            delay: seconds before the job is ready.
+            priority: -10..10, higher first within its group.
+            group: the group (tenant) served in turn with the others.
+            key: dedup key; with ``replace=True`` a newer job supersedes the pending one.
+            queue: another queue than the task's.
+        """
+        return TaskCaller(self, _EnqueueOptions(id, delay, priority, group, key, replace, queue))
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
+        """A prepared call, for ``enqueue_many``."""
+        return Call(self, args, dict(kwargs))
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Enqueue one call of this task; returns its handle."""
+        return self.app.enqueue_calls([self.call(*args, **kwargs)])[0]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """``enqueue`` for asyncio code."""
+        return (await self.app.aenqueue_calls([self.call(*args, **kwargs)]))[0]
+
+    def enqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """Enqueue many calls in one round trip per queue. Items are ``task.call(...)``
+        results, tuples of positional arguments, or dicts of keyword arguments."""
+        return self.app.enqueue_calls([self._as_call(c) for c in calls])
+
+    async def aenqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """``enqueue_many`` for asyncio code."""
+        return await self.app.aenqueue_calls([self._as_call(c) for c in calls])
+
+    def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
+        if isinstance(item, Call):
+            return item
+        if isinstance(item, tuple):
+            return Call(self, item, {})
+        if isinstance(item, dict):
+            return Call(self, (), dict(item))
+        raise InvalidArgument(
+            f"enqueue_many takes task.call(...) items, tuples of args or dicts of kwargs, "
+            f"not {type(item).__name__}"
+        )
+
+    def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
+        """The queue message for ``call``: arguments checked, payload built."""
+        args, kwargs = call.args, call.kwargs
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidArgument(f"{self.name}(): {exc}") from None
+        try:
+            check_json(list(args), "args")
+            check_json(kwargs, "kwargs")
+        except NotSerializable:
+            # name the parameter, not a position in the payload
+            for pname, value in bound.arguments.items():
+                try:
+                    check_json(value, f"argument {pname!r}")
+                except NotSerializable as exc:
+                    raise NotSerializable(f"{self.name}(): {exc}") from None
+            raise
+        payload: list[Any] = [self.name, list(args), kwargs]
+        if meta:
+            payload.append(dict(meta))
+        o = call.options
+        return Message(
+            payload,
+            o.id,
+            o.delay,
+            o.priority,
+            self.task_options.max_attempts,
+            o.group,
+            o.key,
+            o.replace,
+        )
+
+
+def decode_payload(payload: Any) -> tuple[str, list[Any], dict[str, Any], dict[str, Any]]:
+    """Split a task job's payload into name, args, kwargs and metadata; ValueError when
+    it does not have the task payload's shape."""
+    if (
+        isinstance(payload, list)
+        and 3 <= len(payload) <= 4
+        and isinstance(payload[0], str)
+        and isinstance(payload[1], list)
+        and isinstance(payload[2], dict)
+        and (len(payload) == 3 or isinstance(payload[3], dict))
+    ):
+        meta = payload[3] if len(payload) == 4 else {}
+        return payload[0], payload[1], payload[2], meta
+    raise ValueError("the payload is not a durq task call [name, args, kwargs]")

@@ -1,0 +1,73 @@
+"""Acknowledgements waiting to be sent: a job's outcome is buffered the moment it
+finishes and sent with the next round trip of its queue (together with the next fetch),
+never before the job finished."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from durq.keys import QueueKeys
+from durq.models import Job
+from durq.protocol import ops
+from durq.protocol.calls import Op
+from durq.worker.executor import Outcome
+
+__all__ = ["AckBuffer"]
+
+
+class AckBuffer:
+    """Outcomes of one queue's finished jobs, in arrival order per kind."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Job, Outcome]] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, job: Job, outcome: Outcome) -> None:
+        """Buffer a finished job's outcome ("lost" outcomes need no message)."""
+        if outcome.kind != "lost":
+            self.items.append((job, outcome))
+
+    def take(self, limit: int) -> list[tuple[Job, Outcome]]:
+        """Remove and return up to ``limit`` outcomes."""
+        taken, self.items = self.items[:limit], self.items[limit:]
+        return taken
+
+    def put_back(self, taken: Sequence[tuple[Job, Outcome]]) -> None:
+        """Return outcomes whose round trip failed, to be sent again first."""
+        self.items[:0] = taken
+
+    @staticmethod
+    def ops(
+        keys: QueueKeys, taken: Sequence[tuple[Job, Outcome]], result_ttl: float
+    ) -> list[tuple[str, list[Job], Op[Any]]]:
+        """The operations that send ``taken``: one per kind present."""
+        done = [(j, o) for j, o in taken if o.kind == "done"]
+        failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead")]
+        deferred = [(j, o) for j, o in taken if o.kind == "defer"]
+        out: list[tuple[str, list[Job], Op[Any]]] = []
+        if done:
+            results = [o.result for _, o in done]
+            jobs = [j for j, _ in done]
+            op = ops.release(
+                keys, jobs, results=results if any(results) else None, result_ttl=result_ttl
+            )
+            out.append(("release", jobs, op))
+        if failed:
+            items = [(j, o.delay, o.reason, o.kind == "dead") for j, o in failed]
+            results = [o.result for _, o in failed]
+            op = ops.requeue(
+                keys, items, results=results if any(results) else None, result_ttl=result_ttl
+            )
+            out.append(("requeue", [j for j, _ in failed], op))
+        if deferred:
+            out.append(
+                (
+                    "defer",
+                    [j for j, _ in deferred],
+                    ops.defer(keys, [(j, o.delay) for j, o in deferred]),
+                )
+            )
+        return out

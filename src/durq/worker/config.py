@@ -1,0 +1,55 @@
+"""Worker settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from durq.errors import InvalidArgument
+from durq.keys import check_queue_name
+
+__all__ = ["WorkerConfig"]
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """How a worker process runs.
+
+    Attributes:
+        queues: the queues to consume (default: every queue of the app's tasks).
+        concurrency: jobs running at once in this process: async tasks as coroutines,
+            sync tasks in as many threads (default 10).
+        prefetch: jobs held beyond ``concurrency``, started as slots free up (default 0:
+            a worker takes only what it can start, which keeps groups fair).
+        lease: seconds of the lease under which jobs are fetched (default: the app's);
+            the worker extends leases every third of it while it lives, so a dead
+            worker's jobs come back within about one lease.
+        grace: seconds running jobs get to finish on SIGTERM/SIGINT before they are
+            cancelled and given back (default 25).
+        heartbeat: seconds between registry heartbeats (default 5).
+        burst: stop once the queues are drained (nothing ready, running or scheduled).
+        batch: the most jobs fetched or acknowledged per round trip (default 500).
+    """
+
+    queues: Sequence[str] = ()
+    concurrency: int = 10
+    prefetch: int = 0
+    lease: float | None = None
+    grace: float = 25.0
+    heartbeat: float = 5.0
+    burst: bool = False
+    batch: int = 500
+    name: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for q in self.queues:
+            check_queue_name(q)
+        if self.concurrency < 1:
+            raise InvalidArgument("concurrency must be >= 1")
+        if self.prefetch < 0:
+            raise InvalidArgument("prefetch must be >= 0")
+        if self.grace < 0 or self.heartbeat <= 0:
+            raise InvalidArgument("grace must be >= 0 and heartbeat > 0")
+        if not 1 <= self.batch <= 1000:
+            raise InvalidArgument("batch must be in 1..1000")

@@ -1,0 +1,401 @@
+"""The Worker: one asyncio loop that fetches, runs and acknowledges jobs.
+
+Lifecycle (``Worker.state``):
+
+    STARTING  connecting, registering
+    RUNNING   fetching as slots free up, running, acknowledging, extending leases
+    DRAINING  after SIGTERM/SIGINT (or stop()): no more fetching; jobs not yet started
+              are given back at once; running jobs get ``grace`` seconds, then are
+              cancelled and given back (a defer: no attempt counted). A second signal
+              cuts the grace short.
+    STOPPED   every outcome sent (or, with Redis unreachable, logged as left to the
+              lease), unregistered.
+
+Nothing is acknowledged before it finished; anything not acknowledged comes back to
+the queue when its lease ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import signal
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from durq import connection
+from durq.metrics import WorkerMetrics
+from durq.models import Job
+from durq.task import Task
+from durq.worker.config import WorkerConfig
+from durq.worker.executor import Executor, Outcome
+from durq.worker.leases import LeaseKeeper
+from durq.worker.pump import QueuePump
+from durq.worker.registry import WorkerRegistry, new_worker_id
+
+if TYPE_CHECKING:
+    from durq.app import App
+
+__all__ = ["InHand", "Worker", "WorkerState"]
+
+log = logging.getLogger("durq.worker")
+
+
+class WorkerState(enum.Enum):
+    """Where a Worker is in its life (see the module docstring)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    DRAINING = "draining"
+    STOPPED = "stopped"
+
+
+@dataclass(slots=True)
+class InHand:
+    """A job this worker holds: fetched, maybe running."""
+
+    job: Job
+    pump: QueuePump
+    task: Task[Any, Any] | None
+    started: float | None = None  # monotonic time it started running
+    runner: asyncio.Task[None] | None = None
+    lost: bool = False  # its lease was taken over: send nothing for it
+
+
+class Worker:
+    """Runs the tasks of ``app`` from its queues.
+
+    Args:
+        app: the App whose tasks run here (only registered tasks run).
+        config: see WorkerConfig.
+        client: a ``redis.asyncio.Redis`` to use (default: one from the app's URL).
+        metrics: where to record metrics (default: a fresh WorkerMetrics).
+        handle_signals: install SIGTERM/SIGINT handlers (turn off when embedding).
+    """
+
+    def __init__(
+        self,
+        app: App,
+        config: WorkerConfig | None = None,
+        *,
+        client: Any = None,
+        metrics: WorkerMetrics | None = None,
+        handle_signals: bool = True,
+    ) -> None:
+        self.app = app
+        self.config = config or WorkerConfig()
+        self.lease = self.config.lease or app.lease
+        self.queue_names = list(self.config.queues) or app.queues or [app.default_queue]
+        self.id = self.config.name or new_worker_id()
+        self.metrics = metrics or WorkerMetrics()
+        self.state = WorkerState.STARTING
+        self.accepting = True
+        self.in_hand: dict[tuple[str, str], InHand] = {}
+        self.pumps: dict[str, QueuePump] = {}
+        self._client = client
+        self._owns_client = client is None
+        self._handle_signals = handle_signals
+        self._waiting: deque[InHand] = deque()
+        self._running = 0
+        self._capacity = self.config.concurrency + self.config.prefetch
+        self._executor = Executor(app, threads=self.config.concurrency)
+        self._stop = asyncio.Event()
+        self._cut_grace = asyncio.Event()
+        self._giving_back = False
+        self.started_at = time.time()
+        self.processed = 0
+
+    # -- called by the pumps and the lease keeper -----------------------------------
+
+    def room(self) -> int:
+        """How many more jobs this worker may fetch now."""
+        if not self.accepting:
+            return 0
+        return max(self._capacity - len(self.in_hand), 0)
+
+    def accept(self, pump: QueuePump, jobs: list[Job]) -> None:
+        """Take fetched jobs into hand and start as many as there are free slots."""
+        for job in jobs:
+            held = InHand(job, pump, self._executor.task_of(job))
+            self.in_hand[(job.queue, job.id)] = held
+            self._waiting.append(held)
+        self._start_waiting()
+        self.metrics.in_hand.set(len(self.in_hand))
+
+    def _start_waiting(self) -> None:
+        while self._waiting and self._running < self.config.concurrency:
+            held = self._waiting.popleft()
+            self._running += 1
+            held.started = time.monotonic()
+            held.runner = asyncio.create_task(self._run(held))
+
+    def lease_lost(self, held: InHand, why: str) -> None:
+        """Another worker was handed this job: stop caring about it (and stop it when
+        it is a coroutine)."""
+        if held.lost:
+            return
+        held.lost = True
+        self.metrics.lease_lost(held.job.queue)
+        log.warning(
+            "lease lost on job %s (%s) of %s: %s; another worker may be running it",
+            held.job.id,
+            held.task.name if held.task else "?",
+            held.job.queue,
+            why,
+        )
+        if held.runner is not None and held.task is not None and held.task.is_async:
+            held.runner.cancel()
+
+    def notify_all(self) -> None:
+        """Wake every pump (slots freed, or the worker is stopping)."""
+        for pump in self.pumps.values():
+            pump.changed.set()
+
+    def drained(self) -> bool:
+        """Burst mode: every queue drained and nothing in hand."""
+        return not self.in_hand and all(p.drained for p in self.pumps.values())
+
+    def stop_accepting(self) -> None:
+        """Stop fetching (burst mode finished, or shutting down)."""
+        self.accepting = False
+        self.notify_all()
+
+    # -- running a job ----------------------------------------------------------------
+
+    async def _run(self, held: InHand) -> None:
+        job = held.job
+        name = held.task.name if held.task else "?"
+        self.metrics.started(job.queue, name, (job.lease_deadline - self.lease) - job.enqueued_at)
+        begun = time.monotonic()
+        try:
+            outcome = await self._executor.execute(job)
+        except asyncio.CancelledError:
+            outcome = Outcome("defer") if self._giving_back else Outcome("lost")
+        except Exception as exc:  # a bug in durq itself: keep the job safe and say so
+            log.exception("job %s: internal error", job.id)
+            outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
+        finally:
+            self._running -= 1
+        if held.lost:
+            outcome = Outcome("lost")
+        self._finish(held, outcome, time.monotonic() - begun, name)
+
+    def _finish(self, held: InHand, outcome: Outcome, seconds: float, name: str) -> None:
+        job = held.job
+        if self.in_hand.pop((job.queue, job.id), None) is None:
+            return  # already given back during shutdown
+        held.pump.in_hand -= 1
+        held.pump.acks.add(job, outcome)
+        self.processed += 1
+        self.metrics.finished(job.queue, name, outcome.kind, seconds)
+        self.metrics.in_hand.set(len(self.in_hand))
+        if outcome.kind in ("retry", "dead"):
+            if outcome.kind == "dead":
+                log.error(
+                    "job %s (%s, attempt %d/%d) dead-lettered: %s",
+                    job.id,
+                    name,
+                    job.attempt,
+                    job.max_attempts,
+                    outcome.summary,
+                    extra=_job_fields(job, name, outcome),
+                )
+            else:
+                log.warning(
+                    "job %s (%s, attempt %d/%d) failed: %s; retry in %.1fs",
+                    job.id,
+                    name,
+                    job.attempt,
+                    job.max_attempts,
+                    outcome.summary,
+                    outcome.delay,
+                    extra=_job_fields(job, name, outcome),
+                )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "job %s %s in %.4fs",
+                job.id,
+                outcome.kind,
+                seconds,
+                extra=_job_fields(job, name, outcome),
+            )
+        self._start_waiting()
+        held.pump.changed.set()
+        if len(self.in_hand) == self._capacity - 1:  # was full: every pump may fetch again
+            self.notify_all()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def stop(self, *, immediate: bool = False) -> None:
+        """Begin a graceful stop (``immediate``: no grace for running jobs)."""
+        if immediate or self._stop.is_set():
+            self._cut_grace.set()
+        self._stop.set()
+
+    def _on_signal(self, signum: int) -> None:
+        first = not self._stop.is_set()
+        log.warning(
+            "%s received: %s",
+            signal.Signals(signum).name,
+            "draining (send again to stop at once)" if first else "stopping now",
+        )
+        self.stop(immediate=not first)
+
+    async def run(self) -> None:
+        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
+        if self._client is None:
+            self._client = connection.async_client(self.app.url)
+        for name in self.queue_names:
+            self.pumps[name] = QueuePump(self, self.app.async_queue(name, client=self._client))
+        registry = WorkerRegistry(
+            self._client,
+            self.app.namespace,
+            self.id,
+            {
+                "host": self.id.split(":")[0],
+                "pid": int(self.id.split(":")[1]) if self.id.count(":") >= 2 else 0,
+                "queues": self.queue_names,
+                "concurrency": self.config.concurrency,
+                "started": self.started_at,
+            },
+        )
+        loop = asyncio.get_running_loop()
+        if self._handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        keeper = LeaseKeeper(self)
+        background = [
+            asyncio.create_task(self._forever("lease keeper", keeper.run)),
+            asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
+        ]
+        pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
+        self.state = WorkerState.RUNNING
+        log.info(
+            "worker %s consuming %s (concurrency %d, lease %.1fs)",
+            self.id,
+            ", ".join(self.queue_names),
+            self.config.concurrency,
+            self.lease,
+        )
+        stop_wait = asyncio.create_task(self._stop.wait())
+        all_pumps: asyncio.Future[Any] = asyncio.gather(*pumps)
+        try:
+            first: list[asyncio.Future[Any]] = [stop_wait, all_pumps]
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+            await self._drain(all_pumps)
+        finally:
+            stop_wait.cancel()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, stop_wait, return_exceptions=True)
+            if self._handle_signals:
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    loop.remove_signal_handler(sig)
+            with contextlib.suppress(Exception):
+                await registry.remove()
+            self._executor.close()
+            if self._owns_client:
+                await self._client.aclose()
+            self.state = WorkerState.STOPPED
+            log.info("worker %s stopped after %d jobs", self.id, self.processed)
+
+    async def _pump(self, pump: QueuePump) -> None:
+        await self._forever(f"pump {pump.name}", pump.run, until_done=True)
+
+    async def _forever(
+        self, what: str, body: Callable[[], Awaitable[None]], until_done: bool = False
+    ) -> None:
+        """Run ``body``; if it fails (a bug, not a Redis outage: those are retried inside),
+        log it and run it again, so no loop stops silently."""
+        while True:
+            try:
+                await body()
+                if until_done:
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s failed; restarting it in 1 s", what)
+                await asyncio.sleep(1.0)
+
+    async def _heartbeat(self, registry: WorkerRegistry) -> None:
+        interval = self.config.heartbeat
+        while True:
+            jobs = [
+                {
+                    "queue": h.job.queue,
+                    "id": h.job.id,
+                    "task": h.task.name if h.task else None,
+                    "attempt": h.job.attempt,
+                    "running": h.started is not None,
+                }
+                for h in self.in_hand.values()
+            ]
+            try:
+                await registry.beat(3 * interval, jobs)
+            except Exception as exc:
+                log.debug("heartbeat failed: %s", exc)
+            await asyncio.sleep(interval)
+
+    async def _wait_runners(self, runners: list[asyncio.Task[None]]) -> None:
+        """Until the runners finish, the grace period ends, or a second signal."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.config.grace
+        pending: set[asyncio.Future[Any]] = set(runners)
+        cut = asyncio.create_task(self._cut_grace.wait())
+        try:
+            while pending and loop.time() < give_up:
+                done, _ = await asyncio.wait(
+                    pending | {cut},
+                    timeout=give_up - loop.time(),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if cut in done:
+                    return
+                pending -= done
+        finally:
+            cut.cancel()
+
+    async def _drain(self, all_pumps: asyncio.Future[Any]) -> None:
+        self.state = WorkerState.DRAINING
+        self.stop_accepting()
+        # jobs not started yet go back at once, without counting an attempt
+        while self._waiting:
+            held = self._waiting.popleft()
+            self._finish(held, Outcome("defer"), 0.0, held.task.name if held.task else "?")
+        runners = [h.runner for h in self.in_hand.values() if h.runner is not None]
+        if runners:
+            log.info("waiting up to %.0fs for %d running jobs", self.config.grace, len(runners))
+            await self._wait_runners(runners)
+        self._giving_back = True
+        late = [h.runner for h in self.in_hand.values() if h.runner is not None]
+        for runner in late:
+            runner.cancel()
+        if late:
+            log.warning("gave back %d unfinished jobs", len(late))
+            await asyncio.gather(*late, return_exceptions=True)
+        self.notify_all()
+        try:
+            await asyncio.wait_for(asyncio.shield(all_pumps), timeout=10.0)
+        except asyncio.TimeoutError:
+            left = sum(len(p.acks) for p in self.pumps.values())
+            log.error(
+                "could not send %d acknowledgements; those jobs come back after their lease", left
+            )
+            all_pumps.cancel()
+            await asyncio.gather(all_pumps, return_exceptions=True)
+
+
+def _job_fields(job: Job, task: str, outcome: Outcome) -> dict[str, Any]:
+    return {
+        "job_id": job.id,
+        "task": task,
+        "queue": job.queue,
+        "attempt": job.attempt,
+        "outcome": outcome.kind,
+    }

@@ -1,0 +1,92 @@
+"""Several worker processes under one supervisor (``durq worker -p N``).
+
+Each child is a full worker process (its own event loop and connections), started in
+its own process group so that a terminal's Ctrl-C reaches only the supervisor, which
+forwards each signal once: the first drains the children, the second stops them. A
+child that dies is restarted, with a growing pause if it keeps dying at start-up. If the
+supervisor itself is killed, Linux sends its children SIGTERM, so they drain.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+from durq._process import die_with_parent
+
+__all__ = ["Supervisor"]
+
+log = logging.getLogger("durq.supervisor")
+
+
+class Supervisor:
+    """Keeps ``count`` child processes running ``argv``."""
+
+    def __init__(self, argv: Sequence[str], count: int) -> None:
+        self.argv = list(argv)
+        self.count = count
+        self.children: list[subprocess.Popen[bytes] | None] = [None] * count
+        self._started = [0.0] * count
+        self._pause = [0.0] * count
+        self._signals = 0
+        self.restarts = 0
+
+    def _spawn(self, slot: int) -> None:
+        self.children[slot] = subprocess.Popen(
+            self.argv, start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM)
+        )
+        self._started[slot] = time.monotonic()
+        log.info("started worker process %d (pid %d)", slot, self.children[slot].pid)  # type: ignore[union-attr]
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self._signals += 1
+        for child in self.children:
+            if child is not None and child.poll() is None:
+                child.send_signal(signum)
+
+    def run(self) -> int:
+        """Run until a signal stops the children; returns an exit code."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        for slot in range(self.count):
+            self._spawn(slot)
+        while True:
+            alive = 0
+            for slot, child in enumerate(self.children):
+                if child is None:
+                    continue
+                code = child.poll()
+                if code is None:
+                    alive += 1
+                    continue
+                if self._signals:
+                    self.children[slot] = None
+                    continue
+                self._restart_later(slot, code)
+            if self._signals and alive == 0:
+                return 0
+            self._respawn_due()
+            time.sleep(0.1)
+
+    def _restart_later(self, slot: int, code: int) -> None:
+        quick = time.monotonic() - self._started[slot] < 5
+        pause = min(max(self._pause[slot] * 2, 0.5), 30.0) if quick else 0.0
+        log.warning(
+            "worker process %d exited with %s; restarting%s",
+            slot,
+            code,
+            f" in {pause:.1f}s" if pause else "",
+        )
+        self.children[slot] = None
+        self._pause[slot] = pause
+        self._started[slot] = time.monotonic() + pause  # when it is due
+        self.restarts += 1
+
+    def _respawn_due(self) -> None:
+        now = time.monotonic()
+        for slot, child in enumerate(self.children):
+            if child is None and not self._signals and now >= self._started[slot]:
+                self._spawn(slot)

@@ -1,0 +1,113 @@
+"""Threads for sync tasks, with timeouts that do not shrink the pool.
+
+A Python thread cannot be killed. When a sync task runs past its timeout, its job is
+failed and its thread is abandoned: a replacement thread starts at once, so the worker
+keeps its full concurrency, and the abandoned thread exits when the call returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable
+from queue import SimpleQueue
+from typing import Any
+
+__all__ = ["ThreadRunner"]
+
+
+class _Ticket:
+    __slots__ = ("abandoned", "args", "ctx", "fn", "future", "kwargs", "loop", "started")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: Any,
+        kwargs: Any,
+        future: asyncio.Future[Any],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.future = future
+        self.loop = loop
+        self.ctx = contextvars.copy_context()
+        self.abandoned = False
+        self.started = False
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+class ThreadRunner:
+    """Runs sync callables in ``size`` threads and awaits them from asyncio."""
+
+    def __init__(self, size: int, name: str = "durq-task") -> None:
+        self._inbox: SimpleQueue[_Ticket | None] = SimpleQueue()
+        self._name = name
+        self._size = size
+        self._threads: set[threading.Thread] = set()
+        self._lock = threading.Lock()  # decides, per ticket, between start and abandon
+        self.abandoned = 0
+        for _ in range(size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+        self._threads.add(thread)
+        thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            ticket = self._inbox.get()
+            if ticket is None:
+                return
+            with self._lock:
+                if ticket.abandoned:  # timed out before it started: drop it
+                    continue
+                ticket.started = True
+            try:
+                value = ticket.ctx.run(ticket.fn, *ticket.args, **ticket.kwargs)
+                outcome = (True, value)
+            except BaseException as exc:
+                outcome = (False, exc)
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                ticket.loop.call_soon_threadsafe(_settle, ticket.future, *outcome)
+            if ticket.abandoned:  # a replacement took this thread's place
+                self._threads.discard(threading.current_thread())
+                return
+
+    async def run(
+        self, fn: Callable[..., Any], args: Any, kwargs: Any, timeout: float | None
+    ) -> Any:
+        """Run ``fn(*args, **kwargs)`` in a thread; raise TimeoutError after
+        ``timeout`` seconds (the thread is abandoned and replaced)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        ticket = _Ticket(fn, args, kwargs, future, loop)
+        self._inbox.put(ticket)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            if not future.done():
+                with self._lock:
+                    ticket.abandoned = True
+                    started = ticket.started
+                if started:
+                    self.abandoned += 1
+                    self._spawn()
+            raise
+
+    def close(self) -> None:
+        """Ask idle threads to exit (running calls finish in their own time)."""
+        for _ in range(len(self._threads)):
+            self._inbox.put(None)
