@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "durq" / "_async"
 TARGET = ROOT / "src" / "durq" / "_sync"
-FILES = ("__init__.py", "driver.py", "queue.py")
+FILES = ("__init__.py", "driver.py", "queue.py", "retry.py", "topic.py")
 
 RULES: list[tuple[str, str]] = [
     (r"from redis\.asyncio import Redis as AsyncRedis", "from redis import Redis"),
@@ -27,6 +27,9 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncRedis\b", "Redis"),
     (r"\bAsyncQueue\b", "Queue"),
     (r"\bAsyncDriver\b", "Driver"),
+    (r"\bAsyncTopic\b", "Topic"),
+    (r"Awaitable\[T\]", "T"),
+    (r"Awaitable, ", ""),
     (r"\basync def\b", "def"),
     (r"\bawait ", ""),
     (r"__aenter__", "__enter__"),

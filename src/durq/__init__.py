@@ -6,7 +6,9 @@ groups of jobs in turn. See README.md and docs/design.md.
 """
 
 from durq._async.queue import AsyncQueue
+from durq._async.topic import AsyncTopic
 from durq._sync.queue import Queue
+from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app import App
 from durq.backoff import Backoff, exponential, fixed
@@ -48,6 +50,8 @@ __all__ = [
     # queues
     "AsyncQueue",
     "Queue",
+    "AsyncTopic",
+    "Topic",
     # data
     "EnqueueResult",
     "EnqueueStatus",

@@ -23,6 +23,7 @@ from durq._sync.queue import Queue
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from durq.errors import InvalidArgument
+from durq.fanout import AppTopic
 from durq.keys import check_queue_name
 from durq.models import Message
 from durq.protocol.ops import lease_ms
@@ -78,6 +79,7 @@ class App:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.tasks: dict[str, Task[Any, Any]] = {}
+        self.topics: dict[str, AppTopic] = {}
         self._queues: dict[str, Queue] = {}
         self._async_queues: dict[str, AsyncQueue] = {}
         self._client: Any = None
@@ -159,6 +161,12 @@ class App:
             return task
 
         return register(fn) if fn is not None else register
+
+    def topic(self, name: str) -> AppTopic:
+        """The topic ``name``: register subscriber tasks on it and publish events."""
+        if name not in self.topics:
+            self.topics[name] = AppTopic(self, name)
+        return self.topics[name]
 
     @property
     def queues(self) -> list[str]:

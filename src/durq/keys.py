@@ -17,6 +17,7 @@ from durq.errors import InvalidArgument
 
 __all__ = [
     "QueueKeys",
+    "TopicKeys",
     "check_group",
     "check_job_id",
     "check_key",
@@ -121,3 +122,33 @@ class QueueKeys:
         if group == "":
             return self.prefix + "pending", self.prefix + "prio"
         return f"{self.prefix}g:{group}", f"{self.prefix}gp:{group}"
+
+
+@dataclass(frozen=True)
+class TopicKeys:
+    """The Redis key names of a topic. Its subscription ``s`` is the queue ``<topic>/s``,
+    in the topic's slot, so one script reaches the topic and all its subscribers."""
+
+    name: str
+    namespace: str = "durq"
+
+    def __post_init__(self) -> None:
+        if "/" in self.name:
+            raise InvalidArgument(f"a topic name cannot contain '/': {self.name!r}")
+        QueueKeys(self.name, self.namespace)  # same rules as a queue name
+
+    @cached_property
+    def base(self) -> str:
+        """``<namespace>:{<topic>}``: a subscription's prefix is ``base/<name>:``."""
+        return f"{self.namespace}:{{{self.name}}}"
+
+    @cached_property
+    def subscribers(self) -> str:
+        """The set of subscription names."""
+        return self.base + ":topic:subs"
+
+    def subscription(self, subscriber: str) -> str:
+        """The queue name of a subscription."""
+        name = f"{self.name}/{subscriber}"
+        check_queue_name(name)
+        return name

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 import orjson
 
+from durq import tracing
 from durq.backoff import Backoff
 from durq.codec import check_json
 from durq.errors import DurqError, InvalidArgument, NotSerializable
@@ -297,9 +298,11 @@ class Task(Generic[P, R]):
                     raise NotSerializable(f"{self.name}(): {exc}") from None
             raise
         payload: list[Any] = [self.name, list(args), kwargs]
+        o = call.options
+        if meta is None:  # the job carries the producer's trace context, if tracing is on
+            meta = tracing.enqueue_meta(self.name, o.queue or self.queue, o.id)
         if meta:
             payload.append(dict(meta))
-        o = call.options
         return Message(
             payload,
             o.id,

@@ -5,5 +5,6 @@ This file is the source of truth; ``durq/_sync/__init__.py`` is generated from i
 """
 
 from durq._async.queue import AsyncQueue
+from durq._async.topic import AsyncTopic
 
-__all__ = ["AsyncQueue"]
+__all__ = ["AsyncQueue", "AsyncTopic"]

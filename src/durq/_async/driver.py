@@ -152,13 +152,16 @@ class AsyncDriver:
         return reply
 
     async def _pipeline(self, request: Pipeline) -> list[Any]:
-        missing = [c for c in request.calls if c.script.sha not in self._loaded]
+        scripts = [c for c in request.calls if isinstance(c, ScriptCall)]
+        missing = [c for c in scripts if c.script.sha not in self._loaded]
         if missing:
             await self._load(missing)
-        replies = await self._send([_evalsha(call) for call in request.calls])
-        for i, reply in enumerate(replies):
-            if isinstance(reply, NoScriptError):
-                replies[i] = await self._script(request.calls[i])
+        replies = await self._send(
+            [_evalsha(c) if isinstance(c, ScriptCall) else c.args for c in request.calls]
+        )
+        for i, (call, reply) in enumerate(zip(request.calls, replies, strict=True)):
+            if isinstance(reply, NoScriptError) and isinstance(call, ScriptCall):
+                replies[i] = await self._script(call)
             elif isinstance(reply, ResponseError):
                 replies[i] = script_error(reply)
         return replies

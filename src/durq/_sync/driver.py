@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 from redis import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
-from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
 from durq.errors import DurqError
+from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
 from durq.protocol.ops import script_error
 
 __all__ = ["Driver"]
@@ -151,13 +151,16 @@ class Driver:
         return reply
 
     def _pipeline(self, request: Pipeline) -> list[Any]:
-        missing = [c for c in request.calls if c.script.sha not in self._loaded]
+        scripts = [c for c in request.calls if isinstance(c, ScriptCall)]
+        missing = [c for c in scripts if c.script.sha not in self._loaded]
         if missing:
             self._load(missing)
-        replies = self._send([_evalsha(call) for call in request.calls])
-        for i, reply in enumerate(replies):
-            if isinstance(reply, NoScriptError):
-                replies[i] = self._script(request.calls[i])
+        replies = self._send(
+            [_evalsha(c) if isinstance(c, ScriptCall) else c.args for c in request.calls]
+        )
+        for i, (call, reply) in enumerate(zip(request.calls, replies, strict=True)):
+            if isinstance(reply, NoScriptError) and isinstance(call, ScriptCall):
+                replies[i] = self._script(call)
             elif isinstance(reply, ResponseError):
                 replies[i] = script_error(reply)
         return replies

@@ -8,17 +8,15 @@ and drive the operations.
 
 from __future__ import annotations
 
-import time
-from time import sleep
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace as with_changes
 from typing import Any, TypeVar
 
 from redis import Redis
-from redis.exceptions import ConnectionError, TimeoutError
 
 from durq import connection
 from durq._sync.driver import Driver
+from durq._sync.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
@@ -183,29 +181,25 @@ class Queue:
         # ids are fixed now so that a retry after a lost reply cannot enqueue twice
         fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
         messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
-        give_up = time.monotonic() + self.enqueue_retry_for
-        pause = 0.05
-        while True:
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+
+        def attempt() -> list[EnqueueResult]:
+            if not self._registered:
+                self.register()
             op = ops.enqueue(
                 self.keys,
                 self.codec,
                 messages,
                 delay=delay,
                 priority=priority,
-                max_attempts=self.max_attempts if max_attempts is None else max_attempts,
+                max_attempts=attempts,
                 group=group,
                 key=key,
                 replace=replace,
             )
-            try:
-                if not self._registered:
-                    self.register()
-                return self._driver.run(op)
-            except (ConnectionError, TimeoutError):
-                if time.monotonic() + pause > give_up:
-                    raise
-                sleep(pause)
-                pause = min(pause * 2, 1.0)
+            return self._driver.run(op)
+
+        return retrying(attempt, self.enqueue_retry_for)
 
     def register(self) -> None:
         """Add this queue to the namespace's list of queues (for ``durq stats``)."""

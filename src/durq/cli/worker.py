@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 import click
 
 from durq.cli.common import load_app, url_option
 from durq.logs import configure_logging
+from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
-from durq.worker.supervisor import Supervisor
+from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
 
@@ -85,6 +87,18 @@ def _run_loop(coro: object) -> None:
 @click.option(
     "--log-format", default="text", show_default=True, type=click.Choice(["text", "json"])
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve Prometheus metrics on this port (with -p N, process i uses PORT+i).",
+)
+@click.option(
+    "--metrics-host",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address the metrics endpoint listens on.",
+)
 def worker(
     target: str,
     queues: tuple[str, ...],
@@ -98,6 +112,8 @@ def worker(
     heartbeat: float,
     log_level: str,
     log_format: str,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run the tasks of the App at MODULE:APP (e.g. myapp.tasks:app).
 
@@ -122,7 +138,12 @@ def worker(
         burst=burst,
         heartbeat=heartbeat,
     )
-    _run_loop(Worker(app, config).run())
+    metrics = WorkerMetrics()
+    if metrics_port is not None:
+        # the supervisor numbers its children, so that each gets a port of its own
+        slot = int(os.environ.get(SLOT_ENV, "0"))
+        serve_metrics(metrics, metrics_port + slot, metrics_host)
+    _run_loop(Worker(app, config, metrics=metrics).run())
 
 
 def _child_args(args: list[str]) -> list[str]:

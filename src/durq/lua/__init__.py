@@ -28,6 +28,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "extend",
     "groups",
     "job",
+    "publish",
     "purge",
     "release",
     "replay",

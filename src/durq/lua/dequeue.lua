@@ -57,8 +57,9 @@ local function reclaim(now)
       if r.attempts >= r.max then
         kill(id, r, now)
       else
+        drop_slot(r)
         make_ready(id, r, true)
-        leave_active(id, r)
+        redis.call('ZREM', K_ACTIVE, id)
       end
       count('reclaimed', 1)
     end
@@ -85,8 +86,8 @@ local function promote(now)
   for i = 1, #good do
     local id, r = good[i][1], good[i][2]
     local returning = rec_returning(r)
+    drop_slot(r)
     make_ready(id, r, returning)
-    if returning then slot_add(r.group, -1) end
   end
   if #good > 0 then
     local gone = {}
@@ -99,7 +100,7 @@ end
 local budget = SKIP_MAX
 
 -- Turn popped ids of group g into handed-out jobs; returns how many were valid.
-local function take(g, ids, now, deadline, out, hargs, zargs)
+local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local got = 0
   for i = 1, #ids do
@@ -110,6 +111,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs)
       r.attempts = r.attempts + 1
       r.deliveries = r.deliveries + 1
       r.deq = now
+      if counted then r.flags = bit.bor(r.flags, FLAG_SLOT) end
       local rec = rec_encode(r)
       hargs[#hargs + 1] = id
       hargs[#hargs + 1] = rec
@@ -134,7 +136,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs)
   end
   if got > 0 then
     ready_add(g, -got)
-    slot_add(g, got)
+    if counted then slot_add(g, got) end
   end
   return got
 end
@@ -148,29 +150,77 @@ local function commit(hargs, zargs)
   end
 end
 
+-- Limits and weights are read per group only when some are configured.
+local function group_settings()
+  local weighted = redis.call('HLEN', K_GWEIGHT) > 0
+  -- a queue that never had a prioritized job has no priority zsets to look at
+  local prioritized = redis.call('HEXISTS', K_STATS, 'seq') == 1
+  return limits_configured(), weighted, prioritized
+end
+
+local function free_slots(g, want)
+  local lim = tonumber(redis.call('HGET', K_GLIMIT, g)) or get_conf().group_limit
+  if lim <= 0 then return want end
+  local free = lim - (tonumber(redis.call('HGET', K_GACTIVE, g)) or 0)
+  if free < want then return math.max(free, 0) end
+  return want
+end
+
+-- One turn of group g: take up to `quota` jobs. Returns how many were handed out and
+-- whether the group still has ready jobs.
+local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, zargs)
+  local counted = limited and g ~= ''
+  if counted then quota = free_slots(g, quota) end
+  if quota <= 0 then return 0, false end
+  local prio = 0
+  if prioritized then
+    prio = redis.pcall('ZCARD', ready_prio(g))
+    if type(prio) ~= 'number' then return 0, false end -- keys of another type: skip it
+  end
+  local ids
+  if prio == 0 then
+    ids = redis.pcall('LPOP', ready_list(g), quota)
+    if type(ids) ~= 'table' then ids = {} end
+  else
+    ids = group_pop(g, quota)
+  end
+  local got = 0
+  if #ids > 0 then got = take(g, ids, now, deadline, out, hargs, zargs, counted) end
+  local more = prio > #ids or (#ids == quota and redis.call('LLEN', ready_list(g)) > 0)
+  if more and counted then more = free_slots(g, 1) > 0 end
+  return got, more
+end
+
 local function serve(want, now, deadline, out)
   local hargs, zargs = {}, {}
   local handed = 0
+  local limited, weighted, prioritized = group_settings()
   while handed < want and budget > 0 do
     local listed = redis.call('LLEN', K_RR)
     if listed == 0 then break end
-    local g = redis.call('LPOP', K_RR)
-    local quota = want - handed
-    if listed > 1 and g ~= '' then
-      local w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1
-      if w < quota then quota = w end
-    elseif listed > 1 and quota > 1 then
-      quota = 1
+    local sole = listed == 1
+    local groups = redis.call('LPOP', K_RR, math.min(listed, want - handed))
+    local keep, drop, front = {}, {}, {}
+    for i = 1, #groups do
+      local g = groups[i]
+      if handed >= want then
+        front[#front + 1] = g -- not served this call: keeps its place at the head
+      else
+        local quota = want - handed
+        if not sole then
+          local w = 1
+          if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
+          if w < quota then quota = w end
+        end
+        local got, more = turn(g, quota, limited, prioritized, now, deadline, out, hargs,
+          zargs)
+        handed = handed + got
+        if more then keep[#keep + 1] = g else drop[#drop + 1] = g end
+      end
     end
-    quota = group_room(g, quota)
-    if quota > 0 then
-      handed = handed + take(g, group_pop(g, quota), now, deadline, out, hargs, zargs)
-    end
-    if group_room(g, 1) > 0 then
-      redis.call('RPUSH', K_RR, g)
-    else
-      redis.call('SREM', K_RRSET, g)
-    end
+    for j = #front, 1, -1 do redis.call('LPUSH', K_RR, front[j]) end
+    if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
+    if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
   end
   commit(hargs, zargs)
   return handed

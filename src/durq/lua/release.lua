@@ -35,6 +35,7 @@ local out = {}
 local gone, deleted, tombs, kept = {}, {}, {}, {}
 local missing = false
 local seen = {}
+local freed = {} -- group -> slots given back, applied once per group
 for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local id = ids[i]
@@ -65,8 +66,10 @@ for i = 1, n do
       end
     end
     if ARGV[b + 2] ~= '' then store_result(id, ARGV[b + 2], result_ttl) end
-    slot_add(r.group, -1)
-    touch(r.group)
+    if rec_has_slot(r) then
+      freed[r.group] = (freed[r.group] or 0) + 1
+      touch(r.group) -- a freed slot can make the group eligible again
+    end
   end
   out[i] = status
 end
@@ -79,6 +82,7 @@ if #gone > 0 then
     redis.call('HDEL', K_REASONS, unpack(deleted))
   end
   redis.call('ZREM', K_ACTIVE, unpack(gone))
+  for g, n in pairs(freed) do slot_add(g, -n) end
   count('completed', #gone)
 end
 if missing then

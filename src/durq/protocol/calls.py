@@ -24,13 +24,23 @@ class ScriptCall:
 
 
 @dataclass(frozen=True, slots=True)
-class Pipeline:
-    """Run several script calls in one round trip; the list of replies is sent back.
+class Command:
+    """Send one plain Redis command (a single-key read or write, or a blocking read whose
+    server-side timeout is in ``args``); the reply is sent back."""
 
-    A reply that is an error comes back as the exception object, in its place.
+    args: tuple[Arg, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """Send several calls in one round trip; the list of replies is sent back.
+
+    A reply that is an error comes back as the exception object, in its place. A
+    Command may block (BZPOPMIN): the server runs the calls after it as soon as it
+    returns, which is how a blocked consumer gets its job one round trip after a wake-up.
     """
 
-    calls: tuple[ScriptCall, ...]
+    calls: tuple[ScriptCall | Command, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +50,6 @@ class WaitCall:
 
     keys: Sequence[str]
     timeout: float
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """Send one plain Redis command (a single-key read or write, or a blocking read whose
-    server-side timeout is in ``args``); the reply is sent back."""
-
-    args: tuple[Arg, ...]
 
 
 Request: TypeAlias = ScriptCall | Pipeline | WaitCall | Command

@@ -20,7 +20,7 @@ import orjson
 from durq import lua
 from durq.codec import PayloadCodec
 from durq.errors import CorruptQueue, InvalidArgument
-from durq.keys import QueueKeys, check_group, check_job_id, check_key
+from durq.keys import QueueKeys, TopicKeys, check_group, check_job_id, check_key
 from durq.models import (
     EnqueueResult,
     EnqueueStatus,
@@ -50,6 +50,7 @@ __all__ = [
     "groups",
     "job",
     "new_ids",
+    "publish",
     "purge",
     "release",
     "replay",
@@ -193,19 +194,18 @@ def _text(value: Any) -> str:
 # -- enqueue ------------------------------------------------------------------------
 
 
-def enqueue(
-    keys: QueueKeys,
+def _enqueue_rows(
     codec: PayloadCodec,
     messages: Sequence[Message],
     *,
-    delay: float = 0,
-    priority: int = 0,
+    delay: float,
+    priority: int,
     max_attempts: int,
-    group: str | None = None,
-    key: str | None = None,
-    replace: bool = False,
-) -> Op[list[EnqueueResult]]:
-    """Add ``messages``; per-message options override the keyword defaults."""
+    group: str | None,
+    key: str | None,
+    replace: bool,
+) -> list[tuple[Arg, ...]]:
+    """The nine script arguments of each message (see enqueue.lua)."""
     fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
     rows: list[tuple[Arg, ...]] = []
     for m in messages:
@@ -232,15 +232,68 @@ def enqueue(
                 1 if rep else 0,
             )
         )  # fmt: skip
+    return rows
+
+
+def _enqueue_result(status: Status, ref: str, own_id: str) -> EnqueueResult:
+    if status is Status.REPLACED:
+        return EnqueueResult(own_id, EnqueueStatus.REPLACED, ref)
+    return EnqueueResult(ref, EnqueueStatus[status.name])
+
+
+def enqueue(
+    keys: QueueKeys,
+    codec: PayloadCodec,
+    messages: Sequence[Message],
+    *,
+    delay: float = 0,
+    priority: int = 0,
+    max_attempts: int,
+    group: str | None = None,
+    key: str | None = None,
+    replace: bool = False,
+) -> Op[list[EnqueueResult]]:
+    """Add ``messages``; per-message options override the keyword defaults."""
+    rows = _enqueue_rows(
+        codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
+        group=group, key=key, replace=replace,
+    )  # fmt: skip
     replies = yield from _batched("enqueue", keys, (), rows)
     out: list[EnqueueResult] = []
     for reply in replies:
         for i in range(0, len(reply), 2):
-            status, ref = Status(reply[i]), _text(reply[i + 1])
-            if status is Status.REPLACED:
-                out.append(EnqueueResult(str(rows[len(out)][0]), EnqueueStatus.REPLACED, ref))
-            else:
-                out.append(EnqueueResult(ref, EnqueueStatus[status.name]))
+            own_id = str(rows[len(out)][0])
+            out.append(_enqueue_result(Status(reply[i]), _text(reply[i + 1]), own_id))
+    return out
+
+
+def publish(
+    topic: TopicKeys,
+    codec: PayloadCodec,
+    messages: Sequence[Message],
+    *,
+    delay: float = 0,
+    priority: int = 0,
+    max_attempts: int,
+    group: str | None = None,
+    key: str | None = None,
+    replace: bool = False,
+) -> Op[dict[str, list[EnqueueResult]]]:
+    """Enqueue ``messages`` into every subscription of ``topic`` atomically; returns the
+    results per subscriber (empty when the topic has no subscribers)."""
+    rows = _enqueue_rows(
+        codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
+        group=group, key=key, replace=replace,
+    )  # fmt: skip
+    out: dict[str, list[EnqueueResult]] = {}
+    for start in range(0, len(rows), MAX_BATCH):
+        chunk = rows[start : start + MAX_BATCH]
+        args = [topic.base, len(chunk), *(v for row in chunk for v in row)]
+        reply = yield ScriptCall(lua.load("publish"), (topic.subscribers,), args)
+        for i in range(0, len(reply), 3):
+            results = out.setdefault(_text(reply[i]), [])
+            own_id = str(chunk[(len(results)) % len(chunk)][0])
+            results.append(_enqueue_result(Status(reply[i + 1]), _text(reply[i + 2]), own_id))
     return out
 
 
@@ -306,8 +359,8 @@ def dequeue(
         if wait < 0:
             raise InvalidArgument(f"wait must be >= 0, got {wait!r}")
     give_up: float | None = None
+    reply = yield call
     while True:
-        reply = yield call
         jobs = parse_dequeue(reply, keys.name, codec)
         if jobs or not wait:
             return jobs
@@ -319,8 +372,15 @@ def dequeue(
             return jobs
         next_ms = reply[2]
         timeout = remaining if next_ms < 0 else min(remaining, next_ms / 1000)
-        if timeout >= 0.001:
-            yield WaitCall((keys.wake,), min(timeout, MAX_BLOCK))
+        if timeout < 0.001:
+            reply = yield call
+            continue
+        # the dequeue runs on the server right after the wait ends: one round trip
+        block = Command(("BZPOPMIN", keys.wake, min(timeout, MAX_BLOCK)))
+        replies = yield Pipeline((block, call))
+        if isinstance(replies[1], BaseException):
+            raise replies[1]
+        reply = replies[1]
 
 
 # -- release, requeue, extend, defer ------------------------------------------------

@@ -10,8 +10,10 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from durq import tracing
 from durq.backoff import exponential
 from durq.errors import PayloadError
+from durq.fanout import TOPIC_MARK
 from durq.models import Job
 from durq.protocol.ops import reason_json
 from durq.task import (
@@ -89,7 +91,7 @@ class Executor:
             name = decode_payload(job.payload)[0]
         except (PayloadError, ValueError):
             return None
-        return self.app.tasks.get(name)
+        return self.app.tasks.get(job.queue if name.startswith(TOPIC_MARK) else name)
 
     def _dead(self, task: Task[Any, Any] | None, fields: dict[str, Any], job: Job) -> Outcome:
         reason = reason_json(fields, attempt=job.attempt)
@@ -116,7 +118,8 @@ class Executor:
             return self._dead(None, {"reason": "undecodable_payload", "message": str(exc)}, job)
         except ValueError as exc:
             return self._dead(None, {"reason": "malformed_payload", "message": str(exc)}, job)
-        task = self.app.tasks.get(name)
+        # a topic event runs the subscriber task of the queue it was published to
+        task = self.app.tasks.get(job.queue if name.startswith(TOPIC_MARK) else name)
         if task is None:
             message = f"no task named {name!r} is registered in this worker's app"
             return self._dead(None, {"reason": "unknown_task", "message": message}, job)
@@ -127,7 +130,12 @@ class Executor:
         return task, args, kwargs
 
     async def execute(self, job: Job) -> Outcome:
-        """Run ``job`` and return its outcome."""
+        """Run ``job`` and return its outcome (in a consumer span when tracing is on)."""
+        if tracing.enabled():
+            return await tracing.traced_execution(job, self._execute)
+        return await self._execute(job)
+
+    async def _execute(self, job: Job) -> Outcome:
         prepared = self._prepare(job)
         if isinstance(prepared, Outcome):
             return prepared

@@ -1,7 +1,8 @@
 """Live workers: each registers itself with a heartbeat, so tools can list them.
 
 ``<ns>:workers`` is a set of worker ids; ``<ns>:worker:<id>`` a hash (host, pid, queues,
-started, concurrency, jobs in hand as JSON, last beat) that expires three heartbeats after
+started, concurrency, jobs in hand as JSON, last beat, and running totals per queue for
+the dashboard's latency charts) that expires three heartbeats after
 the last one. A listed id whose hash expired belongs to a dead worker and is pruned by
 readers.
 """
@@ -39,14 +40,19 @@ class WorkerRegistry:
         self.worker_id = worker_id
         self.info = info
 
-    async def beat(self, ttl: float, jobs: list[dict[str, Any]]) -> None:
-        """Refresh the worker's entry; it expires after ``ttl`` seconds without a beat."""
+    async def beat(
+        self, ttl: float, jobs: list[dict[str, Any]], totals: dict[str, list[float]] | None = None
+    ) -> None:
+        """Refresh the worker's entry; it expires after ``ttl`` seconds without a beat.
+        ``totals`` are ``WorkerMetrics.totals()``."""
         fields = {
             **{k: orjson.dumps(v) for k, v in self.info.items()},
             "jobs": orjson.dumps(jobs[:_MAX_JOBS_LISTED]),
             "in_hand": orjson.dumps(len(jobs)),
             "beat": orjson.dumps(time.time()),
         }
+        if totals is not None:
+            fields["totals"] = orjson.dumps(totals)
         pipe = self.client.pipeline(transaction=False)
         pipe.sadd(self.set_key, self.worker_id)
         pipe.hset(self.key, mapping=fields)  # type: ignore[arg-type]

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from durq import connection
+from durq._async.retry import retrying
+from durq._async.topic import AsyncTopic
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.task import Task
@@ -252,6 +254,7 @@ class Worker:
             self._client = connection.async_client(self.app.url)
         for name in self.queue_names:
             self.pumps[name] = QueuePump(self, self.app.async_queue(name, client=self._client))
+        await self._subscribe()
         registry = WorkerRegistry(
             self._client,
             self.app.namespace,
@@ -304,6 +307,21 @@ class Worker:
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped after %d jobs", self.id, self.processed)
 
+    async def _subscribe(self) -> None:
+        """Register the subscriptions this worker consumes, so that events published
+        from now on reach them."""
+        for topic in self.app.topics.values():
+            for name in self.queue_names:
+                subscriber = topic.subscription_of(name)
+                if subscriber is None:
+                    continue
+                remote = AsyncTopic(topic.name, client=self._client, namespace=self.app.namespace)
+
+                async def subscribe(t: AsyncTopic = remote, s: str = subscriber) -> str:
+                    return await t.subscribe(s)
+
+                await retrying(subscribe, 30.0)
+
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run, until_done=True)
 
@@ -337,7 +355,7 @@ class Worker:
                 for h in self.in_hand.values()
             ]
             try:
-                await registry.beat(3 * interval, jobs)
+                await registry.beat(3 * interval, jobs, self.metrics.totals())
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
             await asyncio.sleep(interval)

@@ -10,6 +10,7 @@ supervisor itself is killed, Linux sends its children SIGTERM, so they drain.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import time
@@ -17,7 +18,10 @@ from collections.abc import Sequence
 
 from durq._process import die_with_parent
 
-__all__ = ["Supervisor"]
+__all__ = ["SLOT_ENV", "Supervisor"]
+
+SLOT_ENV = "DURQ_WORKER_SLOT"
+"""Set to each child's number (0..count-1), e.g. to give each its own metrics port."""
 
 log = logging.getLogger("durq.supervisor")
 
@@ -36,7 +40,10 @@ class Supervisor:
 
     def _spawn(self, slot: int) -> None:
         self.children[slot] = subprocess.Popen(
-            self.argv, start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM)
+            self.argv,
+            start_new_session=True,
+            preexec_fn=die_with_parent(signal.SIGTERM),
+            env={**os.environ, SLOT_ENV: str(slot)},
         )
         self._started[slot] = time.monotonic()
         log.info("started worker process %d (pid %d)", slot, self.children[slot].pid)  # type: ignore[union-attr]

@@ -4,13 +4,6 @@
 --- @include "lib/slots"
 --- @include "lib/offer"
 
--- An active job leaves its lease; a named group gets its slot back.
-local function leave_active(id, r)
-  redis.call('ZREM', K_ACTIVE, id)
-  slot_add(r.group, -1)
-  touch(r.group)
-end
-
 local function enforce_dead_cap()
   local cap = get_conf().dead_cap
   if cap <= 0 then return end
@@ -27,7 +20,8 @@ end
 -- Dead-letter an active job; the caller has stored the reason.
 local function kill(id, r, now)
   redis.call('ZADD', K_DEAD, now, id)
-  leave_active(id, r)
+  redis.call('ZREM', K_ACTIVE, id)
+  drop_slot(r)
   r.state = ST_DEAD
   r.flags = 0
   redis.call('HSET', K_JOBS, id, rec_encode(r))

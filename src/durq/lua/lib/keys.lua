@@ -19,3 +19,4 @@ local K_GROUPS = KEYS[14]  -- zset   named group -> ready jobs (for "largest gro
 local K_GACTIVE = KEYS[15] -- hash   named group -> jobs holding a slot (active or returning)
 local K_GLIMIT = KEYS[16]  -- hash   named group -> concurrency limit override
 local K_GWEIGHT = KEYS[17] -- hash   named group -> jobs served per turn
+

@@ -8,7 +8,7 @@
 local function make_ready(id, r, head)
   group_push(r.group, id, r.prio, head)
   r.state = ST_PENDING
-  r.flags = 0
+  r.flags = 0 -- callers give back any slot first (drop_slot)
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   ready_add(r.group, 1)
   touch(r.group)

@@ -18,8 +18,12 @@ local ST_COMPLETED = 5
 local ST_SUPERSEDED = 6
 
 -- The job was started before and is waiting to come back (retry, defer): it returns to
--- the head of its group and, for a named group, keeps holding one of the group's slots.
+-- the head of its group.
 local FLAG_RETURNING = 1
+-- The job holds one of its named group's slots (counted in K_GACTIVE). Slots are counted
+-- only while the queue has group limits; the flag keeps the count exact when limits are
+-- set or removed while jobs run.
+local FLAG_SLOT = 2
 
 local function rec_decode(raw)
   if type(raw) ~= 'string' or #raw < REC_FIXED + 2 then return nil end
@@ -59,4 +63,8 @@ end
 
 local function rec_returning(r)
   return bit.band(r.flags, FLAG_RETURNING) ~= 0
+end
+
+local function rec_has_slot(r)
+  return bit.band(r.flags, FLAG_SLOT) ~= 0
 end

@@ -3,8 +3,8 @@
 --- @include "lib/schedule"
 
 -- An active job goes back (retry or defer): after `delay` ms, or now, to the head of its
--- group. While it waits it keeps its group slot, so a strictly ordered group (limit 1)
--- does not start the next job before this one is done.
+-- group. While it waits it keeps its group slot (if it holds one), so a strictly ordered
+-- group (limit 1) does not start the next job before this one is done.
 local function send_back(id, r, delay, now)
   if delay > 0 then
     schedule(id, now + delay)
@@ -13,7 +13,8 @@ local function send_back(id, r, delay, now)
     r.flags = bit.bor(r.flags, FLAG_RETURNING)
     redis.call('HSET', K_JOBS, id, rec_encode(r))
   else
+    drop_slot(r)
     make_ready(id, r, true)
-    leave_active(id, r)
+    redis.call('ZREM', K_ACTIVE, id)
   end
 end

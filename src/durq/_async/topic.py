@@ -1,0 +1,159 @@
+"""AsyncTopic: fan-out of jobs to every subscription of a topic (asyncio front end).
+
+This file is the source of truth; ``durq/_sync/topic.py`` (``Topic``) is generated from
+it by ``scripts/unasync.py`` (CI fails when they drift).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace as with_changes
+from typing import Any
+
+from redis.asyncio import Redis as AsyncRedis
+
+from durq import connection
+from durq._async.driver import AsyncDriver
+from durq._async.queue import AsyncQueue
+from durq._async.retry import retrying
+from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
+from durq.keys import TopicKeys
+from durq.models import EnqueueResult, Message
+from durq.protocol import ops
+from durq.protocol.calls import Command
+
+__all__ = ["AsyncTopic"]
+
+
+class AsyncTopic:
+    """A topic: each job published goes to every subscription, used from asyncio code.
+
+    A subscription is a queue of its own (``<topic>/<subscriber>``) with its own leases,
+    retries and dead letters; a subscriber added later receives only jobs published
+    after it subscribed. Consume a subscription like any queue, e.g.
+    ``durq worker app:app -q uploads/thumbs``.
+
+    Args:
+        name: the topic name (the rules of queue names, without '/').
+        url, client, namespace, serializer, max_payload_bytes, max_attempts,
+        enqueue_retry_for: as for a queue.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        url: str | None = None,
+        *,
+        client: AsyncRedis | None = None,
+        namespace: str = "durq",
+        serializer: str = "json",
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        max_attempts: int = 5,
+        enqueue_retry_for: float = 10.0,
+    ) -> None:
+        self.keys = TopicKeys(name, namespace)
+        self.codec = PayloadCodec(serializer, max_payload_bytes)
+        self.max_attempts = max_attempts
+        self.enqueue_retry_for = enqueue_retry_for
+        if client is None:
+            self.client = connection.async_client(url)
+            self._owns_client = True
+        else:
+            connection.check_client(client)
+            self.client = client
+            self._owns_client = False
+        self._driver = AsyncDriver(self.client)
+
+    @property
+    def name(self) -> str:
+        """The topic name."""
+        return self.keys.name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    async def aclose(self) -> None:
+        """Close the connections, if the topic created its own client."""
+        if self._owns_client:
+            await self.client.aclose()
+
+    async def __aenter__(self) -> AsyncTopic:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def queue(self, subscriber: str, **options: Any) -> AsyncQueue:
+        """The queue of a subscription, on this topic's client."""
+        name = self.keys.subscription(subscriber)
+        return AsyncQueue(name, client=self.client, namespace=self.keys.namespace, **options)
+
+    async def subscribe(self, subscriber: str) -> str:
+        """Add a subscription (idempotent); returns the name of its queue."""
+        name = self.keys.subscription(subscriber)
+        await self._driver.execute(Command(("SADD", self.keys.subscribers, subscriber)))
+        await self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", name)))
+        return name
+
+    async def unsubscribe(self, subscriber: str) -> None:
+        """Stop publishing to a subscription (jobs already in its queue stay there)."""
+        await self._driver.execute(Command(("SREM", self.keys.subscribers, subscriber)))
+
+    async def subscribers(self) -> list[str]:
+        """The current subscriptions, sorted."""
+        members = await self._driver.execute(Command(("SMEMBERS", self.keys.subscribers)))
+        return sorted(m.decode() for m in members)
+
+    async def publish(
+        self,
+        payload: Any,
+        *,
+        id: str | None = None,
+        delay: float = 0,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool = False,
+    ) -> dict[str, EnqueueResult]:
+        """Publish one job to every subscription; returns the result per subscriber.
+        Options as for ``Queue.enqueue``; the job has the same id in every subscription."""
+        message = Message(payload, id, delay, priority, max_attempts, group, key, replace)
+        results = await self.publish_many([message])
+        return {sub: items[0] for sub, items in results.items()}
+
+    async def publish_many(
+        self,
+        payloads: Iterable[Any],
+        *,
+        delay: float = 0,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool = False,
+    ) -> dict[str, list[EnqueueResult]]:
+        """Publish many jobs in one atomic step (see ``publish``)."""
+        messages = [p if isinstance(p, Message) else Message(p) for p in payloads]
+        if not messages:
+            return {}
+        # ids are fixed now so that a retry after a lost reply cannot publish twice
+        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
+        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+
+        async def attempt() -> dict[str, list[EnqueueResult]]:
+            op = ops.publish(
+                self.keys,
+                self.codec,
+                messages,
+                delay=delay,
+                priority=priority,
+                max_attempts=attempts,
+                group=group,
+                key=key,
+                replace=replace,
+            )
+            return await self._driver.run(op)
+
+        return await retrying(attempt, self.enqueue_retry_for)

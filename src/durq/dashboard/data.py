@@ -1,0 +1,187 @@
+"""What the dashboard reads from and does to Redis, through durq's bounded APIs only.
+
+Every read costs O(1), O(log n + page) or O(workers): sizes come from the queues' kept
+counters, groups from the top of the groups index, dead letters page by page, jobs by
+id. Nothing here walks a whole queue, so pages stay fast with millions of jobs queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis as AsyncRedis
+
+from durq import connection
+from durq._async.queue import AsyncQueue
+from durq.keys import check_queue_name
+from durq.models import GroupInfo, JobInfo, QueueStats
+from durq.protocol import ops
+
+__all__ = ["DashboardData", "HeldJob", "WorkerEntry"]
+
+
+@dataclass(frozen=True)
+class HeldJob:
+    """A job in a worker's hands, as its heartbeat lists it."""
+
+    queue: str
+    id: str
+    task: str | None
+    attempt: int
+    running: bool
+
+
+@dataclass(frozen=True)
+class WorkerEntry:
+    """A live worker, read from its heartbeat."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    started: float | None
+    beat: float | None
+    in_hand: int
+    jobs: list[HeldJob] = field(default_factory=list)
+    totals: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _worker(worker_id: str, raw: dict[bytes, bytes]) -> WorkerEntry:
+    """A WorkerEntry from a heartbeat hash; fields that are missing or malformed (an
+    older or newer worker) get neutral values instead of failing the page."""
+    fields = {k.decode(errors="replace"): _loads(v) for k, v in raw.items()}
+    jobs = [
+        HeldJob(
+            queue=str(j.get("queue", "")),
+            id=str(j.get("id", "")),
+            task=None if j.get("task") is None else str(j.get("task")),
+            attempt=int(j.get("attempt") or 0),
+            running=bool(j.get("running")),
+        )
+        for j in _as_list(fields.get("jobs"))
+        if isinstance(j, dict)
+    ]
+    totals_raw = fields.get("totals")
+    totals = {
+        str(q): [float(x) for x in v[:4]]
+        for q, v in (totals_raw.items() if isinstance(totals_raw, dict) else ())
+        if isinstance(v, list) and len(v) >= 4 and all(isinstance(x, (int, float)) for x in v[:4])
+    }
+
+    def number(name: str) -> float | None:
+        value = fields.get(name)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    return WorkerEntry(
+        id=worker_id,
+        host=str(fields.get("host", "")),
+        pid=int(number("pid") or 0),
+        queues=[str(q) for q in _as_list(fields.get("queues"))],
+        concurrency=int(number("concurrency") or 0),
+        started=number("started"),
+        beat=number("beat"),
+        in_hand=int(number("in_hand") or 0),
+        jobs=jobs,
+        totals=totals,
+    )
+
+
+class DashboardData:
+    """The dashboard's reads and actions, on one asyncio Redis client.
+
+    The client connects on first use, in the event loop that serves the app.
+    """
+
+    def __init__(self, url: str, namespace: str, max_queues: int) -> None:
+        self.namespace = namespace
+        self.max_queues = max_queues
+        self.client: AsyncRedis = connection.async_client(url)
+        self._queues: dict[str, AsyncQueue] = {}
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self.client.aclose()
+
+    def queue(self, name: str) -> AsyncQueue:
+        """The AsyncQueue ``name`` (InvalidArgument for a malformed name)."""
+        found = self._queues.get(name)
+        if found is None:
+            check_queue_name(name)
+            found = AsyncQueue(name, client=self.client, namespace=self.namespace)
+            if len(self._queues) < 4 * self.max_queues:  # a bounded cache
+                self._queues[name] = found
+        return found
+
+    async def queue_names(self) -> tuple[list[str], int]:
+        """The namespace's queue names, sorted (at most ``max_queues``), and how many
+        there are."""
+        members: set[bytes] = await self.client.smembers(f"{self.namespace}:queues")  # type: ignore[misc]
+        names = sorted(m.decode(errors="replace") for m in members)
+        return names[: self.max_queues], len(names)
+
+    async def is_queue(self, name: str) -> bool:
+        """True when ``name`` is one of the namespace's queues."""
+        found = await self.client.sismember(f"{self.namespace}:queues", name)  # type: ignore[misc]
+        return bool(found)
+
+    async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
+        """Sizes and counters of each queue, read concurrently (O(1) each)."""
+        results = await asyncio.gather(*(self.queue(n).stats() for n in names))
+        return dict(zip(names, results, strict=True))
+
+    async def workers(self) -> list[WorkerEntry]:
+        """The live workers, by id. Entries whose heartbeat expired are skipped (the
+        workers' own readers prune them; the dashboard writes nothing when browsing)."""
+        set_key = f"{self.namespace}:workers"
+        members: set[bytes] = await self.client.smembers(set_key)  # type: ignore[misc]
+        ids = sorted(m.decode(errors="replace") for m in members)
+        if not ids:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for worker_id in ids:
+            pipe.hgetall(f"{self.namespace}:worker:{worker_id}")
+        replies = await pipe.execute()
+        return [_worker(wid, raw) for wid, raw in zip(ids, replies, strict=True) if raw]
+
+    async def groups(
+        self, name: str, limit: int, names: Sequence[str] = ()
+    ) -> tuple[int, list[GroupInfo]]:
+        """The ``limit`` largest groups of a queue (or the groups named), and how many
+        groups have ready jobs."""
+        q = self.queue(name)
+        return await q.run(ops.groups(q.keys, limit, names))
+
+    async def dead_letters(self, name: str, offset: int, limit: int) -> tuple[int, list[JobInfo]]:
+        """One page of a queue's dead letters, newest first, and their total."""
+        q = self.queue(name)
+        return await q.run(ops.dead_letters(q.keys, offset, limit))
+
+    async def job(self, name: str, job_id: str) -> JobInfo | None:
+        """Everything stored about one job."""
+        return await self.queue(name).job(job_id)
+
+    async def replay(self, name: str, ids: Sequence[str] | None) -> int:
+        """Replay the dead letters ``ids`` (None: all); returns how many."""
+        q = self.queue(name)
+        return await (q.replay_all() if ids is None else q.replay(list(ids)))
+
+    async def purge(self, name: str, ids: Sequence[str] | None) -> int:
+        """Delete the dead letters ``ids`` (None: all); returns how many."""
+        q = self.queue(name)
+        return await (q.purge_all() if ids is None else q.purge(list(ids)))

@@ -1,0 +1,117 @@
+"""How a job is shown: its payload as text (never unpickled), and the numbers of its
+life (attempts, deliveries, waits). Pure functions, no IO."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from durq.codec import Codec, PayloadCodec
+from durq.errors import DurqError
+from durq.models import JobInfo
+from durq.task import decode_payload
+from durq.tracing import META_KEY
+
+__all__ = ["PayloadView", "job_numbers", "payload_view", "reason_fields"]
+
+MAX_SHOWN = 64 * 1024  # characters of a payload shown on a page at most
+_PREVIEW = 160  # characters of a payload in the dead-letter list
+_CODEC_NAMES = {int(c): c.name.lower() for c in Codec}
+
+
+@dataclass(frozen=True)
+class PayloadView:
+    """A payload ready to show.
+
+    ``kind``: ``task`` (a durq task call: ``task``, ``args``, ``kwargs`` set),
+    ``data`` (any other decoded value), ``hidden`` (payloads are not shown),
+    ``opaque`` (pickled, or undecodable: only its size).
+    """
+
+    kind: str
+    codec: str
+    size: int
+    text: str = ""  # the payload (or the call's arguments) as indented JSON, truncated
+    task: str | None = None
+    trace_id: str | None = None
+    note: str = ""
+
+    @property
+    def preview(self) -> str:
+        """One short line for lists."""
+        if self.kind == "task":
+            flat = " ".join(self.text.split())
+            return f"{self.task}({flat[:_PREVIEW]})"
+        if self.kind == "data":
+            return " ".join(self.text.split())[:_PREVIEW]
+        return self.note
+
+
+def _dump(value: Any) -> str:
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2, default=repr).decode()
+    if len(text) > MAX_SHOWN:
+        return text[:MAX_SHOWN] + f"\n… ({len(text) - MAX_SHOWN} more characters not shown)"
+    return text
+
+
+def _trace_id(meta: dict[str, Any]) -> str | None:
+    carrier = meta.get(META_KEY)
+    parent = carrier.get("traceparent") if isinstance(carrier, dict) else None
+    parts = parent.split("-") if isinstance(parent, str) else []
+    return parts[1] if len(parts) == 4 else None
+
+
+def payload_view(info: JobInfo, show: bool) -> PayloadView:
+    """The payload of ``info`` as text. Pickled payloads are never decoded here: the
+    dashboard's codec refuses them (unpickling what Redis holds would run code)."""
+    if info.data is None or info.codec_id is None:
+        return PayloadView("opaque", "-", 0, note="no payload stored")
+    codec = _CODEC_NAMES.get(info.codec_id, f"codec {info.codec_id}")
+    size = len(info.data)
+    if not show:
+        return PayloadView("hidden", codec, size, note=f"{size} bytes (payloads hidden)")
+    if info.codec_id == Codec.RAW:
+        return PayloadView("data", codec, size, text=_dump(repr(info.data[:MAX_SHOWN])))
+    try:
+        value = info.payload(PayloadCodec())
+    except DurqError as exc:
+        return PayloadView("opaque", codec, size, note=f"{size} bytes, not shown: {exc}")
+    except Exception as exc:  # msgpack not installed, or another decoder's complaint
+        return PayloadView("opaque", codec, size, note=f"{size} bytes, not decoded: {exc}")
+    try:
+        name, args, kwargs, meta = decode_payload(value)
+    except ValueError:
+        return PayloadView("data", codec, size, text=_dump(value))
+    call = {"args": args, "kwargs": kwargs} if kwargs else {"args": args}
+    return PayloadView("task", codec, size, text=_dump(call), task=name, trace_id=_trace_id(meta))
+
+
+def reason_fields(info: JobInfo) -> dict[str, Any]:
+    """The stored failure reason, with ``kind``, ``type``, ``message`` and ``traceback``
+    always present (empty when not recorded)."""
+    reason = dict(info.reason or {})
+    return {
+        "kind": str(reason.pop("reason", "") or ""),
+        "type": str(reason.pop("type", "") or ""),
+        "message": str(reason.pop("message", "") or ""),
+        "traceback": str(reason.pop("traceback", "") or ""),
+        "extra": reason,
+    }
+
+
+def job_numbers(info: JobInfo, now: float) -> list[tuple[str, float]]:
+    """Derived per-job numbers: waits and ages, in seconds (negative: overdue)."""
+    out: list[tuple[str, float]] = []
+    if info.enqueued_at is not None:
+        out.append(("age", now - info.enqueued_at))
+        if info.dequeued_at is not None:
+            out.append(("waited before its last start", info.dequeued_at - info.enqueued_at))
+        if info.died_at is not None:
+            out.append(("enqueue to dead-lettered", info.died_at - info.enqueued_at))
+    if info.lease_deadline is not None:
+        out.append(("lease left", info.lease_deadline - now))
+    if info.due_at is not None:
+        out.append(("due in", info.due_at - now))
+    return out

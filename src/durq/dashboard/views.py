@@ -1,0 +1,253 @@
+"""The pages: overview, queue, job, dead letters, workers. Read-only handlers; the
+actions are in ``durq.dashboard.actions``.
+
+Queue names and job ids travel in query parameters (``/queue?q=emails``), not in the
+path: both may contain ``/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from durq.dashboard.charts import Chart, format_count, format_rate, format_seconds, line_chart
+from durq.dashboard.data import HeldJob, WorkerEntry
+from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
+from durq.dashboard.render import render
+from durq.dashboard.sampler import History, Recent
+from durq.dashboard.state import Dashboard, dashboard_of
+from durq.errors import InvalidArgument
+from durq.keys import check_group, check_job_id, check_queue_name
+from durq.models import QueueStats
+
+__all__ = ["api_overview", "dead_page", "job_page", "overview", "queue_page", "workers_page"]
+
+DEAD_PAGE_SIZES = (20, 50, 100)
+MAX_GROUPS_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A line of the queues table."""
+
+    name: str
+    stats: QueueStats
+    recent: Recent
+    workers: int
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    try:
+        value = int(request.query_params.get(name, default))
+    except ValueError:
+        return default
+    return min(max(value, low), high)
+
+
+def _charts(history: History, queue: str | None) -> list[Chart]:
+    return [
+        line_chart("Throughput", history.throughput(queue), format_rate),
+        line_chart("Latency (means)", history.latency(queue), format_seconds),
+        line_chart("Jobs", history.depth(queue), format_count),
+    ]
+
+
+def _consumers(workers: list[WorkerEntry], queue: str) -> list[WorkerEntry]:
+    return [w for w in workers if queue in w.queues]
+
+
+def _error(request: Request, dash: Dashboard, status: int, message: str) -> Response:
+    return render(request, dash, "error.html", {"status": status, "message": message}, status)
+
+
+async def _queue_or_error(request: Request, dash: Dashboard) -> str | Response:
+    """The queue named by ``?q=``, or the error page when it is not a known queue."""
+    name = request.query_params.get("q", "")
+    try:
+        check_queue_name(name)
+    except InvalidArgument:
+        return _error(request, dash, 400, "Not a valid queue name.")
+    if not await dash.data.is_queue(name):
+        return _error(request, dash, 404, f"No queue named {name} in this namespace.")
+    return name
+
+
+async def overview(request: Request) -> Response:
+    """Every queue's sizes and recent activity, charts of all queues, live workers."""
+    dash = dashboard_of(request)
+    names, total = await dash.data.queue_names()
+    stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
+    rows = [
+        QueueRow(n, stats[n], dash.history.recent(n), len(_consumers(workers, n))) for n in names
+    ]
+    return render(
+        request,
+        dash,
+        "overview.html",
+        {
+            "rows": rows,
+            "total_queues": total,
+            "workers": workers,
+            "charts": _charts(dash.history, None),
+            "recent": dash.history.recent(None),
+            "live": True,
+        },
+    )
+
+
+async def queue_page(request: Request) -> Response:
+    """One queue: sizes, counters, charts, its largest groups, its workers."""
+    dash = dashboard_of(request)
+    name = await _queue_or_error(request, dash)
+    if isinstance(name, Response):
+        return name
+    limit = _int_param(request, "groups", 20, 1, MAX_GROUPS_SHOWN)
+    wanted = request.query_params.get("group", "").strip()
+    lookup = None
+    if wanted:
+        try:
+            check_group(wanted)
+            lookup = (await dash.data.groups(name, 1, [wanted]))[1][0]
+        except InvalidArgument:
+            lookup = None
+    stats, (group_total, groups), workers = await asyncio.gather(
+        dash.data.stats([name]), dash.data.groups(name, limit), dash.data.workers()
+    )
+    consumers = _consumers(workers, name)
+    held: list[tuple[WorkerEntry, HeldJob]] = [
+        (w, j) for w in consumers for j in w.jobs if j.queue == name
+    ]
+    return render(
+        request,
+        dash,
+        "queue.html",
+        {
+            "name": name,
+            "s": stats[name],
+            "groups": groups,
+            "group_total": group_total,
+            "group_limit": limit,
+            "max_ready": max((g.ready for g in groups), default=0),
+            "wanted": wanted,
+            "lookup": lookup,
+            "consumers": consumers,
+            "held": held,
+            "charts": _charts(dash.history, name),
+            "recent": dash.history.recent(name),
+            "live": True,
+        },
+    )
+
+
+async def job_page(request: Request) -> Response:
+    """One job: state, attempts, times, reason with traceback, payload, its group."""
+    dash = dashboard_of(request)
+    name = await _queue_or_error(request, dash)
+    if isinstance(name, Response):
+        return name
+    job_id = request.query_params.get("id", "").strip()
+    try:
+        check_job_id(job_id)
+    except InvalidArgument:
+        return _error(request, dash, 400, "Not a valid job id.")
+    info, workers = await asyncio.gather(dash.data.job(name, job_id), dash.data.workers())
+    if info is None:
+        return _error(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
+    group = None
+    if info.group is not None:
+        group = (await dash.data.groups(name, 1, [info.group]))[1][0]
+    holders = [w for w in workers for j in w.jobs if j.queue == name and j.id == job_id]
+    return render(
+        request,
+        dash,
+        "job.html",
+        {
+            "name": name,
+            "job": info,
+            "reason": reason_fields(info) if info.reason else None,
+            "payload": payload_view(info, dash.config.show_payloads),
+            "numbers": job_numbers(info, _now(dash)),
+            "group": group,
+            "holders": holders,
+        },
+    )
+
+
+def _now(dash: Dashboard) -> float:
+    latest = dash.history.latest()
+    import time
+
+    return latest.at if latest is not None else time.time()
+
+
+async def dead_page(request: Request) -> Response:
+    """A page of a queue's dead letters, newest first, with replay and purge."""
+    dash = dashboard_of(request)
+    name = await _queue_or_error(request, dash)
+    if isinstance(name, Response):
+        return name
+    limit = _int_param(request, "limit", 50, 1, max(DEAD_PAGE_SIZES))
+    offset = _int_param(request, "offset", 0, 0, 10**12)
+    total, items = await dash.data.dead_letters(name, offset, limit)
+    rows = [
+        (info, reason_fields(info), payload_view(info, dash.config.show_payloads))
+        for info in items
+    ]
+    return render(
+        request,
+        dash,
+        "dead.html",
+        {
+            "name": name,
+            "rows": rows,
+            "total": total,
+            "offset": offset,
+            "limit": limit,
+            "sizes": DEAD_PAGE_SIZES,
+            "done": _done_message(request),
+        },
+    )
+
+
+def _done_message(request: Request) -> str | None:
+    """The result of the action that redirected here, from fixed wording: the query
+    string only carries a verb and a count."""
+    verb = request.query_params.get("done")
+    if verb not in ("replayed", "purged"):
+        return None
+    try:
+        count = int(request.query_params.get("n", "0"))
+    except ValueError:
+        return None
+    return f"{verb.capitalize()} {count} job{'s' if count != 1 else ''}."
+
+
+async def workers_page(request: Request) -> Response:
+    """Every live worker and the jobs in its hands."""
+    dash = dashboard_of(request)
+    workers = await dash.data.workers()
+    return render(request, dash, "workers.html", {"workers": workers, "live": True})
+
+
+async def api_overview(request: Request) -> Response:
+    """The overview as JSON: each queue's sizes, counters and recent rates."""
+    dash = dashboard_of(request)
+    names, total = await dash.data.queue_names()
+    stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
+    queues: list[dict[str, Any]] = []
+    for n in names:
+        recent = dash.history.recent(n)
+        queues.append(
+            {
+                **{k: v for k, v in vars(stats[n]).items()},
+                "completed_per_second": recent.completed_rate,
+                "failed_per_second": recent.failed_rate,
+                "mean_wait_seconds": recent.pickup,
+                "mean_run_seconds": recent.run,
+            }
+        )
+    return JSONResponse({"queues": queues, "total_queues": total, "workers": len(workers)})
