@@ -147,10 +147,16 @@ def main() -> None:
 def _print(results: dict[str, Any]) -> None:
     for name, value in results.items():
         if isinstance(value, dict) and "median" in value:
-            print(f"{name:36s} {value['median']:>10,.0f}  ({value['min']:,.0f}-{value['max']:,.0f})")
+            print(
+                f"{name:36s} {value['median']:>10,.0f}  ({value['min']:,.0f}-{value['max']:,.0f})"
+            )
         elif isinstance(value, dict):
-            print(f"{name:36s} " + ", ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
-                                              for k, v in value.items()))
+            print(
+                f"{name:36s} "
+                + ", ".join(
+                    f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in value.items()
+                )
+            )
         elif isinstance(value, float):
             print(f"{name:36s} {value:>10,.0f}")
         else:

@@ -42,8 +42,11 @@ def fairness(url: str, flood: int) -> dict[str, Any]:
                 if job.group == "small":
                     positions.append(seen)
             q.release_many(jobs)
-        return {"flood_jobs": flood, "small_group_positions": positions,
-                "all_small_jobs_within_first": positions[-1]}  # fmt: skip
+        return {
+            "flood_jobs": flood,
+            "small_group_positions": positions,
+            "all_small_jobs_within_first": positions[-1],
+        }
 
 
 def cost(url: str, groups: int, jobs: int, rounds: int) -> float:
@@ -84,7 +87,10 @@ def main() -> None:
         for groups in (1, 10_000):
             rates = [cost(server.url, groups, 100_000, 200) for _ in range(reps)]
             results[f"dequeue_release_{groups}_groups_per_s"] = {
-                "median": statistics.median(rates), "min": min(rates), "max": max(rates)}  # fmt: skip
+                "median": statistics.median(rates),
+                "min": min(rates),
+                "max": max(rates),
+            }
         one = results["dequeue_release_1_groups_per_s"]["median"]
         many = results["dequeue_release_10000_groups_per_s"]["median"]
         results["ratio_10000_vs_1"] = many / one

@@ -31,7 +31,7 @@ from durq.models import (
     Message,
     QueueStats,
 )
-from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall, WaitCall
+from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
 
