@@ -25,6 +25,7 @@ check: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
+	$(BIN)/python scripts/gen_script_docs.py --check
 
 demo: $(STAMP)
 	$(BIN)/durq demo
