@@ -13,6 +13,7 @@ from durq._version import __version__
 from durq.app import App
 from durq.backoff import Backoff, exponential, fixed
 from durq.codec import Codec
+from durq.durability import Durability, NotDurable
 from durq.errors import (
     CorruptQueue,
     DurqError,
@@ -63,6 +64,7 @@ __all__ = [
     "QueueStats",
     "Status",
     "Codec",
+    "Durability",
     # retry delays
     "Backoff",
     "exponential",
@@ -73,6 +75,7 @@ __all__ = [
     "InvalidArgument",
     "JobNotFound",
     "LeaseLost",
+    "NotDurable",
     "NotSerializable",
     "PayloadError",
     "PayloadRefused",

@@ -22,6 +22,7 @@ from durq._async.queue import AsyncQueue
 from durq._sync.queue import Queue
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
+from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.fanout import AppTopic
 from durq.keys import check_queue_name
@@ -51,6 +52,8 @@ class App:
         result_ttl: how long results are kept (default 1 h).
         enqueue_retry_for: how long enqueue keeps retrying through connection errors
             (default 10 s); safe because job ids are chosen before the first try.
+        durability: make enqueues return only once the write is on N replicas and/or on
+            disk (durq.Durability); off by default.
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class App:
         backoff: Backoff | None = None,
         result_ttl: float = 3600.0,
         enqueue_retry_for: float = 10.0,
+        durability: Durability | None = None,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -78,6 +82,7 @@ class App:
         self.backoff = backoff
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
+        self.durability = durability
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.topics: dict[str, AppTopic] = {}
         self._queues: dict[str, Queue] = {}
@@ -185,6 +190,7 @@ class App:
             "backoff": self.backoff,
             "result_ttl": self.result_ttl,
             "enqueue_retry_for": self.enqueue_retry_for,
+            "durability": self.durability,
         }
 
     def queue(self, name: str) -> Queue:

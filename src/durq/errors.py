@@ -80,6 +80,6 @@ class JobNotFound(DurqError):
 class CorruptQueue(DurqError):
     """A durq key holds another Redis type, or a job record cannot be read.
 
-    Something other than durq wrote into the queue's keys. The call changed nothing;
-    ``Queue.check()`` lists the offending keys.
+    Something other than durq wrote into the queue's keys. Jobs are never left half-moved
+    by it; ``Queue.check()`` (or ``durq doctor``) lists the offending keys.
     """

@@ -74,6 +74,7 @@ class AppTopic:
             "max_payload_bytes": self.app.max_payload_bytes,
             "max_attempts": self.app.max_attempts,
             "enqueue_retry_for": self.app.enqueue_retry_for,
+            "durability": self.app.durability,
         }
 
     def _message(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Message:

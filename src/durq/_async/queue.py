@@ -19,6 +19,7 @@ from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
+from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
 from durq.keys import QueueKeys
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
@@ -71,6 +72,8 @@ class AsyncQueue:
         enqueue_retry_for: how long ``enqueue`` keeps retrying through connection errors
             (default 10 s; 0 disables). Safe: ids are chosen before the first try, and an
             id that exists is not enqueued twice.
+        durability: make enqueues return only once the write has more copies (WAIT,
+            WAITAOF); see durq.Durability. Off by default.
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class AsyncQueue:
         backoff: Backoff | None = None,
         result_ttl: float = 3600.0,
         enqueue_retry_for: float = 10.0,
+        durability: Durability | None = None,
     ) -> None:
         self.keys = QueueKeys(name, namespace)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
@@ -98,6 +102,7 @@ class AsyncQueue:
         self.backoff: Backoff = backoff or exponential()
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
+        self.durability = durability
         self._registered = False
         if client is None:
             self.client = connection.async_client(url)
@@ -196,6 +201,7 @@ class AsyncQueue:
                 group=group,
                 key=key,
                 replace=replace,
+                durability=self.durability,
             )
             return await self._driver.run(op)
 
@@ -343,6 +349,11 @@ class AsyncQueue:
     async def purge_all(self) -> int:
         """Delete every dead letter; returns how many."""
         return await self._driver.run(ops.purge(self.keys, None))
+
+    async def check(self) -> list[str]:
+        """The queue's keys that hold another Redis type than durq expects (written by
+        something else); each makes calls fail with CorruptQueue until it is removed."""
+        return await self._driver.run(ops.check(self.keys))
 
     async def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""

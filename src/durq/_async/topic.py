@@ -17,6 +17,7 @@ from durq._async.driver import AsyncDriver
 from durq._async.queue import AsyncQueue
 from durq._async.retry import retrying
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
+from durq.durability import Durability
 from durq.keys import TopicKeys
 from durq.models import EnqueueResult, Message
 from durq.protocol import ops
@@ -36,7 +37,7 @@ class AsyncTopic:
     Args:
         name: the topic name (the rules of queue names, without '/').
         url, client, namespace, serializer, max_payload_bytes, max_attempts,
-        enqueue_retry_for: as for a queue.
+        enqueue_retry_for, durability: as for a queue.
     """
 
     def __init__(
@@ -50,11 +51,13 @@ class AsyncTopic:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         max_attempts: int = 5,
         enqueue_retry_for: float = 10.0,
+        durability: Durability | None = None,
     ) -> None:
         self.keys = TopicKeys(name, namespace)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
         self.max_attempts = max_attempts
         self.enqueue_retry_for = enqueue_retry_for
+        self.durability = durability
         if client is None:
             self.client = connection.async_client(url)
             self._owns_client = True
@@ -153,6 +156,7 @@ class AsyncTopic:
                 group=group,
                 key=key,
                 replace=replace,
+                durability=self.durability,
             )
             return await self._driver.run(op)
 

@@ -1,7 +1,7 @@
 """Queue: the blocking front end of a durq queue.
 
-This file is the source of truth; ``durq/_sync/queue.py`` (``Queue``) is generated from
-it by ``scripts/unasync.py`` (CI fails when they drift). All logic lives in
+GENERATED from durq/_async/queue.py by scripts/unasync.py: edit that file.
+All logic lives in
 ``durq.protocol.ops``; the methods here check arguments that need the queue's defaults
 and drive the operations.
 """
@@ -19,6 +19,7 @@ from durq._sync.driver import Driver
 from durq._sync.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
+from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
 from durq.keys import QueueKeys
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
@@ -71,6 +72,8 @@ class Queue:
         enqueue_retry_for: how long ``enqueue`` keeps retrying through connection errors
             (default 10 s; 0 disables). Safe: ids are chosen before the first try, and an
             id that exists is not enqueued twice.
+        durability: make enqueues return only once the write has more copies (WAIT,
+            WAITAOF); see durq.Durability. Off by default.
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class Queue:
         backoff: Backoff | None = None,
         result_ttl: float = 3600.0,
         enqueue_retry_for: float = 10.0,
+        durability: Durability | None = None,
     ) -> None:
         self.keys = QueueKeys(name, namespace)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
@@ -98,6 +102,7 @@ class Queue:
         self.backoff: Backoff = backoff or exponential()
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
+        self.durability = durability
         self._registered = False
         if client is None:
             self.client = connection.sync_client(url)
@@ -196,6 +201,7 @@ class Queue:
                 group=group,
                 key=key,
                 replace=replace,
+                durability=self.durability,
             )
             return self._driver.run(op)
 
@@ -343,6 +349,11 @@ class Queue:
     def purge_all(self) -> int:
         """Delete every dead letter; returns how many."""
         return self._driver.run(ops.purge(self.keys, None))
+
+    def check(self) -> list[str]:
+        """The queue's keys that hold another Redis type than durq expects (written by
+        something else); each makes calls fail with CorruptQueue until it is removed."""
+        return self._driver.run(ops.check(self.keys))
 
     def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""

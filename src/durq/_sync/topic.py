@@ -16,6 +16,7 @@ from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.retry import retrying
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
+from durq.durability import Durability
 from durq.keys import TopicKeys
 from durq.models import EnqueueResult, Message
 from durq.protocol import ops
@@ -35,7 +36,7 @@ class Topic:
     Args:
         name: the topic name (the rules of queue names, without '/').
         url, client, namespace, serializer, max_payload_bytes, max_attempts,
-        enqueue_retry_for: as for a queue.
+        enqueue_retry_for, durability: as for a queue.
     """
 
     def __init__(
@@ -49,11 +50,13 @@ class Topic:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         max_attempts: int = 5,
         enqueue_retry_for: float = 10.0,
+        durability: Durability | None = None,
     ) -> None:
         self.keys = TopicKeys(name, namespace)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
         self.max_attempts = max_attempts
         self.enqueue_retry_for = enqueue_retry_for
+        self.durability = durability
         if client is None:
             self.client = connection.sync_client(url)
             self._owns_client = True
@@ -152,6 +155,7 @@ class Topic:
                 group=group,
                 key=key,
                 replace=replace,
+                durability=self.durability,
             )
             return self._driver.run(op)
 

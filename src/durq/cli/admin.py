@@ -369,3 +369,27 @@ def enqueue(
         except DurqError as exc:
             raise click.ClickException(str(exc)) from None
     console.print(f"{result.status.value}: job {result.id} on {queue}")
+
+
+@click.command()
+@click.argument("queues", nargs=-1)
+@url_option
+@namespace_option
+def doctor(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
+    """Check the server's settings and the queues' keys for what can lose jobs."""
+    from durq.health import server_warnings
+
+    names = list(queues) or _known_queues(url, namespace)
+    problems = 0
+    with _queue(names[0] if names else "default", url, namespace) as q:
+        for level, message in q.run(server_warnings()):
+            problems += level == "warning"
+            console.print(f"[{'red' if level == 'warning' else 'yellow'}]{level}[/]: {message}")
+    for name in names:
+        with _queue(name, url, namespace) as q:
+            for problem in q.check():
+                problems += 1
+                console.print(f"[red]queue {name}[/]: {problem}")
+    console.print("[green]no problems found[/]" if not problems else f"{problems} problem(s)")
+    if problems:
+        raise SystemExit(1)

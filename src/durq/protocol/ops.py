@@ -19,6 +19,7 @@ import orjson
 
 from durq import lua
 from durq.codec import PayloadCodec
+from durq.durability import Durability, NotDurable
 from durq.errors import CorruptQueue, InvalidArgument
 from durq.keys import QueueKeys, TopicKeys, check_group, check_job_id, check_key
 from durq.models import (
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_BATCH",
     "MAX_BLOCK",
     "Held",
+    "check",
     "configure",
     "dead_letters",
     "defer",
@@ -158,19 +160,26 @@ def _call(name: str, keys: QueueKeys, args: Sequence[Arg]) -> ScriptCall:
 
 
 def _batched(
-    name: str, keys: QueueKeys, head: Sequence[Arg], rows: Sequence[Sequence[Arg]]
+    name: str,
+    keys: QueueKeys,
+    head: Sequence[Arg],
+    rows: Sequence[Sequence[Arg]],
+    tail: Command | None = None,
 ) -> Op[list[Any]]:
     """Run a per-item script over ``rows`` in calls of at most MAX_BATCH items, in one
-    round trip; returns the concatenated replies (minus ``skip`` header values)."""
+    round trip; returns the replies in order. ``tail`` (e.g. WAIT) is sent last on the
+    same connection and its reply appended."""
     chunks = [rows[i : i + MAX_BATCH] for i in range(0, len(rows), MAX_BATCH)] or [[]]
-    calls = tuple(
+    calls: tuple[ScriptCall | Command, ...] = tuple(
         _call(name, keys, [*head, len(chunk), *(v for row in chunk for v in row)])
         for chunk in chunks
     )
+    if tail is not None:
+        calls = (*calls, tail)
     if len(calls) == 1:
         return [(yield calls[0])]
     replies = yield Pipeline(calls)
-    for reply in replies:
+    for reply in replies[: len(chunks)]:
         if isinstance(reply, Exception):
             raise reply
     return list(replies)
@@ -181,7 +190,9 @@ def script_error(exc: Exception) -> Exception:
     text = str(exc)
     if "DURQ_WRONGTYPE" in text or "WRONGTYPE" in text:
         detail = text.split("DURQ_WRONGTYPE", 1)[-1].strip()
-        return CorruptQueue(f"a durq key holds another Redis type: {detail}")
+        return CorruptQueue(
+            f"a durq key holds another Redis type ({detail}); run `durq doctor` to see which"
+        )
     if "DURQ_ARG" in text:
         return InvalidArgument(text.split("DURQ_ARG", 1)[-1].strip())
     return exc
@@ -252,18 +263,30 @@ def enqueue(
     group: str | None = None,
     key: str | None = None,
     replace: bool = False,
+    durability: Durability | None = None,
 ) -> Op[list[EnqueueResult]]:
-    """Add ``messages``; per-message options override the keyword defaults."""
+    """Add ``messages``; per-message options override the keyword defaults. With an
+    active ``durability``, confirm the copies in the same round trip (NotDurable)."""
     rows = _enqueue_rows(
         codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
         group=group, key=key, replace=replace,
     )  # fmt: skip
-    replies = yield from _batched("enqueue", keys, (), rows)
+    confirm = durability if durability is not None and durability.active else None
+    tail = Command(confirm.command()) if confirm is not None else None
+    replies = yield from _batched("enqueue", keys, (), rows, tail)
+    if confirm is not None:
+        confirmation = replies.pop()
     out: list[EnqueueResult] = []
     for reply in replies:
         for i in range(0, len(reply), 2):
             own_id = str(rows[len(out)][0])
             out.append(_enqueue_result(Status(reply[i]), _text(reply[i + 1]), own_id))
+    if confirm is not None:
+        try:
+            confirm.check(confirmation)
+        except NotDurable as exc:
+            exc.results = out
+            raise
     return out
 
 
@@ -278,6 +301,7 @@ def publish(
     group: str | None = None,
     key: str | None = None,
     replace: bool = False,
+    durability: Durability | None = None,
 ) -> Op[dict[str, list[EnqueueResult]]]:
     """Enqueue ``messages`` into every subscription of ``topic`` atomically; returns the
     results per subscriber (empty when the topic has no subscribers)."""
@@ -289,7 +313,14 @@ def publish(
     for start in range(0, len(rows), MAX_BATCH):
         chunk = rows[start : start + MAX_BATCH]
         args = [topic.base, len(chunk), *(v for row in chunk for v in row)]
-        reply = yield ScriptCall(lua.load("publish"), (topic.subscribers,), args)
+        call = ScriptCall(lua.load("publish"), (topic.subscribers,), args)
+        if durability is not None and durability.active:
+            reply, confirmation = yield Pipeline((call, Command(durability.command())))
+            if isinstance(reply, Exception):
+                raise reply
+            durability.check(confirmation)
+        else:
+            reply = yield call
         for i in range(0, len(reply), 3):
             results = out.setdefault(_text(reply[i]), [])
             own_id = str(chunk[(len(results)) % len(chunk)][0])
@@ -639,6 +670,25 @@ def configure(
             args += [scope, check_group(g), "" if value is None else _natural(scope, value)]
     if args:
         yield _call("configure", keys, args)
+
+
+_KEY_TYPES = {
+    "jobs": "hash", "rr": "list", "rrset": "set", "active": "zset", "delayed": "zset",
+    "dead": "zset", "done": "zset", "reasons": "hash", "keys": "hash", "stats": "hash",
+    "conf": "hash", "wake": "zset", "groups": "zset", "gactive": "hash", "glimit": "hash",
+    "gweight": "hash", "pending": "list", "prio": "zset",
+}  # fmt: skip
+
+
+def check(keys: QueueKeys) -> Op[list[str]]:
+    """The queue's keys that hold another Redis type than durq's (empty when sound)."""
+    problems: list[str] = []
+    for part, expected in _KEY_TYPES.items():
+        key = keys.prefix + part
+        found = _text((yield Command(("TYPE", key))))
+        if found not in ("none", expected):
+            problems.append(f"{key} is a {found}, expected a {expected}")
+    return problems
 
 
 def _natural(name: str, value: Any) -> int:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from durq import connection
 from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
+from durq.health import server_warnings
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.task import Task
@@ -255,6 +256,7 @@ class Worker:
         for name in self.queue_names:
             self.pumps[name] = QueuePump(self, self.app.async_queue(name, client=self._client))
         await self._subscribe()
+        await self._check_server()
         registry = WorkerRegistry(
             self._client,
             self.app.namespace,
@@ -306,6 +308,17 @@ class Worker:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped after %d jobs", self.id, self.processed)
+
+    async def _check_server(self) -> None:
+        """Say loudly when the server's settings can lose jobs."""
+        queue = next(iter(self.pumps.values())).queue
+        try:
+            found = await queue.run(server_warnings())
+        except Exception as exc:  # best effort: the worker runs regardless
+            log.debug("could not read the server's settings: %s", exc)
+            return
+        for level, message in found:
+            log.log(logging.WARNING if level == "warning" else logging.INFO, "redis: %s", message)
 
     async def _subscribe(self) -> None:
         """Register the subscriptions this worker consumes, so that events published
