@@ -1,0 +1,18 @@
+"""The minimal ACL rules for a durq producer and worker, as documented in
+docs/deployment.md (the tests keep the two in step)."""
+
+# commands the scripts call: scripts run with the caller's permissions
+SCRIPT_COMMANDS = (
+    "+hexists +zscore +zrem +hget +hset +hdel +rpush +lpush +lpop +llen +zadd +zcard +zrange "
+    "+zrangebyscore +zrevrange +zincrby +hincrby +hmget +hlen +sismember +sadd +srem "
+    "+smembers +type +del +pexpire +zpopmin +hgetall +time"
+)
+PRODUCER = (
+    "on >{password} ~durq:* resetchannels -@all +evalsha +script|load +sadd +ping +blmove +lindex "
+    "+client|setinfo " + SCRIPT_COMMANDS
+)
+WORKER = (
+    "on >{password} ~durq:* resetchannels -@all +evalsha +script|load +sadd +srem +smembers "
+    "+hset +hgetall +pexpire +del +bzpopmin +blmove +lindex +ping +info +config|get "
+    "+client|setinfo " + SCRIPT_COMMANDS
+)

@@ -1,0 +1,74 @@
+"""Redis ACL users with the minimal rules for a producer and a worker."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+
+import durq
+from durq.worker import Worker, WorkerConfig
+
+from .acl_rules import PRODUCER, WORKER
+
+
+def _user(server_url: str, name: str, rule: str, password: str) -> str:
+    admin = redis.Redis.from_url(server_url)
+    try:
+        admin.execute_command("ACL", "SETUSER", name, "reset", *rule.format(password=password).split())
+    finally:
+        admin.close()
+    host_port = server_url.split("//", 1)[1].split("/", 1)[0]
+    return f"redis://{name}:{password}@{host_port}/0"
+
+
+def _denials(server_url: str) -> list[dict[bytes, object]]:
+    admin = redis.Redis.from_url(server_url)
+    try:
+        return list(admin.execute_command("ACL", "LOG", 50))
+    finally:
+        admin.close()
+
+
+def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(server, queue_name):
+    producer_url = _user(server.url, "durq-producer", PRODUCER, "p-secret-1")
+    worker_url = _user(server.url, "durq-worker", WORKER, "w-secret-1")
+    producer = durq.App(producer_url)
+    done: list[int] = []
+
+    @producer.task(queue=queue_name, result=True)
+    def double(x: int) -> int:
+        done.append(x)
+        return 2 * x
+
+    handles = double.enqueue_many([(i,) for i in range(5)])
+    worker_app = durq.App(worker_url)
+    worker_app.tasks = producer.tasks
+    asyncio.run(Worker(worker_app, WorkerConfig(queues=[queue_name], burst=True),
+                       handle_signals=False).run())  # fmt: skip
+    assert sorted(done) == list(range(5))
+    assert handles[3].result(timeout=2) == 6
+    producer.close()
+    worker_app.close()
+    assert [e for e in _denials(server.url) if e[b"username"] in (b"durq-producer", b"durq-worker")] == []
+
+
+def test_the_producer_user_cannot_touch_keys_outside_durq(server, queue_name):
+    url = _user(server.url, "durq-producer-2", PRODUCER, "p-secret-2")
+    client = redis.Redis.from_url(url)
+    try:
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            client.set("not-durq", "x")
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            client.execute_command("FLUSHALL")
+    finally:
+        client.close()
+
+
+def test_a_wrong_password_fails_clearly_without_echoing_it(server, queue_name):
+    host_port = server.url.split("//", 1)[1].split("/", 1)[0]
+    with durq.Queue(queue_name, f"redis://nobody:wrong-pass-xyz@{host_port}/0") as q:
+        with pytest.raises(redis.exceptions.RedisError) as info:
+            q.stats()
+    assert "wrong-pass-xyz" not in str(info.value)
