@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test check demo bench clean ci
+.PHONY: venv install test check demo bench screenshots clean ci
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -29,6 +29,10 @@ check: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/durq demo
+
+# Refresh docs/screenshots/ from the dashboard's browser test (needs Debian's chromium).
+screenshots: $(STAMP)
+	DURQ_SCREENSHOTS_DIR=docs/screenshots $(BIN)/python -m pytest tests/dashboard/test_browser.py -k screenshots
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(ARGS)

@@ -40,7 +40,9 @@ RULES: list[tuple[str, str]] = [
     (r"from asyncio import sleep", "from time import sleep"),
 ]
 
-_DOC_NOTE = re.compile(r"This file is the source of truth;[^\n]*(\n[^\n]*)*?drift\)\.\n")
+# the "source of truth" note of an asyncio file, up to the end of its sentence (which may
+# end a line or continue with another sentence: both are replaced by the generated note)
+_DOC_NOTE = re.compile(r"This file is the source of truth;.*?drift\)\.\s", re.DOTALL)
 
 
 def convert(text: str, name: str, used: set[int]) -> str:

@@ -247,7 +247,7 @@ class App:
         for queue, items in self._batches(calls).items():
             results = self.queue(queue).enqueue_many([m for _, m in items])
             for (i, _), result in zip(items, results, strict=True):
-                handles[i] = JobHandle(self, queue, result)
+                handles[i] = JobHandle(self, queue, result, calls[i].task)
         return handles
 
     async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
@@ -257,5 +257,5 @@ class App:
         for queue, items in self._batches(calls).items():
             results = await self.async_queue(queue).enqueue_many([m for _, m in items])
             for (i, _), result in zip(items, results, strict=True):
-                handles[i] = JobHandle(self, queue, result)
+                handles[i] = JobHandle(self, queue, result, calls[i].task)
         return handles

@@ -229,6 +229,8 @@ def _summary(console: Console, story: _Story, report: Any, log: Path) -> int:
     uploads = demo_app.app.queue("uploads")
     reports = demo_app.app.queue("reports")
     su, sr = uploads.stats(), reports.stats()
+    if not console.is_terminal:  # the live view's last render ends without a newline there
+        console.line()
     console.rule("what happened")
     console.print(f"processed: {su.completed} thumbnails and {sr.completed} report")
     console.print(f"retried after transient storage errors: {su.retried}")

@@ -12,9 +12,8 @@ heartbeat, from which the dashboard charts latency and run time without scraping
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 

@@ -121,12 +121,23 @@ class Call(Generic[R]):
 class JobHandle(Generic[R]):
     """What ``enqueue`` returns: the job id, and a way to wait for its result."""
 
-    def __init__(self, app: App, queue: str, result: EnqueueResult) -> None:
+    def __init__(
+        self, app: App, queue: str, result: EnqueueResult, task: Task[Any, R] | None = None
+    ) -> None:
         self.app = app
         self.queue = queue
         self.id = result.id
         self.status: EnqueueStatus = result.status
         self.superseded = result.superseded
+        self.task = task  # None when made for a job id by hand
+
+    def _check_stored(self) -> None:
+        # otherwise the wait would only ever end in a TimeoutError
+        if self.task is not None and not self.task.task_options.result:
+            raise InvalidArgument(
+                f"task {self.task.name} does not store its result: declare it with "
+                "@app.task(result=True) to wait for it"
+            )
 
     def __repr__(self) -> str:
         return f"<JobHandle {self.queue}/{self.id} {self.status.value}>"
@@ -134,13 +145,15 @@ class JobHandle(Generic[R]):
     def result(self, timeout: float = 30.0) -> R:
         """Wait up to ``timeout`` seconds (without polling) for the result of a task
         declared with ``result=True``. Raises TimeoutError, or JobFailed if the job was
-        dead-lettered."""
+        dead-lettered; InvalidArgument at once if the task does not store results."""
+        self._check_stored()
         raw = self.app.queue(self.queue).wait_result(self.id, timeout)
         value: R = _unpack_result(self.id, raw, timeout)
         return value
 
     async def aresult(self, timeout: float = 30.0) -> R:
         """``result`` for asyncio code."""
+        self._check_stored()
         raw = await self.app.async_queue(self.queue).wait_result(self.id, timeout)
         value: R = _unpack_result(self.id, raw, timeout)
         return value
@@ -192,6 +205,24 @@ class TaskCaller(Generic[P, R]):
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for asyncio code."""
         return (await self.task.app.aenqueue_calls([self.call(*args, **kwargs)]))[0]
+
+    def enqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """Enqueue many calls with these options, as ``Task.enqueue_many`` does (items
+        made with ``call(...)`` keep their own options)."""
+        return self.task.app.enqueue_calls([self._as_call(c) for c in calls])
+
+    async def aenqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """``enqueue_many`` for asyncio code."""
+        return await self.task.app.aenqueue_calls([self._as_call(c) for c in calls])
+
+    def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
+        if isinstance(item, Call):
+            return item
+        return replace(self.task._as_call(item), options=self._options)
 
 
 class Task(Generic[P, R]):

@@ -16,7 +16,9 @@ from .acl_rules import PRODUCER, WORKER
 def _user(server_url: str, name: str, rule: str, password: str) -> str:
     admin = redis.Redis.from_url(server_url)
     try:
-        admin.execute_command("ACL", "SETUSER", name, "reset", *rule.format(password=password).split())
+        admin.execute_command(
+            "ACL", "SETUSER", name, "reset", *rule.format(password=password).split()
+        )
     finally:
         admin.close()
     host_port = server_url.split("//", 1)[1].split("/", 1)[0]
@@ -51,7 +53,9 @@ def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(server, que
     assert handles[3].result(timeout=2) == 6
     producer.close()
     worker_app.close()
-    assert [e for e in _denials(server.url) if e[b"username"] in (b"durq-producer", b"durq-worker")] == []
+    assert [
+        e for e in _denials(server.url) if e[b"username"] in (b"durq-producer", b"durq-worker")
+    ] == []
 
 
 def test_the_producer_user_cannot_touch_keys_outside_durq(server, queue_name):

@@ -62,7 +62,9 @@ def test_queues_and_workers_work_over_tls(tls_server, queue_name):
         seen.append(text)
 
     note.enqueue("over tls")
-    asyncio.run(Worker(app, WorkerConfig(queues=[queue_name], burst=True), handle_signals=False).run())
+    asyncio.run(
+        Worker(app, WorkerConfig(queues=[queue_name], burst=True), handle_signals=False).run()
+    )
     assert seen == ["over tls"]
     app.close()
 
@@ -70,6 +72,8 @@ def test_queues_and_workers_work_over_tls(tls_server, queue_name):
 def test_tls_refuses_a_server_certificate_from_another_ca(tls_server, queue_name, tmp_path):
     other = trustme.CA()
     other.cert_pem.write_to_path(str(tmp_path / "other.pem"))
-    url = tls_server.split("?")[0] + f"?ssl_ca_certs={tmp_path / 'other.pem'}&ssl_cert_reqs=required"
+    url = (
+        tls_server.split("?")[0] + f"?ssl_ca_certs={tmp_path / 'other.pem'}&ssl_cert_reqs=required"
+    )
     with durq.Queue(queue_name, url) as q, pytest.raises(Exception, match="(?i)certificate|ssl"):
         q.stats()

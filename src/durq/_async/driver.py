@@ -14,7 +14,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from durq.errors import DurqError
 from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
-from durq.protocol.ops import script_error
+from durq.protocol.ops import block_timeout, script_error
 
 __all__ = ["AsyncDriver"]
 
@@ -91,12 +91,12 @@ class AsyncDriver:
             return await self._pipeline(request)
         if isinstance(request, (WaitCall, Command)):
             if isinstance(request, WaitCall):
-                command: Wire = ("BZPOPMIN", *request.keys, request.timeout)
+                command: Wire = ("BZPOPMIN", *request.keys, block_timeout(request.timeout))
             else:
                 command = request.args
             reply = (await self._send([command]))[0]
             if isinstance(reply, Exception):
-                raise reply
+                raise script_error(reply)  # e.g. a wake marker of another type
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 

@@ -8,14 +8,33 @@ from __future__ import annotations
 import click
 
 from durq._version import __version__
-from durq.cli.admin import dlq, enqueue, job, stats, workers
+from durq.cli.admin import dlq, doctor, enqueue, job, stats, workers
+from durq.cli.dashboard import dashboard
 from durq.cli.local import demo, server
 from durq.cli.worker import worker
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Group(click.Group):
+    """A group whose list of commands shows each one's first sentence whole, wrapped
+    if need be (click cuts it to the terminal's width with "...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=1000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="durq")
 def main() -> None:
     """durq: a reliable, fast task queue on Redis.
@@ -26,8 +45,9 @@ def main() -> None:
       durq server --dir ./data           a local Redis with persistence, for development
       durq worker myapp.tasks:app        run the tasks of an App
       durq stats                         queues at a glance
+      durq dashboard                     the web dashboard, on http://127.0.0.1:8080
     """
 
 
-for command in (worker, stats, workers, job, dlq, enqueue, server, demo):
+for command in (worker, stats, workers, job, dlq, enqueue, doctor, dashboard, server, demo):
     main.add_command(command)

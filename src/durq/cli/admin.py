@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ParamSpec
 
 import click
 import orjson
+from redis.exceptions import RedisError
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -23,6 +26,21 @@ from durq.worker.registry import list_workers
 __all__ = ["dlq", "enqueue", "job", "stats", "workers"]
 
 console = Console()
+P = ParamSpec("P")
+
+
+def _redis_errors(command: Callable[P, None]) -> Callable[P, None]:
+    """Report Redis errors (server unreachable, wrong password, missing permission) in
+    one line, as command errors, rather than as a traceback."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            command(*args, **kwargs)
+        except RedisError as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+
+    return run
 
 
 def _when(ts: float | None) -> str:
@@ -49,7 +67,21 @@ def _known_queues(url: str | None, namespace: str) -> list[str]:
         client.close()
 
 
-@click.command()
+_NOW = ("pending", "delayed", "active", "dead")
+_TOTALS = ("enqueued", "completed", "failed", "retried", "dead-lettered", "reclaimed")
+
+
+def _stats_table(title: str, rows: dict[str, dict[str, Any]], columns: list[str]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    table.add_column("queue", no_wrap=True)  # the one column never cut short
+    for col in columns:
+        table.add_column(col, justify="right", overflow="fold")
+    for name, row in rows.items():
+        table.add_row(name, *(str(row[col]) for col in columns))
+    return table
+
+
+@click.command(short_help="Show the queues: sizes, totals and throughput.")
 @click.argument("queues", nargs=-1)
 @url_option
 @namespace_option
@@ -66,6 +98,7 @@ def _known_queues(url: str | None, namespace: str) -> list[str]:
     show_default=True,
     help="Measure jobs completed per second over one second.",
 )
+@_redis_errors
 def stats(
     queues: tuple[str, ...], url: str | None, namespace: str, top_groups: int, rate: bool
 ) -> None:
@@ -80,51 +113,34 @@ def stats(
             first[name] = q.stats()
     if rate:
         time.sleep(1.0)
-    table = Table(title="durq queues")
-    for col in (
-        "queue",
-        "pending",
-        "delayed",
-        "active",
-        "dead",
-        "enqueued",
-        "completed",
-        "failed",
-        "retried",
-        "dead-lettered",
-        "reclaimed",
-    ):
-        table.add_column(col, justify="left" if col == "queue" else "right")
-    if rate:
-        table.add_column("done/s", justify="right")
     group_rows: list[tuple[str, Any]] = []
+    rows: dict[str, dict[str, Any]] = {}
     for name in names:
         with _queue(name, url, namespace) as q:
             s = q.stats() if rate else first[name]
             if top_groups:
                 group_rows += [(name, g) for g in q.groups(top_groups)]
-        row = [
-            name,
-            s.pending,
-            s.delayed,
-            s.active,
-            s.dead,
-            s.enqueued,
-            s.completed,
-            s.failed,
-            s.retried,
-            s.dead_lettered,
-            s.reclaimed,
-        ]
+        row = {col: getattr(s, col.replace("-", "_")) for col in (*_NOW, *_TOTALS)}
         if rate:
             elapsed = max(s.server_time - first[name].server_time, 1e-3)
-            row.append(f"{(s.completed - first[name].completed) / elapsed:.0f}")
-        table.add_row(*(str(v) for v in row))
-    console.print(table)
+            row["done/s"] = f"{(s.completed - first[name].completed) / elapsed:.0f}"
+        rows[name] = row
+    now = [*_NOW, "done/s"] if rate else list(_NOW)
+    table = _stats_table("durq queues", rows, [*now, *_TOTALS])
+    if (
+        console.measure(table, options=console.options.update_width(10_000)).maximum
+        <= console.width
+    ):
+        console.print(table)
+    else:  # a narrow terminal: two tables rather than squeezed columns
+        console.print(_stats_table("durq queues", rows, now))
+        console.print(_stats_table("since each queue was created", rows, list(_TOTALS)))
     if group_rows:
-        gt = Table(title="largest groups")
-        for col in ("queue", "group", "ready", "active", "limit", "weight"):
-            gt.add_column(col)
+        gt = Table(title="largest groups", box=box.SIMPLE_HEAD)
+        gt.add_column("queue", no_wrap=True)
+        gt.add_column("group", overflow="fold")
+        for col in ("ready", "active", "limit", "weight"):
+            gt.add_column(col, justify="right")
         for qname, g in group_rows:
             gt.add_row(
                 qname,
@@ -140,6 +156,7 @@ def stats(
 @click.command()
 @url_option
 @namespace_option
+@_redis_errors
 def workers(url: str | None, namespace: str) -> None:
     """List the live workers and the jobs in their hands."""
     client = connection.sync_client(url)
@@ -147,19 +164,49 @@ def workers(url: str | None, namespace: str) -> None:
         entries = list_workers(client, namespace)
     finally:
         client.close()
-    table = Table(title=f"{len(entries)} live workers")
-    for col in ("id", "queues", "concurrency", "in hand", "started", "last beat"):
-        table.add_column(col)
+    now = time.time()
+    table = Table(
+        title=f"{len(entries)} live worker{'' if len(entries) == 1 else 's'}", box=box.SIMPLE_HEAD
+    )
+    table.add_column("id", no_wrap=True)
+    table.add_column("queues", overflow="fold")
+    for col in ("concurrency", "in hand", "up", "last beat"):
+        table.add_column(col, justify="right")
+    jobs = Table(title="jobs in hand", box=box.SIMPLE_HEAD)
+    for col in ("worker", "queue", "job", "task", "attempt", "state"):
+        jobs.add_column(col, no_wrap=col in ("worker", "job"), overflow="fold")
     for w in entries:
         table.add_row(
             w["id"],
             ", ".join(w.get("queues", [])),
             str(w.get("concurrency", "")),
             str(w.get("in_hand", 0)),
-            _when(w.get("started")),
-            _when(w.get("beat")),
+            _age(now, w.get("started")),
+            _age(now, w.get("beat")) + " ago",
         )
+        listed = w.get("jobs", [])
+        for j in listed:
+            state = "running" if j.get("running") else "waiting"
+            row = (j.get("queue"), j.get("id"), j.get("task") or "?", j.get("attempt"), state)
+            jobs.add_row(w["id"], *(str(v) for v in row))
+        if w.get("in_hand", 0) > len(listed):  # the registry lists the first 100
+            jobs.add_row(w["id"], "", f"and {w['in_hand'] - len(listed)} more", "", "", "")
     console.print(table)
+    if jobs.row_count:
+        console.print(jobs)
+
+
+def _age(now: float, then: float | None) -> str:
+    """``now - then`` for people: 0.2s, 45s, 12m, 3h, 2d."""
+    if then is None:
+        return "-"
+    seconds = max(now - then, 0.0)
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds:.0f}s"
 
 
 def _show(info: JobInfo) -> None:
@@ -196,11 +243,12 @@ def _show(info: JobInfo) -> None:
     console.print(table)
 
 
-@click.command()
+@click.command(short_help="Show everything stored about one job.")
 @click.argument("job_id")
 @click.option("-q", "--queue", required=True, help="The job's queue.")
 @url_option
 @namespace_option
+@_redis_errors
 def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
     """Show everything stored about one job: state, attempts, times, reason, payload."""
     with _queue(queue, url, namespace) as q:
@@ -220,6 +268,7 @@ def dlq() -> None:
 @click.option("--limit", default=50, show_default=True)
 @url_option
 @namespace_option
+@_redis_errors
 def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
     """List dead letters, newest first, with their reasons."""
     with _queue(queue, url, namespace) as q:
@@ -230,7 +279,8 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
         table.add_column(col, overflow="fold")
     for info in items:
         reason = info.reason or {}
-        error = f"{reason.get('type', '')} {reason.get('message', '')}".strip()
+        kind = str(reason.get("type", "")).rsplit(".", 1)[-1]  # builtins.ValueError: ValueError
+        error = f"{kind}: {reason.get('message', '')}" if kind else str(reason.get("message", ""))
         table.add_row(
             info.id,
             _when(info.died_at),
@@ -246,6 +296,7 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
 @click.option("-q", "--queue", required=True)
 @url_option
 @namespace_option
+@_redis_errors
 def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
     """Show one dead letter with its traceback."""
     with _queue(queue, url, namespace) as q:
@@ -266,6 +317,7 @@ def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:
 @click.option("-q", "--queue", required=True)
 @url_option
 @namespace_option
+@_redis_errors
 def dlq_replay(
     ids: tuple[str, ...], all_: bool, queue: str, url: str | None, namespace: str
 ) -> None:
@@ -283,6 +335,7 @@ def dlq_replay(
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation with --all.")
 @url_option
 @namespace_option
+@_redis_errors
 def dlq_purge(
     ids: tuple[str, ...], all_: bool, queue: str, yes: bool, url: str | None, namespace: str
 ) -> None:
@@ -325,6 +378,7 @@ def dlq_purge(
 @click.option("--key", default=None)
 @url_option
 @namespace_option
+@_redis_errors
 def enqueue(
     task: str,
     args_json: str,

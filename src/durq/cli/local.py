@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 
 import click
@@ -9,7 +10,7 @@ import click
 __all__ = ["demo", "server"]
 
 
-@click.command()
+@click.command(short_help="Run a local Redis-compatible server with persistence.")
 @click.option(
     "--dir",
     "data_dir",
@@ -32,6 +33,10 @@ def server(data_dir: str, port: int, host: str, password: str | None) -> None:
     persistence (appendfsync everysec), for local development. Ctrl-C stops it."""
     from durq.server import ServerNotFound, run_foreground  # the binary is an extra
 
+    # Checked first: a server already listening there would answer the readiness check
+    # in place of the new one, which exits at once ("Address already in use").
+    if _in_use(host, port):
+        raise click.ClickException(f"{host}:{port} is in use (another server?); pick --port")
     try:
         code = run_foreground(data_dir, port, host=host, password=password)
     except ServerNotFound as exc:
@@ -39,10 +44,21 @@ def server(data_dir: str, port: int, host: str, password: str | None) -> None:
     sys.exit(code)
 
 
-@click.command()
+def _in_use(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+@click.command(short_help="Watch durq recover from failures, live (nothing to set up).")
 def demo() -> None:
     """Watch durq handle the hard cases: a flood from one tenant, transient failures,
-    a poison job, and a worker killed mid-job (about 15 s, nothing to set up)."""
+    a poison job, and a worker killed mid-job (about 10 s, nothing to set up)."""
     from durq.demo import run_demo  # imports the demo app only when asked
 
     sys.exit(run_demo())

@@ -9,6 +9,7 @@ import sys
 import click
 
 from durq.cli.common import load_app, url_option
+from durq.errors import InvalidArgument
 from durq.logs import configure_logging
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
@@ -123,21 +124,25 @@ def worker(
     Nothing is lost either way: unacknowledged jobs return after their lease.
     """
     configure_logging(log_level, log_format)
-    if processes > 1:
-        argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
-        sys.exit(Supervisor(argv, processes).run())
+    # checked before any child starts: a mistake is one error, not children failing forever
     app = load_app(target)
     if url:
         app.url = url
-    config = WorkerConfig(
-        queues=queues,
-        concurrency=concurrency,
-        prefetch=prefetch,
-        lease=lease,
-        grace=grace,
-        burst=burst,
-        heartbeat=heartbeat,
-    )
+    try:
+        config = WorkerConfig(
+            queues=queues,
+            concurrency=concurrency,
+            prefetch=prefetch,
+            lease=lease,
+            grace=grace,
+            burst=burst,
+            heartbeat=heartbeat,
+        )
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from None
+    if processes > 1:
+        argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
+        sys.exit(Supervisor(argv, processes, burst=burst).run())
     metrics = WorkerMetrics()
     if metrics_port is not None:
         # the supervisor numbers its children, so that each gets a port of its own

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from durq.dashboard.sampler import Series
+from durq.dashboard.history import Series
 
 __all__ = ["Chart", "Line", "Tick", "format_count", "format_rate", "format_seconds", "line_chart"]
 
@@ -69,6 +69,8 @@ def format_rate(value: float) -> str:
 
 def format_seconds(value: float) -> str:
     """A duration: ``850µs``, ``12ms``, ``1.5s``, ``3.2m``, ``1.1h``."""
+    if value == 0:
+        return "0"
     if value < 0.001:
         return f"{value * 1e6:.0f}µs"
     if value < 1:
@@ -80,15 +82,15 @@ def format_seconds(value: float) -> str:
     return f"{value / 3600:.1f}h"
 
 
-def _nice_ceiling(value: float) -> float:
+def _nice_step(value: float) -> float:
     """The smallest of 1, 2, 2.5, 5 times a power of ten that is at least ``value``."""
     if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
+        return 0.25
+    power = 10.0 ** math.floor(math.log10(value))
+    for step in (1.0, 2.0, 2.5, 5.0):
         if step * power >= value:
             return step * power
-    return 10 * power  # pragma: no cover - the loop always returns
+    return 10.0 * power
 
 
 def line_chart(
@@ -110,7 +112,7 @@ def line_chart(
     start = end - span if span is not None else min(times)
     if end - start < 1:
         start = end - 1
-    top = _nice_ceiling(max(values))
+    top = 4 * _nice_step(max(values) / 4)  # four round steps up the y axis
 
     def x(t: float) -> float:
         return _LEFT + (t - start) / (end - start) * plot_w
@@ -135,7 +137,7 @@ def line_chart(
             px, py = current[0].split(",")
             segments.append(f"{float(px) - 2:.1f},{py} {px},{py}")
         known = [v for _, v in s.points if v is not None]
-        lines.append(Line(s.name, slot % 4, segments, fmt(known[-1]) if known else "–"))
+        lines.append(Line(s.name, slot % 4, segments, fmt(known[-1]) if known else "-"))
     y_ticks = [Tick(y(top * i / 4), fmt(top * i / 4)) for i in range(5)]
     x_ticks = [
         Tick(x(t), time.strftime("%H:%M:%S", time.localtime(t)))

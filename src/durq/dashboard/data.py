@@ -58,6 +58,10 @@ def _loads(raw: bytes) -> Any:
         return None
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -131,13 +135,13 @@ class DashboardData:
     async def queue_names(self) -> tuple[list[str], int]:
         """The namespace's queue names, sorted (at most ``max_queues``), and how many
         there are."""
-        members: set[bytes] = await self.client.smembers(f"{self.namespace}:queues")  # type: ignore[misc]
-        names = sorted(m.decode(errors="replace") for m in members)
+        members = await self.client.smembers(f"{self.namespace}:queues")
+        names = sorted(_text(m) for m in members)
         return names[: self.max_queues], len(names)
 
     async def is_queue(self, name: str) -> bool:
         """True when ``name`` is one of the namespace's queues."""
-        found = await self.client.sismember(f"{self.namespace}:queues", name)  # type: ignore[misc]
+        found = await self.client.sismember(f"{self.namespace}:queues", name)
         return bool(found)
 
     async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
@@ -149,8 +153,8 @@ class DashboardData:
         """The live workers, by id. Entries whose heartbeat expired are skipped (the
         workers' own readers prune them; the dashboard writes nothing when browsing)."""
         set_key = f"{self.namespace}:workers"
-        members: set[bytes] = await self.client.smembers(set_key)  # type: ignore[misc]
-        ids = sorted(m.decode(errors="replace") for m in members)
+        members = await self.client.smembers(set_key)
+        ids = sorted(_text(m) for m in members)
         if not ids:
             return []
         pipe = self.client.pipeline(transaction=False)

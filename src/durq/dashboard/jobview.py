@@ -34,6 +34,7 @@ class PayloadView:
     codec: str
     size: int
     text: str = ""  # the payload (or the call's arguments) as indented JSON, truncated
+    call: str = ""  # a task call on one line: name("a", 1, k=true), truncated
     task: str | None = None
     trace_id: str | None = None
     note: str = ""
@@ -42,8 +43,7 @@ class PayloadView:
     def preview(self) -> str:
         """One short line for lists."""
         if self.kind == "task":
-            flat = " ".join(self.text.split())
-            return f"{self.task}({flat[:_PREVIEW]})"
+            return self.call
         if self.kind == "data":
             return " ".join(self.text.split())[:_PREVIEW]
         return self.note
@@ -85,7 +85,26 @@ def payload_view(info: JobInfo, show: bool) -> PayloadView:
     except ValueError:
         return PayloadView("data", codec, size, text=_dump(value))
     call = {"args": args, "kwargs": kwargs} if kwargs else {"args": args}
-    return PayloadView("task", codec, size, text=_dump(call), task=name, trace_id=_trace_id(meta))
+    return PayloadView(
+        "task",
+        codec,
+        size,
+        text=_dump(call),
+        call=_one_line(name, args, kwargs),
+        task=name,
+        trace_id=_trace_id(meta),
+    )
+
+
+def _one_line(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+    def js(value: Any) -> str:
+        return orjson.dumps(value, default=repr).decode()
+
+    parts = [js(a) for a in args] + [f"{k}={js(v)}" for k, v in kwargs.items()]
+    inner = ", ".join(parts)
+    if len(inner) > _PREVIEW:
+        inner = inner[:_PREVIEW] + "…"
+    return f"{name}({inner})"
 
 
 def reason_fields(info: JobInfo) -> dict[str, Any]:

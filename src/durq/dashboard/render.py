@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -21,20 +22,20 @@ from durq.dashboard.security import CSRF_COOKIE, csrf_ok, new_csrf_token
 if TYPE_CHECKING:
     from durq.dashboard.state import Dashboard
 
-__all__ = ["environment", "render"]
+__all__ = ["environment", "render", "url_builder"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
 def _when(ts: float | None) -> str:
     if ts is None:
-        return "–"
+        return "-"
     return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _ago(ts: float | None, now: float | None = None) -> str:
     if ts is None:
-        return "–"
+        return "-"
     delta = (now if now is not None else time.time()) - ts
     if delta < 0:
         return "in " + format_seconds(-delta)
@@ -67,10 +68,15 @@ def environment() -> jinja2.Environment:
         seconds=format_seconds,
         pretty_json=_pretty_json,
     )
+    # the same formatters as functions, for macros that take one as an argument
+    env.globals.update(rate=format_rate, seconds=format_seconds, count=format_count)
     return env
 
 
-def _url_builder(root: str) -> Any:
+def url_builder(root: str) -> Callable[..., str]:
+    """``url(path, **query)`` under the app's mount point ``root``; None values are
+    left out, the rest URL-encoded."""
+
     def url(path: str, **params: Any) -> str:
         query = {k: v for k, v in params.items() if v is not None}
         return root + path + ("?" + urlencode(query) if query else "")
@@ -89,7 +95,7 @@ def render(
         token = new_csrf_token(dash.secret)
     page = dash.templates.get_template(name).render(
         root=root,
-        url=_url_builder(root),
+        url=url_builder(root),
         config=dash.config,
         redis=dash.display_url,
         csrf_token=token,

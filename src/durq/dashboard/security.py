@@ -79,18 +79,28 @@ class Guard:
         self.allowed = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # lifespan events pass through
+        if scope["type"] not in ("http", "websocket"):  # lifespan events pass through
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        refusal: tuple[int, str] | None = None
         if self.allowed is not None:
             host = _host_only(headers.get("host", "").lower())
             if host not in self.allowed:
-                await _plain(send, 400, "invalid Host header")
+                refusal = (400, "invalid Host header")
+        token = self.token
+        if refusal is None and token and not token_matches(headers.get("authorization"), token):
+            refusal = (401, "authentication required")
+        if refusal is not None:
+            if scope["type"] == "websocket":  # none today; refused all the same
+                await send({"type": "websocket.close", "code": 1008})
                 return
-        if self.token is not None and not token_matches(headers.get("authorization"), self.token):
+            status, text = refusal
             extra = [(b"www-authenticate", b'Basic realm="durq", charset="UTF-8"')]
-            await _plain(send, 401, "authentication required", extra)
+            await _plain(send, status, text, extra if status == 401 else None)
+            return
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
             return
 
         async def send_with_headers(message: Message) -> None:

@@ -12,8 +12,9 @@ from starlette.requests import Request
 from durq.connection import redact
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.data import DashboardData
+from durq.dashboard.history import History
 from durq.dashboard.render import environment
-from durq.dashboard.sampler import History, Sampler
+from durq.dashboard.sampler import Sampler
 
 __all__ = ["Dashboard", "dashboard_of"]
 

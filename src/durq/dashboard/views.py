@@ -8,7 +8,7 @@ path: both may contain ``/``.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -16,15 +16,23 @@ from starlette.responses import JSONResponse, Response
 
 from durq.dashboard.charts import Chart, format_count, format_rate, format_seconds, line_chart
 from durq.dashboard.data import HeldJob, WorkerEntry
+from durq.dashboard.history import History, Recent
 from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
 from durq.dashboard.render import render
-from durq.dashboard.sampler import History, Recent
 from durq.dashboard.state import Dashboard, dashboard_of
 from durq.errors import InvalidArgument
 from durq.keys import check_group, check_job_id, check_queue_name
 from durq.models import QueueStats
 
-__all__ = ["api_overview", "dead_page", "job_page", "overview", "queue_page", "workers_page"]
+__all__ = [
+    "api_overview",
+    "dead_page",
+    "job_page",
+    "overview",
+    "queue_page",
+    "redis_unavailable",
+    "workers_page",
+]
 
 DEAD_PAGE_SIZES = (20, 50, 100)
 MAX_GROUPS_SHOWN = 100
@@ -74,6 +82,13 @@ async def _queue_or_error(request: Request, dash: Dashboard) -> str | Response:
     if not await dash.data.is_queue(name):
         return _error(request, dash, 404, f"No queue named {name} in this namespace.")
     return name
+
+
+async def redis_unavailable(request: Request, exc: Exception) -> Response:
+    """The page shown when Redis does not answer (the sampler keeps trying)."""
+    dash: Dashboard = request.app.state.durq
+    message = f"Redis at {dash.display_url} did not answer ({type(exc).__name__}). Retrying."
+    return _error(request, dash, 503, message)
 
 
 async def overview(request: Request) -> Response:
@@ -154,7 +169,9 @@ async def job_page(request: Request) -> Response:
         check_job_id(job_id)
     except InvalidArgument:
         return _error(request, dash, 400, "Not a valid job id.")
-    info, workers = await asyncio.gather(dash.data.job(name, job_id), dash.data.workers())
+    info, workers, stats = await asyncio.gather(
+        dash.data.job(name, job_id), dash.data.workers(), dash.data.stats([name])
+    )
     if info is None:
         return _error(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
     group = None
@@ -170,18 +187,11 @@ async def job_page(request: Request) -> Response:
             "job": info,
             "reason": reason_fields(info) if info.reason else None,
             "payload": payload_view(info, dash.config.show_payloads),
-            "numbers": job_numbers(info, _now(dash)),
+            "numbers": job_numbers(info, stats[name].server_time),
             "group": group,
             "holders": holders,
         },
     )
-
-
-def _now(dash: Dashboard) -> float:
-    latest = dash.history.latest()
-    import time
-
-    return latest.at if latest is not None else time.time()
 
 
 async def dead_page(request: Request) -> Response:
@@ -194,8 +204,7 @@ async def dead_page(request: Request) -> Response:
     offset = _int_param(request, "offset", 0, 0, 10**12)
     total, items = await dash.data.dead_letters(name, offset, limit)
     rows = [
-        (info, reason_fields(info), payload_view(info, dash.config.show_payloads))
-        for info in items
+        (info, reason_fields(info), payload_view(info, dash.config.show_payloads)) for info in items
     ]
     return render(
         request,
@@ -243,7 +252,7 @@ async def api_overview(request: Request) -> Response:
         recent = dash.history.recent(n)
         queues.append(
             {
-                **{k: v for k, v in vars(stats[n]).items()},
+                **asdict(stats[n]),
                 "completed_per_second": recent.completed_rate,
                 "failed_per_second": recent.failed_rate,
                 "mean_wait_seconds": recent.pickup,

@@ -7,15 +7,24 @@ ARGV     triples (scope, name, value):
          value '' removes the setting (back to the default).
 Returns  OK
 Effects  a group whose limit was raised is offered to the rotation at once.
+Errors   DURQ_ARG for an unknown scope, DURQ_WRONGTYPE when a durq key holds another
+         Redis type; both before any change
 Cost     O(number of settings).
 ]]
 --- @include "lib/keys"
 --- @include "lib/offer"
+--- @include "lib/types"
 
 local hashes = {queue = K_CONF, limit = K_GLIMIT, weight = K_GWEIGHT}
 for i = 1, #ARGV, 3 do
+  if not hashes[ARGV[i]] then
+    return redis.error_reply('DURQ_ARG unknown setting scope ' .. ARGV[i])
+  end
+end
+local problem = keys_error({'conf', 'glimit', 'gweight', 'gactive', 'groups', 'rr', 'rrset'})
+if problem then return wrongtype(problem) end
+for i = 1, #ARGV, 3 do
   local h = hashes[ARGV[i]]
-  if not h then return redis.error_reply('DURQ_ARG unknown setting scope ' .. ARGV[i]) end
   if ARGV[i + 2] == '' then
     redis.call('HDEL', h, ARGV[i + 1])
   else

@@ -5,6 +5,10 @@ Returns  {total, id_1, died_at_1, record_1 or false, reason_1 or false, ...}
 Cost     O(log(dead) + limit).
 ]]
 --- @include "lib/keys"
+--- @include "lib/types"
+
+local problem = keys_error({'dead', 'jobs', 'reasons'})
+if problem then return wrongtype(problem) end
 
 local offset = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])

@@ -5,6 +5,8 @@ KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+3i .. 4+3i], for job i: id, lease token, delay_ms (0: ready again now)
 Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
+         goes back to included), before any change
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
@@ -12,8 +14,17 @@ Cost     O(n) commands.
 --- @include "lib/clock"
 --- @include "lib/held"
 --- @include "lib/send_back"
+--- @include "lib/types"
 
 local n = tonumber(ARGV[1])
+local problem = keys_error({'jobs', 'done', 'active', 'delayed', 'conf', 'gactive', 'glimit',
+  'rr', 'rrset'})
+for i = 0, n - 1 do
+  local b = 2 + 3 * i
+  local r = not problem and tonumber(ARGV[b + 2]) == 0 and held(ARGV[b], ARGV[b + 1])
+  if r then problem = group_error(r.group) end
+end
+if problem then return wrongtype(problem) end
 local now = now_ms()
 local out = {}
 for i = 0, n - 1 do

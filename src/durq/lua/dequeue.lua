@@ -11,10 +11,11 @@ Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, re
          updated (state active, attempts and deliveries counted, dequeued_at = now).
          next_ms, when no job was handed out: ms until the next delayed job is due or
          the next lease expires (-1: none), so an idle consumer knows how long to block.
-Errors   WRONGTYPE when a durq key holds another Redis type; ids are never popped before
-         the keys they move to were read, so a failure strands no job. Records that
-         cannot be read, and jobs whose group keys hold another type, are quarantined as
-         dead letters (reason corrupt_record) so the queue keeps working.
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
+         (lib/types.lua). Records that cannot be read are quarantined as dead letters
+         (reason corrupt_record), and jobs that cannot go back to a group whose keys hold
+         another type are dead-lettered (reason corrupt_group: replay them once the keys
+         are repaired), so the queue keeps working.
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of queue length
          and of the number of groups and workers.
 ]]
@@ -34,12 +35,23 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of qu
 --- @include "lib/quarantine"
 --- @include "lib/reason"
 --- @include "lib/expire_done"
+--- @include "lib/types"
 
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
+
+-- A job whose group's keys hold another type cannot go back to its group. Rather than
+-- failing every dequeue until the keys are repaired, it becomes a dead letter with its
+-- record intact (replayable once they are), the reason naming the key.
+local function bury(id, r, now, problem)
+  set_reason(id, {reason = 'corrupt_group', at = now, message = problem})
+  redis.call('ZREM', K_DELAYED, id)
+  kill(id, r, now)
+  count('corrupt', 1)
+end
 
 -- Leases that ran out: the holder is presumed dead. The attempt it used counts; once
 -- attempts are exhausted the job is dead-lettered, so a job that kills its workers
@@ -49,8 +61,11 @@ local function reclaim(now)
   for i = 1, #ids do
     local id = ids[i]
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
-    if not r or r.state ~= ST_ACTIVE or not group_ok(r.group) then
+    local problem = r and r.state == ST_ACTIVE and group_error(r.group)
+    if not r or r.state ~= ST_ACTIVE then
       quarantine(id, now, 'active')
+    elseif problem then
+      bury(id, r, now, problem)
     else
       set_reason(id, {reason = 'lease_expired', at = now, attempt = r.attempts,
         message = 'the lease ran out before the job was released: worker lost or stalled'})
@@ -72,16 +87,19 @@ local function promote(now)
   if #ids == 0 then return 0 end
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local good = {}
-  local checked = {}
+  local checked = {} -- group -> its problem, or false
   for i = 1, #ids do
     local r = rec_decode(raws[i])
     if r and r.state == ST_DELAYED then
-      if checked[r.group] == nil then checked[r.group] = group_ok(r.group) end
-      if not checked[r.group] then r = nil end
+      if checked[r.group] == nil then checked[r.group] = group_error(r.group) or false end
+      if checked[r.group] then
+        bury(ids[i], r, now, checked[r.group])
+      else
+        good[#good + 1] = {ids[i], r}
+      end
     else
-      r = nil
+      quarantine(ids[i], now, 'delayed')
     end
-    if r then good[#good + 1] = {ids[i], r} else quarantine(ids[i], now, 'delayed') end
   end
   for i = 1, #good do
     local id, r = good[i][1], good[i][2]
@@ -98,6 +116,7 @@ local function promote(now)
 end
 
 local budget = SKIP_MAX
+local handed_ids = {} -- an id listed twice (garbage) is handed out once
 
 -- Turn popped ids of group g into handed-out jobs; returns how many were valid.
 local function take(g, ids, now, deadline, out, hargs, zargs, counted)
@@ -106,7 +125,8 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   for i = 1, #ids do
     local id = ids[i]
     local r = rec_decode(raws[i])
-    if r and r.state == ST_PENDING then
+    if r and r.state == ST_PENDING and not handed_ids[id] then
+      handed_ids[id] = true
       r.state = ST_ACTIVE
       r.attempts = r.attempts + 1
       r.deliveries = r.deliveries + 1
@@ -125,9 +145,14 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       got = got + 1
     else
       budget = budget - 1
-      if r and r.state == ST_SUPERSEDED then
+      if handed_ids[id] then
+        -- the same id again: the record is not committed yet, skip it
+      elseif r and r.state == ST_SUPERSEDED then
         redis.call('HDEL', K_JOBS, id)
         redis.call('HDEL', K_REASONS, id)
+        -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
+        local window_end = r.enq + get_conf().dedup_window
+        if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
       elseif raws[i] and not r then
         quarantine(id, now, 'ready')
         ready_add(g, -1)
@@ -153,8 +178,9 @@ end
 -- Limits and weights are read per group only when some are configured.
 local function group_settings()
   local weighted = redis.call('HLEN', K_GWEIGHT) > 0
-  -- a queue that never had a prioritized job has no priority zsets to look at
-  local prioritized = redis.call('HEXISTS', K_STATS, 'seq') == 1
+  -- a queue that never had a prioritized job has no priority zsets to look at (the
+  -- sequence of priorities, lib/group_push.lua, exists once one was pushed)
+  local prioritized = redis.call('HEXISTS', K_CONF, 'seq') == 1
   return limits_configured(), weighted, prioritized
 end
 
@@ -166,8 +192,11 @@ local function free_slots(g, want)
   return want
 end
 
--- One turn of group g: take up to `quota` jobs. Returns how many were handed out and
--- whether the group still has ready jobs.
+-- One turn of group g: take up to `quota` jobs. Returns how many were handed out,
+-- whether the group still has ready jobs, whether its keys hold another type (garbage
+-- written by something else: such a group keeps its place in the rotation, skipped, so
+-- its jobs flow again once the key is removed), and whether it found prioritized jobs
+-- although group_settings said there were none.
 local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, zargs)
   local counted = limited and g ~= ''
   if counted then quota = free_slots(g, quota) end
@@ -175,28 +204,55 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   local prio = 0
   if prioritized then
     prio = redis.pcall('ZCARD', ready_prio(g))
-    if type(prio) ~= 'number' then return 0, false end -- keys of another type: skip it
+    if type(prio) ~= 'number' then return 0, true, true end
   end
-  local ids
+  local ids, garbage
   if prio == 0 then
     ids = redis.pcall('LPOP', ready_list(g), quota)
-    if type(ids) ~= 'table' then ids = {} end
+    if type(ids) == 'table' and ids.err then return 0, true, true end
+    if not ids then ids = {} end
   else
-    ids = group_pop(g, quota)
+    ids, garbage = group_pop(g, quota)
   end
   local got = 0
   if #ids > 0 then got = take(g, ids, now, deadline, out, hargs, zargs, counted) end
-  local more = prio > #ids or (#ids == quota and redis.call('LLEN', ready_list(g)) > 0)
+  if garbage then return got, true, true end
+  local more = prio > #ids
+  if not more and #ids == quota then
+    local left = redis.pcall('LLEN', ready_list(g)) -- pcall: the list may be garbage
+    more = type(left) == 'number' and left > 0
+  end
+  if not more and not prioritized then
+    -- about to drop the group. If it still has prioritized jobs, the marker read by
+    -- group_settings was lost (its hash deleted): restore it and keep the group listed
+    local left_prio = redis.pcall('ZCARD', ready_prio(g))
+    if type(left_prio) == 'number' and left_prio > 0 then
+      if redis.call('HEXISTS', K_CONF, 'seq') == 0 then redis.call('HSET', K_CONF, 'seq', now) end
+      return got, true, false, true
+    end
+  end
   if more and counted then more = free_slots(g, 1) > 0 end
-  return got, more
+  return got, more, false, false
 end
 
 local function serve(want, now, deadline, out)
   local hargs, zargs = {}, {}
   local handed = 0
   local limited, weighted, prioritized = group_settings()
+  local skipped = 0 -- groups skipped in a row
   while handed < want and budget > 0 do
     local listed = redis.call('LLEN', K_RR)
+    if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none' then
+      -- K_RRSET (not empty, as it exists) lists the members of K_RR, so something else
+      -- deleted K_RR: without a repair, the groups it listed would never be offered again
+      redis.call('DEL', K_RRSET)
+      group_offer('')
+      local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
+      if type(named) == 'table' then
+        for i = 1, #named do group_offer(named[i]) end
+      end
+      listed = redis.call('LLEN', K_RR)
+    end
     if listed == 0 then break end
     local sole = listed == 1
     local groups = redis.call('LPOP', K_RR, math.min(listed, want - handed))
@@ -212,15 +268,18 @@ local function serve(want, now, deadline, out)
           if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
           if w < quota then quota = w end
         end
-        local got, more = turn(g, quota, limited, prioritized, now, deadline, out, hargs,
-          zargs)
+        local got, more, garbage, restored = turn(g, quota, limited, prioritized, now,
+          deadline, out, hargs, zargs)
+        if restored then prioritized = true end
         handed = handed + got
+        if garbage then skipped = skipped + 1 else skipped = 0 end
         if more then keep[#keep + 1] = g else drop[#drop + 1] = g end
       end
     end
     for j = #front, 1, -1 do redis.call('LPUSH', K_RR, front[j]) end
     if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
     if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
+    if skipped >= listed then break end -- every listed group was skipped: stop
   end
   commit(hargs, zargs)
   return handed
@@ -240,6 +299,9 @@ end
 
 local want = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
+local problem = keys_error({'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf',
+  'rr', 'rrset', 'gactive', 'glimit', 'gweight'})
+if problem then return wrongtype(problem) end
 local now = now_ms()
 local reclaimed = reclaim(now)
 local promoted = promote(now)
@@ -256,6 +318,8 @@ if handed == 0 then
 end
 expire_done(now, EXPIRE_MAX)
 flush_counters()
-if redis.call('LLEN', K_RR) > 0 then need_wake = true end
+-- more groups are eligible: wake another consumer (only after progress, so that a
+-- skipped group cannot keep idle consumers spinning)
+if handed > 0 and redis.call('LLEN', K_RR) > 0 then need_wake = true end
 wake_if_needed()
 return out

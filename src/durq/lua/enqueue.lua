@@ -10,8 +10,8 @@ Returns  {status_1, ref_1, ..., status_n, ref_n} where status is
                         dedup window after it was enqueued; nothing changed
            DEDUPLICATED ref = id of the not-yet-started job that holds the key
            REPLACED     ref = id of the not-yet-started job this one superseded
-Errors   WRONGTYPE when a durq key holds another Redis type; the jobs before the failing
-         one are enqueued, the rest are not (each job is all-or-nothing)
+Errors   DURQ_WRONGTYPE when a key the call would use holds another Redis type: the
+         call changes nothing (lib/types.lua)
 Cost     O(n) commands; superseding a default-priority pending job leaves its id in
          place, skipped (and its record deleted) when dequeue reaches it.
 ]]
@@ -28,6 +28,8 @@ Cost     O(n) commands; superseding a default-priority pending job leaves its id
 --- @include "lib/enqueue_one"
 
 local n = tonumber(ARGV[1])
+local problem = enqueue_problem(2, n)
+if problem then return wrongtype(problem) end
 local now = now_ms()
 local out = {}
 for i = 0, n - 1 do

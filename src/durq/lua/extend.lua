@@ -11,9 +11,12 @@ Cost     O(n) commands.
 --- @include "lib/keys"
 --- @include "lib/clock"
 --- @include "lib/held"
+--- @include "lib/types"
 
 local lease = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
+local problem = keys_error({'jobs', 'done', 'active'})
+if problem then return wrongtype(problem) end
 local now = now_ms()
 local deadline = now + lease
 local out = {deadline}

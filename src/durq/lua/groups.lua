@@ -6,6 +6,10 @@ Returns  {total_groups, group_1, ready_1, active_1, limit_1 or false, weight_1 o
 Cost     O(log(groups) + limit).
 ]]
 --- @include "lib/keys"
+--- @include "lib/types"
+
+local problem = keys_error({'groups', 'gactive', 'glimit', 'gweight'})
+if problem then return wrongtype(problem) end
 
 local names = {}
 local ready = {}

@@ -7,6 +7,10 @@ Cost     O(1).
 ]]
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/types"
+
+local problem = keys_error({'jobs', 'reasons', 'active', 'delayed', 'dead', 'done'})
+if problem then return wrongtype(problem) end
 
 local id = ARGV[1]
 return {

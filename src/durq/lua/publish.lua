@@ -11,6 +11,8 @@ ARGV[3+9i .. 11+9i], for job i: the nine enqueue fields (see enqueue.lua)
 Returns  {subscriber_1, status_1, ref_1, ...}: for each subscriber (sorted), for each job,
          as enqueue. Every subscriber gets the same job id, so publishing an id again is
          a no-op in each subscriber queue.
+Errors   DURQ_WRONGTYPE when a key of a subscriber queue holds another Redis type:
+         checked in every subscriber queue first, so the call changes nothing
 Cost     O(subscribers * n) commands; memory: one copy of the payload per subscriber.
 ]]
 --- @include "lib/status"
@@ -30,6 +32,11 @@ local subs = redis.call('SMEMBERS', KEYS[1])
 table.sort(subs)
 local base = ARGV[1]
 local n = tonumber(ARGV[2])
+for s = 1, #subs do
+  bind_prefix(base .. '/' .. subs[s] .. ':')
+  local problem = enqueue_problem(3, n)
+  if problem then return wrongtype(problem) end
+end
 local now = now_ms()
 local out = {}
 for s = 1, #subs do

@@ -4,11 +4,15 @@ ARGV[1]  mode: 'ids' (the ids given) or 'oldest' (the oldest `limit` dead letter
 ARGV[2]  limit (mode 'oldest')
 ARGV[3..] ids (mode 'ids')
 Returns  {id_1, status_1, ...}: OK or NOT_DEAD.
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
 Cost     O(ids or limit) commands; "purge all" is a loop of bounded calls.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
+--- @include "lib/types"
 
+local problem = keys_error({'dead', 'jobs', 'reasons'})
+if problem then return wrongtype(problem) end
 local ids
 if ARGV[1] == 'oldest' then
   ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[2]) - 1)
@@ -31,5 +35,5 @@ for i = 1, #ids do
     out[#out + 1] = S_NOT_DEAD
   end
 end
-if purged > 0 then redis.call('HINCRBY', K_STATS, 'purged', purged) end
+if purged > 0 then redis.pcall('HINCRBY', K_STATS, 'purged', purged) end
 return out

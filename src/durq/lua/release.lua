@@ -9,7 +9,7 @@ Returns  {status_1, ..., status_n}: OK, LEASE_LOST (the lease expired and the jo
          A refused item changes nothing.
 Effects  a released job's id stays taken until its dedup window (from its enqueue) ends;
          a result is stored at <prefix>result:<id> (a one-element list) with its TTL.
-Errors   WRONGTYPE when a durq key holds another Redis type
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
@@ -22,10 +22,13 @@ Cost     O(n) commands.
 --- @include "lib/offer"
 --- @include "lib/expire_done"
 --- @include "lib/result"
+--- @include "lib/types"
 
 local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
+local problem = keys_error({'jobs', 'conf', 'done', 'reasons', 'active'})
+if problem then return wrongtype(problem) end
 local now = now_ms()
 local window = get_conf().dedup_window
 local ids = {}
@@ -36,6 +39,7 @@ local gone, deleted, tombs, kept = {}, {}, {}, {}
 local missing = false
 local seen = {}
 local freed = {} -- group -> slots given back, applied once per group
+local results = {} -- id, result, ... stored with the other writes
 for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local id = ids[i]
@@ -65,7 +69,10 @@ for i = 1, n do
         tombs[#tombs + 1] = id
       end
     end
-    if ARGV[b + 2] ~= '' then store_result(id, ARGV[b + 2], result_ttl) end
+    if ARGV[b + 2] ~= '' then
+      results[#results + 1] = id
+      results[#results + 1] = ARGV[b + 2]
+    end
     if rec_has_slot(r) then
       freed[r.group] = (freed[r.group] or 0) + 1
       touch(r.group) -- a freed slot can make the group eligible again
@@ -73,6 +80,10 @@ for i = 1, n do
   end
   out[i] = status
 end
+-- giving slots back touches the group keys (and offers the groups) too
+if next(freed) then problem = keys_error({'gactive', 'glimit', 'rr', 'rrset'}) end
+if problem then return wrongtype(problem) end
+for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
 if #gone > 0 then
   -- the tombstone goes first: from the moment the record is gone its id stays taken
   if #tombs > 0 then redis.call('ZADD', K_DONE, unpack(tombs)) end

@@ -4,13 +4,19 @@ ARGV[1]  mode: 'ids' (the ids given) or 'oldest' (the oldest `limit` dead letter
 ARGV[2]  limit (mode 'oldest')
 ARGV[3..] ids (mode 'ids')
 Returns  {id_1, status_1, ...}: OK, NOT_DEAD (not a dead letter), CORRUPT (the record
-         is unreadable: it stays a dead letter; purge it).
+         is unreadable, or its group's keys hold another type: it stays a dead letter).
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change.
 Cost     O(ids or limit) commands; "replay all" is a loop of bounded calls.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/record"
 --- @include "lib/make_ready"
+--- @include "lib/types"
+
+local problem = keys_error({'dead', 'jobs', 'reasons', 'conf', 'glimit', 'gactive', 'rr',
+  'rrset'})
+if problem then return wrongtype(problem) end
 
 local ids
 if ARGV[1] == 'oldest' then
@@ -28,7 +34,7 @@ for i = 1, #ids do
     status = S_NOT_DEAD
   else
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
-    if not r or r.state ~= ST_DEAD or not group_ok(r.group) then
+    if not r or r.state ~= ST_DEAD or group_error(r.group) then
       status = S_CORRUPT
     else
       r.attempts = 0

@@ -8,7 +8,8 @@ ARGV[3+6i .. 8+6i], for job i: id, lease token, delay_ms, reason (JSON), dead ('
          result ('' = none): stored like release's results if the job is dead-lettered,
          so a caller waiting for the result learns of the failure
 Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRUPT.
-Errors   WRONGTYPE when a durq key holds another Redis type
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
+         goes back to included), before any change
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
@@ -18,9 +19,18 @@ Cost     O(n) commands.
 --- @include "lib/finish"
 --- @include "lib/send_back"
 --- @include "lib/result"
+--- @include "lib/types"
 
 local result_ttl = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
+local problem = keys_error({'jobs', 'done', 'reasons', 'dead', 'active', 'delayed', 'conf',
+  'gactive', 'glimit', 'rr', 'rrset'})
+for i = 0, n - 1 do
+  local b = 3 + 6 * i
+  local r = not problem and tonumber(ARGV[b + 2]) == 0 and held(ARGV[b], ARGV[b + 1])
+  if r then problem = group_error(r.group) end
+end
+if problem then return wrongtype(problem) end
 local now = now_ms()
 local out = {}
 for i = 0, n - 1 do

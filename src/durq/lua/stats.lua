@@ -1,5 +1,6 @@
 --[[ stats: a consistent snapshot of the queue's counters and sizes. Read only.
 KEYS     the queue key vector (lib/keys.lua)
+ARGV     none
 Returns  {field_1, value_1, ...}: the K_STATS counters (enqueued, completed, failed,
          retried, dead_lettered, reclaimed, deferred, superseded, deduplicated, replayed, purged,
          dead_evicted, corrupt, ready) followed by active, delayed, dead, retained,
@@ -8,6 +9,10 @@ Cost     O(1): counters are kept by the scripts that change them.
 ]]
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/types"
+
+local problem = keys_error({'stats', 'active', 'delayed', 'dead', 'done', 'groups', 'rr'})
+if problem then return wrongtype(problem) end
 
 local out = redis.call('HGETALL', K_STATS)
 local function add(name, value)

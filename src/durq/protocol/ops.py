@@ -64,6 +64,9 @@ __all__ = [
 MAX_BATCH = 1000
 #: the longest single blocking wait; longer waits are several, so a dead server is noticed
 MAX_BLOCK = 5.0
+#: the shortest server-side block: Redis 6.2 truncates a blocking timeout to whole ms,
+#: and one that truncates to 0 (0.001 s is stored as 0.000999...) means "block forever"
+MIN_BLOCK = 0.002
 MAX_DELAY = 10 * 365 * 86400.0
 MAX_LEASE = 7 * 86400.0
 MIN_LEASE = 0.05
@@ -185,10 +188,22 @@ def _batched(
     return list(replies)
 
 
+def block_timeout(seconds: float) -> float:
+    """The timeout to send with a blocking command (BZPOPMIN, BLMOVE) for a wait of
+    ``seconds``: between MIN_BLOCK and MAX_BLOCK."""
+    return min(max(seconds, MIN_BLOCK), MAX_BLOCK)
+
+
 def script_error(exc: Exception) -> Exception:
     """Translate a script's error reply into a durq exception (others pass through)."""
     text = str(exc)
-    if "DURQ_WRONGTYPE" in text or "WRONGTYPE" in text:
+    if "DURQ_WRONGTYPE" in text:  # the script found it before changing anything
+        detail = text.split("DURQ_WRONGTYPE", 1)[-1].strip()
+        return CorruptQueue(
+            f"{detail}: something other than durq wrote there; nothing was changed, and "
+            "calls that need the key fail until it is removed (see `durq doctor`)"
+        )
+    if "WRONGTYPE" in text:
         detail = text.split("DURQ_WRONGTYPE", 1)[-1].strip()
         return CorruptQueue(
             f"a durq key holds another Redis type ({detail}); run `durq doctor` to see which"
@@ -337,7 +352,9 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
     jobs: list[Job] = []
     for i in range(4, len(reply), 2):
         raw: bytes = reply[i + 1]
-        rec = parse_record(raw)
+        # leniently: a group or key that is not UTF-8 (garbage written by something else)
+        # must not make the whole batch, already handed out, fail here
+        rec = parse_record(raw, errors="replace")
         if rec is None:  # the script hands out only records it could read
             raise CorruptQueue("dequeue returned an unreadable record")
         jobs.append(
@@ -407,11 +424,17 @@ def dequeue(
             reply = yield call
             continue
         # the dequeue runs on the server right after the wait ends: one round trip
-        block = Command(("BZPOPMIN", keys.wake, min(timeout, MAX_BLOCK)))
+        block = Command(("BZPOPMIN", keys.wake, block_timeout(timeout)))
         replies = yield Pipeline((block, call))
         if isinstance(replies[1], BaseException):
             raise replies[1]
         reply = replies[1]
+        if isinstance(replies[0], BaseException) and len(reply) == 4:  # and no job came
+            # else the failing wait would return at once, again and again until `wait`
+            raise CorruptQueue(
+                f"{keys.wake} holds another Redis type where durq keeps a zset (the wake-up "
+                "marker): remove it"
+            ) from replies[0]
 
 
 # -- release, requeue, extend, defer ------------------------------------------------
@@ -483,7 +506,7 @@ def wait_result(keys: QueueKeys, job_id: str, timeout: float) -> Op[bytes | None
         if remaining < 0.001:
             reply: bytes | None = yield Command(("LINDEX", key, 0))
             return reply
-        block = min(remaining, MAX_BLOCK)
+        block = block_timeout(remaining)
         reply = yield Command(("BLMOVE", key, key, "RIGHT", "LEFT", block))
         if reply is not None:
             return reply

@@ -44,8 +44,13 @@ class Record(NamedTuple):
     payload_offset: int
 
 
-def parse_record(raw: bytes) -> Record | None:
-    """Decode a record; None when it is not a readable durq record."""
+def parse_record(raw: bytes, *, errors: str = "strict") -> Record | None:
+    """Decode a record; None when it is not a readable durq record.
+
+    ``errors`` says how group and key bytes that are not UTF-8 are decoded: with
+    "strict" the record is unreadable. The scripts do not look at the encoding, so the
+    records a script hands out are read with "replace" (see ``ops.parse_dequeue``).
+    """
     if len(raw) < FIXED_SIZE + 2:
         return None
     (ver, state, prio, codec, attempts, maxatt, deliveries, failures,
@@ -61,8 +66,8 @@ def parse_record(raw: bytes) -> Record | None:
     if end > len(raw):
         return None
     try:
-        group = raw[FIXED_SIZE + 1 : kpos].decode()
-        key = raw[kpos + 1 : end].decode()
+        group = raw[FIXED_SIZE + 1 : kpos].decode(errors=errors)
+        key = raw[kpos + 1 : end].decode(errors=errors)
     except UnicodeDecodeError:
         return None
     return Record(

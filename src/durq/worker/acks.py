@@ -21,6 +21,9 @@ class AckBuffer:
 
     def __init__(self) -> None:
         self.items: list[tuple[Job, Outcome]] = []
+        # (id, token) of outcomes sent in a round trip whose reply was lost: that sending
+        # may have been applied, so a refusal of the next one is no sign of a lost lease
+        self.unsure: set[tuple[str, str]] = set()
 
     def __len__(self) -> int:
         return len(self.items)
@@ -38,6 +41,16 @@ class AckBuffer:
     def put_back(self, taken: Sequence[tuple[Job, Outcome]]) -> None:
         """Return outcomes whose round trip failed, to be sent again first."""
         self.items[:0] = taken
+        self.unsure.update((job.id, job.token) for job, _ in taken)
+
+    def settled(self, job: Job) -> bool:
+        """Forget that ``job``'s outcome was sent before; True if it was (a sending
+        whose reply was lost, which may have been applied)."""
+        key = (job.id, job.token)
+        if key in self.unsure:
+            self.unsure.discard(key)
+            return True
+        return False
 
     @staticmethod
     def ops(

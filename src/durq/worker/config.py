@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name
+from durq.protocol.ops import lease_ms
 
 __all__ = ["WorkerConfig"]
 
@@ -53,3 +54,5 @@ class WorkerConfig:
             raise InvalidArgument("grace must be >= 0 and heartbeat > 0")
         if not 1 <= self.batch <= 1000:
             raise InvalidArgument("batch must be in 1..1000")
+        if self.lease is not None:
+            lease_ms(self.lease)  # refused here rather than by every fetch

@@ -8,6 +8,7 @@ import logging
 import time
 import traceback
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from durq import tracing
@@ -62,10 +63,22 @@ def _summary(fields: dict[str, Any]) -> str:
     return f"{kind}: {str(fields.get('message', ''))[:200]}"
 
 
-def error_fields(exc: BaseException) -> dict[str, Any]:
-    """The type, message and traceback of an exception, however badly it behaves."""
+def _from_frame_of(exc: BaseException, fn: Any) -> TracebackType | None:
+    """The traceback of ``exc`` from the frame of ``fn`` on: the worker's own frames
+    (the executor, the thread runner, asyncio) that lead to the task say nothing about
+    the failure. The whole traceback when ``fn``'s frame is not in it."""
+    code = getattr(fn, "__code__", None)
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code is not code:
+        tb = tb.tb_next
+    return tb or exc.__traceback__
+
+
+def error_fields(exc: BaseException, fn: Any = None) -> dict[str, Any]:
+    """The type, message and traceback of an exception raised by the task function
+    ``fn`` (its traceback starts there), however badly the exception behaves."""
     try:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        tb = "".join(traceback.format_exception(type(exc), exc, _from_frame_of(exc, fn)))
     except Exception:
         tb = "<traceback unavailable>"
     return {
@@ -161,7 +174,7 @@ class Executor:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._failed(task, error_fields(exc), job)
+            return self._failed(task, error_fields(exc, task.fn), job)
         return self._done(task, job, value)
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:

@@ -17,6 +17,7 @@ from durq.protocol import ops
 from durq.protocol.calls import WaitCall
 from durq.protocol.status import Status
 from durq.worker.acks import AckBuffer
+from durq.worker.cancel import cancel_and_wait
 
 if TYPE_CHECKING:
     from durq.worker.runner import Worker
@@ -25,6 +26,7 @@ __all__ = ["QueuePump"]
 
 log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError)
+_BURST_RECHECK = 0.5  # seconds
 
 
 class QueuePump:
@@ -39,6 +41,7 @@ class QueuePump:
         self.drained = False  # burst mode: nothing ready, running or scheduled
         self._wait_armed = asyncio.Event()
         self._wait_timeout = ops.MAX_BLOCK
+        self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
         self._failures = 0
 
     @property
@@ -52,8 +55,7 @@ class QueuePump:
         try:
             await self._loop()
         finally:
-            waiter.cancel()
-            await asyncio.gather(waiter, return_exceptions=True)
+            await cancel_and_wait(waiter)
 
     async def _loop(self) -> None:
         while True:
@@ -65,6 +67,7 @@ class QueuePump:
                     return
                 await self.changed.wait()
                 continue
+            wakes = self._wakes
             try:
                 fetched, next_ms = await self._round_trip(taken, want)
             except _TRANSIENT as exc:
@@ -75,6 +78,10 @@ class QueuePump:
                 self.acks.put_back(taken)
                 await self._pause(exc)
                 continue
+            if self._failures:  # failures are logged sparsely: say when they are over
+                log.info(
+                    "queue %s: working again after %d failed attempts", self.name, self._failures
+                )
             self._failures = 0
             if fetched or want == 0:
                 continue
@@ -83,7 +90,21 @@ class QueuePump:
                 if self.worker.drained():
                     self.worker.stop_accepting()
                     continue
-            self._wait_timeout = ops.MAX_BLOCK if next_ms < 0 else max(next_ms / 1000, 0.001)
+            if self._wakes != wakes:
+                # the waiter woke during this round trip, e.g. on a delayed job becoming
+                # the earliest: next_ms may predate that; plan again before waiting
+                continue
+            # next_ms is planned from the leases that exist now. A lease taken later by
+            # another consumer, whose holder then dies or hangs, would be reclaimed only
+            # when this wait ends: so an idle consumer plans again at least once per lease,
+            # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
+            # MAX_BLOCK later
+            limit = min(ops.MAX_BLOCK, self.worker.lease)
+            if self.worker.config.burst:
+                # drained only once the jobs other workers hold have ended, and nothing
+                # wakes this wait when they do: look again soon
+                limit = min(limit, _BURST_RECHECK)
+            self._wait_timeout = limit if next_ms < 0 else min(max(next_ms / 1000, 0.001), limit)
             self._wait_armed.set()
             await self.changed.wait()
 
@@ -110,13 +131,28 @@ class QueuePump:
         return len(jobs), next_ms
 
     def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> None:
+        resent = [self.acks.settled(job) for job in jobs]
         if isinstance(result, BaseException):
             # the script refused the whole batch (e.g. a corrupted key): the jobs stay
             # leased and come back after their lease; say so loudly
             log.error("%s of %d jobs on %s failed: %s", kind, len(jobs), self.name, result)
             return
-        for job, status in zip(jobs, result, strict=True):
-            if status not in (Status.OK, Status.RETRYING, Status.DEAD):
+        for job, status, again in zip(jobs, result, resent, strict=True):
+            if status in (Status.OK, Status.RETRYING, Status.DEAD):
+                continue
+            if again:
+                # Sent again after a round trip lost its reply (connection cut): the
+                # first sending was most likely applied, and then this one is refused
+                # (the job is released already). That is not a lost lease.
+                log.info(
+                    "%s of job %s on %s was sent again after a lost reply and refused "
+                    "(%s): the first sending was most likely applied",
+                    kind,
+                    job.id,
+                    self.name,
+                    Status(status).name,
+                )
+            else:
                 log.warning(
                     "%s of job %s on %s refused (%s): its lease had expired and it was "
                     "handed out again, so it may run twice",
@@ -154,4 +190,10 @@ class QueuePump:
             except _TRANSIENT:
                 failures += 1
                 await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+            # An arm set while this wait was blocked carries a timeout planned before
+            # whatever ended the wait: using it would block again on an old plan (a
+            # delayed job that became due would wait for MAX_BLOCK). Drop it; the pump
+            # plans afresh on `changed` and arms again.
+            self._wakes += 1
+            self._wait_armed.clear()
             self.changed.set()

@@ -35,6 +35,7 @@ from durq.health import server_warnings
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.task import Task
+from durq.worker.cancel import cancel_and_wait
 from durq.worker.config import WorkerConfig
 from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
@@ -92,13 +93,18 @@ class Worker:
     ) -> None:
         self.app = app
         self.config = config or WorkerConfig()
-        self.lease = self.config.lease or app.lease
+        self.lease = app.lease if self.config.lease is None else self.config.lease
         self.queue_names = list(self.config.queues) or app.queues or [app.default_queue]
         self.id = self.config.name or new_worker_id()
         self.metrics = metrics or WorkerMetrics()
         self.state = WorkerState.STARTING
         self.accepting = True
-        self.in_hand: dict[tuple[str, str], InHand] = {}
+        # keyed by delivery (queue, id, lease token), not by job: a worker whose lease
+        # lapsed (stalled, partitioned, or past a task's timeout) can be handed the same
+        # job again while its first run is still going; keyed by job, the second
+        # delivery replaced the first, whose end then leaked its pump's count of jobs in
+        # hand (shutdown and burst mode waited forever for it)
+        self.in_hand: dict[tuple[str, str, str], InHand] = {}
         self.pumps: dict[str, QueuePump] = {}
         self._client = client
         self._owns_client = client is None
@@ -125,8 +131,11 @@ class Worker:
         """Take fetched jobs into hand and start as many as there are free slots."""
         for job in jobs:
             held = InHand(job, pump, self._executor.task_of(job))
-            self.in_hand[(job.queue, job.id)] = held
-            self._waiting.append(held)
+            self.in_hand[(job.queue, job.id, job.token)] = held
+            if self.accepting:
+                self._waiting.append(held)
+            else:  # fetched by a round trip under way when the worker began to stop
+                self._finish(held, Outcome("defer"), 0.0, held.task.name if held.task else "?")
         self._start_waiting()
         self.metrics.in_hand.set(len(self.in_hand))
 
@@ -150,6 +159,7 @@ class Worker:
             held.task.name if held.task else "?",
             held.job.queue,
             why,
+            extra=_job_fields(held.job, held.task.name if held.task else "?", Outcome("lost")),
         )
         if held.runner is not None and held.task is not None and held.task.is_async:
             held.runner.cancel()
@@ -180,7 +190,7 @@ class Worker:
         except asyncio.CancelledError:
             outcome = Outcome("defer") if self._giving_back else Outcome("lost")
         except Exception as exc:  # a bug in durq itself: keep the job safe and say so
-            log.exception("job %s: internal error", job.id)
+            log.exception("job %s: internal error", job.id, extra=_job_fields(job, name, None))
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
@@ -190,7 +200,7 @@ class Worker:
 
     def _finish(self, held: InHand, outcome: Outcome, seconds: float, name: str) -> None:
         job = held.job
-        if self.in_hand.pop((job.queue, job.id), None) is None:
+        if self.in_hand.pop((job.queue, job.id, job.token), None) is None:
             return  # already given back during shutdown
         held.pump.in_hand -= 1
         held.pump.acks.add(job, outcome)
@@ -294,10 +304,7 @@ class Worker:
             await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
             await self._drain(all_pumps)
         finally:
-            stop_wait.cancel()
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, stop_wait, return_exceptions=True)
+            await cancel_and_wait(stop_wait, *background)
             if self._handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
@@ -422,11 +429,13 @@ class Worker:
             await asyncio.gather(all_pumps, return_exceptions=True)
 
 
-def _job_fields(job: Job, task: str, outcome: Outcome) -> dict[str, Any]:
+def _job_fields(job: Job, task: str, outcome: Outcome | None) -> dict[str, Any]:
+    """The fields of a job's log records (the JSON log format shows them); never its
+    payload."""
     return {
         "job_id": job.id,
         "task": task,
         "queue": job.queue,
         "attempt": job.attempt,
-        "outcome": outcome.kind,
+        "outcome": None if outcome is None else outcome.kind,
     }

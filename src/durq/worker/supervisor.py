@@ -27,12 +27,18 @@ log = logging.getLogger("durq.supervisor")
 
 
 class Supervisor:
-    """Keeps ``count`` child processes running ``argv``."""
+    """Keeps ``count`` child processes running ``argv``.
 
-    def __init__(self, argv: Sequence[str], count: int) -> None:
+    With ``burst`` (children that exit once the queues are drained), a child that exits
+    with code 0 is done rather than restarted, and the supervisor returns when all are.
+    """
+
+    def __init__(self, argv: Sequence[str], count: int, *, burst: bool = False) -> None:
         self.argv = list(argv)
         self.count = count
+        self.burst = burst
         self.children: list[subprocess.Popen[bytes] | None] = [None] * count
+        self._done = [False] * count
         self._started = [0.0] * count
         self._pause = [0.0] * count
         self._signals = 0
@@ -72,8 +78,12 @@ class Supervisor:
                 if self._signals:
                     self.children[slot] = None
                     continue
+                if self.burst and code == 0:
+                    self.children[slot] = None
+                    self._done[slot] = True
+                    continue
                 self._restart_later(slot, code)
-            if self._signals and alive == 0:
+            if (self._signals and alive == 0) or all(self._done):
                 return 0
             self._respawn_due()
             time.sleep(0.1)
@@ -95,5 +105,6 @@ class Supervisor:
     def _respawn_due(self) -> None:
         now = time.monotonic()
         for slot, child in enumerate(self.children):
-            if child is None and not self._signals and now >= self._started[slot]:
+            due = now >= self._started[slot] and not self._done[slot]
+            if child is None and not self._signals and due:
                 self._spawn(slot)

@@ -12,12 +12,3 @@ local function ready_prio(g)
   if g == '' then return K_PREFIX .. 'prio' end
   return K_PREFIX .. 'gp:' .. g
 end
-
--- True when the group's keys are absent or of the right types. Scripts check a group
--- before a batch of irreversible moves into it, so garbage written there by something
--- else cannot strand jobs half-way.
-local function group_ok(g)
-  local l = redis.pcall('LLEN', ready_list(g))
-  local p = redis.pcall('ZCARD', ready_prio(g))
-  return type(l) == 'number' and type(p) == 'number'
-end

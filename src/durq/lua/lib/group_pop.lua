@@ -5,7 +5,7 @@ local function append_all(dst, src)
 end
 
 -- Take up to `want` ids from group g: higher priorities, then the default list, then
--- lower priorities.
+-- lower priorities. The second result is true when the list holds another type.
 local function group_pop(g, want)
   local out = {}
   local pk = ready_prio(g)
@@ -14,9 +14,16 @@ local function group_pop(g, want)
     redis.call('ZREM', pk, unpack(hi))
     append_all(out, hi)
   end
+  local garbage = false
   if #out < want then
-    local lo = redis.call('LPOP', ready_list(g), want - #out)
-    if lo then append_all(out, lo) end
+    -- pcall: ids were popped above, and a list holding another type (garbage written
+    -- by something else) must not fail the script after that; it is skipped instead
+    local lo = redis.pcall('LPOP', ready_list(g), want - #out)
+    if type(lo) == 'table' and lo.err then
+      garbage = true
+    elseif lo then
+      append_all(out, lo)
+    end
   end
   if #out < want then
     local rest = redis.call('ZRANGEBYSCORE', pk, '0', '+inf', 'LIMIT', 0, want - #out)
@@ -25,5 +32,5 @@ local function group_pop(g, want)
       append_all(out, rest)
     end
   end
-  return out
+  return out, garbage
 end

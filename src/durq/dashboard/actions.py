@@ -1,0 +1,84 @@
+"""Replay and purge of dead letters: POST only, CSRF-checked, refused in read-only mode.
+
+A form sends ``q`` (the queue), ``csrf``, and either ``id`` fields (the selected dead
+letters) or ``all=1``. The answer is a 303 redirect back to the dead letters, whose page
+says what was done.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from durq.dashboard.render import url_builder
+from durq.dashboard.security import CSRF_COOKIE, CSRF_FIELD, csrf_ok, origin_ok
+from durq.dashboard.state import dashboard_of
+from durq.errors import InvalidArgument
+from durq.keys import check_job_id, check_queue_name
+
+__all__ = ["purge", "replay"]
+
+MAX_FORM_BYTES = 1 << 20  # a form of a thousand long ids stays well below this
+MAX_IDS = 1000
+
+
+async def _form(request: Request) -> dict[str, list[str]] | Response:
+    """The URL-encoded form of ``request`` (parsed here, so the dashboard needs no
+    multipart parser), or the response refusing it."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return PlainTextResponse("expected a form", status_code=415)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return PlainTextResponse("form too large", status_code=413)
+    return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+
+
+async def _act(request: Request, verb: str) -> Response:
+    dash = dashboard_of(request)
+    if dash.config.read_only:
+        return PlainTextResponse("this dashboard is read-only", status_code=403)
+    if not origin_ok(request.headers):
+        return PlainTextResponse("cross-site request refused", status_code=403)
+    form = await _form(request)
+    if isinstance(form, Response):
+        return form
+    field = (form.get(CSRF_FIELD) or [""])[0]
+    if not csrf_ok(dash.secret, request.cookies.get(CSRF_COOKIE), field):
+        return PlainTextResponse(
+            "missing or invalid CSRF token: reload the page and try again", status_code=403
+        )
+    queue = (form.get("q") or [""])[0]
+    ids = form.get("id", [])
+    everything = (form.get("all") or [""])[0] == "1"
+    try:
+        check_queue_name(queue)
+        if len(ids) > MAX_IDS:
+            raise InvalidArgument(f"at most {MAX_IDS} jobs at once")
+        for job_id in ids:
+            check_job_id(job_id)
+    except InvalidArgument as exc:
+        return PlainTextResponse(f"bad request: {exc}", status_code=400)
+    if not everything and not ids:
+        count = 0  # nothing selected: nothing to do
+    elif verb == "replayed":
+        count = await dash.data.replay(queue, None if everything else ids)
+    else:
+        count = await dash.data.purge(queue, None if everything else ids)
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    target = url_builder(root)("/queue/dead", q=queue, done=verb, n=count)
+    return RedirectResponse(target, status_code=303)
+
+
+async def replay(request: Request) -> Response:
+    """Replay the selected dead letters, or all of them, with fresh attempts."""
+    return await _act(request, "replayed")
+
+
+async def purge(request: Request) -> Response:
+    """Delete the selected dead letters, or all of them, for good."""
+    return await _act(request, "purged")

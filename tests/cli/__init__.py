@@ -1,0 +1,1 @@
+"""Tests of the durq command line (durq.cli), invoked as a user would."""

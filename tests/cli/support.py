@@ -1,0 +1,31 @@
+"""Running ``durq`` commands in-process with click's runner, as the quick CLI tests do."""
+
+from __future__ import annotations
+
+import logging
+
+from click.testing import CliRunner, Result
+
+from durq.cli import main
+
+
+def durq(*args: str, input: str | None = None, columns: int = 200) -> Result:
+    """``durq ARGS...`` in this process, on a terminal ``columns`` wide; exceptions other
+    than click's own propagate, with their tracebacks.
+
+    ``durq worker`` configures the ``durq`` logger (a handler on the runner's stderr,
+    which closes afterwards); that configuration is undone, for the tests that follow.
+    """
+    logger = logging.getLogger("durq")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    try:
+        return CliRunner().invoke(
+            main,
+            list(args),
+            prog_name="durq",
+            input=input,
+            env={"COLUMNS": str(columns)},
+            catch_exceptions=False,
+        )
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved

@@ -1,0 +1,109 @@
+"""``durq worker MODULE:APP``: options, logs, and mistakes a user can make."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+import durq
+from cli.support import durq as run
+from durq import connection
+from durq.cli.worker import _child_args
+from durq.worker.registry import list_workers
+from worker.support import Durq, ExecLog, eventually
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no_such_module:app", "cannot import 'no_such_module'"),
+        ("worker.apps:build", "'worker.apps:build' is not a durq.App (found function)"),
+        ("worker.apps", "expected MODULE:APP"),
+    ],
+)
+def test_worker_refuses_a_target_that_is_not_an_app(target: str, message: str) -> None:
+    result = run("worker", target, "--url", "redis://127.0.0.1:1/0")
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["-c", "0"], "concurrency must be >= 1"),
+        (["--prefetch", "-1"], "prefetch must be >= 0"),
+        (["--lease", "0"], "lease must be between 0.05"),
+        (["--lease", "0.01"], "lease must be between 0.05"),
+        (["-q", "no spaces"], "invalid queue name 'no spaces'"),
+        (["-p", "2", "-c", "0"], "concurrency must be >= 1"),
+    ],
+    ids=["no-concurrency", "negative-prefetch", "zero-lease", "tiny-lease", "bad-queue",
+         "supervised"],
+)  # fmt: skip
+def test_worker_refuses_bad_settings_before_it_starts(options: list[str], message: str) -> None:
+    # with -p, before any child starts (children failing at start are restarted forever)
+    result = run("worker", "worker.apps:app", *options, "--url", "redis://127.0.0.1:1/0")
+    assert result.exit_code == 2
+    assert f"Error: {message}" in result.output
+
+
+def test_worker_runs_at_most_concurrency_jobs_at_once(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.4) for i in range(6)])
+    worker = durq_cli.worker(redis_url, queue_name, args=("-c", "3", "--burst"))
+    assert worker.wait(20) == 0, worker.output()
+
+    events = sorted(exec_log.events(), key=lambda e: e["time"])
+    running = peak = 0
+    for event in events:
+        running += 1 if event["event"] == "start" else -1
+        peak = max(peak, running)
+    assert peak == 3
+    assert len(exec_log.keys("finish")) == 6
+
+
+def test_worker_logs_one_json_object_per_line_with_the_job_fields(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    failing = app.tasks["refuses"].enqueue(str(exec_log), "bad", "no")
+    worker = durq_cli.worker(redis_url, queue_name, args=("--log-format", "json", "--burst"))
+    assert worker.wait(20) == 0, worker.output()
+
+    entries = [json.loads(line) for line in worker.output().splitlines() if line.strip()]
+    assert {"time", "level", "logger", "message"} <= set(entries[0])
+    (dead,) = [e for e in entries if e.get("outcome") == "dead"]
+    assert dead["level"] == "error"
+    assert (dead["job_id"], dead["task"], dead["queue"], dead["attempt"]) == (
+        failing.id, "refuses", queue_name, 1,
+    )  # fmt: skip
+    assert "failed: no" in dead["message"]
+
+
+def test_worker_log_level_warning_leaves_out_the_info_lines(
+    queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    worker = durq_cli.worker(redis_url, queue_name, args=("--log-level", "warning"))
+    with connection.sync_client(redis_url) as client:  # running: it registered itself
+        eventually(lambda: any(w["pid"] == worker.pid for w in list_workers(client)), 15)
+    worker.send(signal.SIGTERM)
+    assert worker.wait(10) == 0
+    assert "consuming" not in worker.output()
+    assert "SIGTERM received" in worker.output()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["worker", "m:app", "-p", "2", "-q", "a"],
+        ["worker", "m:app", "--processes", "2", "-q", "a"],
+        ["worker", "m:app", "--processes=2", "-q", "a"],
+        ["worker", "m:app", "-p2", "-q", "a"],
+    ],
+)
+def test_the_supervisor_starts_each_child_with_the_same_arguments_but_one_process(
+    argv: list[str],
+) -> None:
+    assert _child_args(argv) == ["worker", "m:app", "-q", "a"]

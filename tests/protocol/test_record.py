@@ -1,0 +1,154 @@
+"""Job records: the Python reader agrees with the layout the scripts write."""
+
+from __future__ import annotations
+
+import re
+import struct
+from importlib import resources
+from typing import Any
+
+import pytest
+import redis
+
+from durq import AsyncQueue, Queue
+from durq.protocol.record import FIXED_SIZE, STATE_NAMES, VERSION, parse_record, token_of
+from durq.server import RedisServer
+
+_LAYOUT = struct.Struct(">BBbBHHIHHIHIHIB")
+
+
+def record(
+    *,
+    version: int = VERSION,
+    state: int = 1,
+    priority: int = 0,
+    codec: int = 1,
+    attempts: int = 0,
+    max_attempts: int = 5,
+    deliveries: int = 0,
+    failures: int = 0,
+    enqueued_at: int = 0,
+    dequeued_at: int = 0,
+    requeued_at: int = 0,
+    flags: int = 0,
+    group: bytes = b"",
+    key: bytes = b"",
+    payload: bytes = b"",
+) -> bytes:
+    def split(ms: int) -> tuple[int, int]:
+        return ms >> 32, ms & 0xFFFFFFFF
+
+    head = _LAYOUT.pack(
+        version, state, priority, codec, attempts, max_attempts, deliveries, failures,
+        *split(enqueued_at), *split(dequeued_at), *split(requeued_at), flags,
+    )  # fmt: skip
+    return head + bytes([len(group)]) + group + bytes([len(key)]) + key + payload
+
+
+def _lua_record_source() -> str:
+    return resources.files("durq.lua").joinpath("lib/record.lua").read_text()
+
+
+def test_the_fixed_header_is_33_bytes_in_lua_and_python() -> None:
+    source = _lua_record_source()
+    assert FIXED_SIZE == 33
+    assert re.search(r"local REC_FIXED = (\d+)", source).group(1) == str(FIXED_SIZE)
+    lua_format = re.search(r"local REC_FMT = '([^']+)'", source).group(1)
+    sizes = {"B": 1, "b": 1, "H": 2, "I": 4}
+    total = 0
+    for code, width in re.findall(r"([BbHI])(\d*)", lua_format.lstrip(">")):
+        total += int(width) if width else sizes[code]
+    assert total == FIXED_SIZE
+
+
+def test_the_states_are_numbered_alike_in_lua_and_python() -> None:
+    found = re.findall(r"^local ST_([A-Z]+) = (\d+)", _lua_record_source(), re.MULTILINE)
+    assert {int(code): name.lower() for name, code in found} == STATE_NAMES
+
+
+def test_every_field_is_read_back() -> None:
+    big = 2**47 + 12345
+    rec = parse_record(
+        record(
+            state=3, priority=-7, codec=2, attempts=4, max_attempts=9, deliveries=70000,
+            failures=3, enqueued_at=big, dequeued_at=big + 1, requeued_at=big + 2, flags=1,
+            group="gröup".encode(), key=b"k", payload=b"\x00data",
+        )
+    )  # fmt: skip
+    assert rec is not None
+    assert (rec.state, rec.priority, rec.codec) == (3, -7, 2)
+    assert (rec.attempts, rec.max_attempts, rec.deliveries, rec.failures) == (4, 9, 70000, 3)
+    assert (rec.enqueued_at_ms, rec.dequeued_at_ms, rec.requeued_at_ms) == (big, big + 1, big + 2)
+    assert (rec.flags, rec.group, rec.key) == (1, "gröup", "k")
+    assert rec.payload_offset == FIXED_SIZE + 2 + len("gröup".encode()) + 1
+    assert token_of(rec) == f"70000.{big + 1}"
+
+
+def test_an_empty_payload_is_a_valid_record() -> None:
+    raw = record()
+    rec = parse_record(raw)
+    assert rec is not None
+    assert raw[rec.payload_offset :] == b""
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"\x01",
+        record()[: FIXED_SIZE + 1],
+        record(version=2),
+        record(state=0),
+        record(state=7),
+        record()[:FIXED_SIZE] + b"\x05ab",  # group longer than the record
+        record(group=b"abc")[: FIXED_SIZE + 4],  # no key length byte
+        record(key=b"abc")[:-1],  # key longer than the record
+        record(group=b"\xff\xfe"),  # not UTF-8
+    ],
+    ids=lambda raw: repr(raw[:12]),
+)
+def test_unreadable_records_are_none(raw: bytes) -> None:
+    assert parse_record(raw) is None
+
+
+@pytest.mark.parametrize("front", ["sync", "async"])
+async def test_a_record_written_by_the_server_reads_back_as_enqueued_and_dequeued(
+    server: RedisServer, queue_name: str, front: str
+) -> None:
+    queue: Any = (
+        Queue(queue_name, server.url) if front == "sync" else AsyncQueue(queue_name, server.url)
+    )
+    client = redis.Redis.from_url(server.url)
+    try:
+
+        async def call(name: str, *args: Any, **kwargs: Any) -> Any:
+            result = getattr(queue, name)(*args, **kwargs)
+            return await result if front == "async" else result
+
+        await call("enqueue", {"x": 1}, id="r", group="g", key="k", priority=3, max_attempts=4)
+        pending = parse_record(client.hget(queue.keys.prefix + "jobs", "r"))
+        assert pending is not None
+        assert (STATE_NAMES[pending.state], pending.priority, pending.group, pending.key) == (
+            "pending", 3, "g", "k",
+        )  # fmt: skip
+        assert (pending.attempts, pending.max_attempts, pending.deliveries) == (0, 4, 0)
+        job = await call("dequeue")
+        raw = client.hget(queue.keys.prefix + "jobs", "r")
+        active = parse_record(raw)
+        assert active is not None
+        assert STATE_NAMES[active.state] == "active"
+        assert token_of(active) == job.token
+        assert raw[active.payload_offset :] == job.data == b'{"x":1}'
+        assert active.enqueued_at_ms == pending.enqueued_at_ms
+    finally:
+        client.close()
+        if front == "async":
+            await queue.aclose()
+        else:
+            queue.close()
+
+
+def test_a_group_that_is_not_utf8_can_be_read_leniently() -> None:
+    rec = parse_record(record(group=b"\xff\xfe", key=b"k"), errors="replace")
+    assert rec is not None
+    assert (rec.group, rec.key) == ("\ufffd\ufffd", "k")

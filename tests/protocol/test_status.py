@@ -1,0 +1,30 @@
+"""The status codes of the scripts (lua/lib/status.lua) and of Python agree."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from durq.protocol.status import Status
+
+
+def _lua_statuses() -> dict[str, int]:
+    text = resources.files("durq.lua").joinpath("lib/status.lua").read_text()
+    found = re.findall(r"^local S_([A-Z_]+) = (-?\d+)\s*$", text, re.MULTILINE)
+    assert found, "no status constants found in lib/status.lua"
+    return {name: int(value) for name, value in found}
+
+
+def test_lua_and_python_define_the_same_statuses_with_the_same_codes() -> None:
+    assert _lua_statuses() == {s.name: s.value for s in Status}
+
+
+def test_every_status_code_is_distinct() -> None:
+    codes = list(_lua_statuses().values())
+    assert len(codes) == len(set(codes))
+
+
+def test_refusals_are_negative_and_outcomes_are_not() -> None:
+    refusals = {Status.LEASE_LOST, Status.NOT_FOUND, Status.CORRUPT, Status.NOT_DEAD}
+    for status in Status:
+        assert (status.value < 0) == (status in refusals), status

@@ -1,0 +1,173 @@
+"""Prometheus metrics: the worker's endpoint (``durq worker --metrics-port``) and the
+dashboard's ``/metrics``, scraped over HTTP and checked against what ran."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dashboard.apps import build
+from dashboard.support import LiveServer
+from durq.dashboard import create_app
+from durq.metrics import WorkerMetrics
+from durq.server import free_port
+
+TESTS = Path(__file__).parent
+
+
+def value(text: str, name: str, **labels: str) -> float | None:
+    """The value of sample ``name`` with exactly ``labels`` in a scrape, or None."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    return None
+
+
+def scrape(url: str) -> str:
+    """The text of a metrics endpoint, or '' while it is not up yet."""
+    try:
+        response = httpx.get(url, timeout=2)
+    except httpx.TransportError:
+        return ""
+    return response.text if response.status_code == 200 else ""
+
+
+def eventually(predicate: Callable[[], object], timeout: float = 20.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout} s: {what}", pytrace=False)
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def start_worker(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Starts ``durq worker dashboard.apps:app ARGS`` processes; drained at the end."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*args: str) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "PYTHONPATH": str(TESTS)}
+        with (tmp_path / f"worker-{len(procs)}.log").open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "durq", "worker", "dashboard.apps:app", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_worker_metrics_keep_running_totals_for_the_dashboard() -> None:
+    metrics = WorkerMetrics()
+    metrics.started("emails", "send", 0.5)
+    metrics.started("emails", "send", 1.5)
+    metrics.finished("emails", "send", "done", 0.25)
+    metrics.finished("emails", "send", "retry", 0.75)
+    metrics.finished("emails", "send", "lost", 9.0)  # cut short: no run time
+    assert metrics.totals() == {"emails": [2, 2.0, 2, 1.0]}
+    totals = metrics.totals()
+    totals["emails"][0] = 99  # a copy
+    assert metrics.totals()["emails"][0] == 2
+
+
+def test_worker_endpoint_counts_jobs_by_queue_and_task(
+    redis_url: str, queue_name: str, start_worker: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    port = free_port()
+    start_worker(
+        "-q", queue_name, "--url", redis_url, "--heartbeat", "0.2",
+        "--metrics-port", str(port), "--metrics-host", "127.0.0.1",
+    )  # fmt: skip
+    app = build(redis_url)
+    try:
+        echo = app.tasks["echo"].options(queue=queue_name)
+        for i in range(5):
+            echo.enqueue(f"hello {i}")
+        app.tasks["crash"].options(queue=queue_name).enqueue("once")
+        url = f"http://127.0.0.1:{port}/metrics"
+        labels = {"queue": queue_name}
+
+        def settled() -> bool:
+            text = scrape(url)
+            return bool(text) and (
+                value(text, "durq_jobs_completed_total", **labels, task="echo") == 5
+                and value(text, "durq_jobs_dead_lettered_total", **labels, task="crash") == 1
+            )
+
+        eventually(settled, what=f"the worker's metrics at {url}")
+        text = scrape(url)
+        assert value(text, "durq_jobs_started_total", **labels, task="echo") == 5
+        assert value(text, "durq_jobs_started_total", **labels, task="crash") == 2
+        assert value(text, "durq_jobs_failed_total", **labels, task="crash") == 2
+        assert value(text, "durq_jobs_retried_total", **labels, task="crash") == 1
+        assert value(text, "durq_job_run_seconds_count", **labels, task="echo") == 5
+        assert value(text, "durq_job_pickup_seconds_count", **labels) == 7
+        assert value(text, "durq_jobs_in_hand") == 0
+        assert "python_gc_objects_collected_total" not in text  # its own registry only
+
+        dashboard = LiveServer(create_app(redis_url, sample_interval=0.2)).start()
+        try:
+            text = scrape(dashboard.url + "/metrics")
+            assert value(text, "durq_queue_jobs", **labels, state="dead") == 1
+            assert value(text, "durq_queue_jobs", **labels, state="pending") == 0
+            assert value(text, "durq_queue_enqueued_total", **labels) == 6
+            assert value(text, "durq_queue_completed_total", **labels) == 5
+            assert value(text, "durq_queue_failed_total", **labels) == 2
+            assert value(text, "durq_queue_retried_total", **labels) == 1
+            assert value(text, "durq_queue_dead_lettered_total", **labels) == 1
+            assert value(text, "durq_queue_reclaimed_total", **labels) == 0
+            assert value(text, "durq_queue_workers", **labels) == 1
+            live = value(text, "durq_workers_live")
+            assert live is not None and live >= 1
+            assert value(text, "durq_workers_jobs_in_hand") is not None
+        finally:
+            dashboard.stop()
+    finally:
+        app.close()
+
+
+def test_each_supervised_process_serves_metrics_on_its_own_port(
+    redis_url: str, queue_name: str, start_worker: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    port = free_port()
+    while not _free(port + 1):
+        port = free_port()
+    start_worker(
+        "-q", queue_name, "--url", redis_url, "-p", "2",
+        "--metrics-port", str(port), "--metrics-host", "127.0.0.1",
+    )  # fmt: skip
+    for p in (port, port + 1):
+        eventually(lambda p=p: "durq_jobs_in_hand" in scrape(f"http://127.0.0.1:{p}/metrics"))
+
+
+def _free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,1 @@
+"""Tests of the worker runtime (durq.worker), with real servers and processes."""

@@ -1,0 +1,83 @@
+"""Jobs a worker cannot run at all (unknown task, garbage payload, wrong arguments) are
+dead-lettered at once with the reason, and the worker keeps running."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import durq
+from durq.worker import WorkerState
+from worker.support import ExecLog, eventually, running_worker
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason", "message"),
+    [
+        (["no_such_task", [], {}], "unknown_task", "no task named 'no_such_task'"),
+        (b"\x00\xffgarbage\x13", "malformed_payload", "not a durq task call"),
+        ({"task": "work"}, "malformed_payload", "not a durq task call"),
+        (["work", "not-a-list", {}], "malformed_payload", "not a durq task call"),
+        (["work", [1, 2, 3, 4, 5], {}], "bad_arguments", "work(): too many positional"),
+        (["add", [1], {"c": 2}], "bad_arguments", "add(): "),
+    ],
+    ids=["unknown-task", "raw-bytes", "json-object", "args-not-a-list", "too-many-args",
+         "wrong-kwargs"],
+)  # fmt: skip
+def test_a_job_the_worker_cannot_run_is_dead_lettered_at_once_and_the_worker_goes_on(
+    payload: Any, reason: str, message: str, app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    queue = app.queue(queue_name)
+    with running_worker(app) as worker:
+        bad = queue.enqueue(payload, max_attempts=5)
+        eventually(lambda: queue.stats().dead == 1, 10)
+        app.tasks["work"].enqueue(str(exec_log), "after")
+        eventually(lambda: exec_log.count("finish") == 1, 10)
+        assert worker.state is WorkerState.RUNNING
+
+    (dead,) = queue.dead_letters()
+    assert dead.id == bad.id
+    assert dead.reason is not None
+    assert dead.reason["reason"] == reason
+    assert message in dead.reason["message"]
+    assert (dead.attempts, dead.max_attempts) == (1, 5)
+    assert queue.stats().retried == 0
+
+
+def test_a_payload_the_queue_cannot_decode_is_dead_lettered_as_undecodable(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
+) -> None:
+    queue = app.queue(queue_name)
+    # pickled by a client that may; the worker's JSON queue refuses to unpickle it
+    with durq.Queue(queue_name, redis_url, serializer="pickle") as pickler:
+        bad = pickler.enqueue(["work", [str(exec_log), "pickled"], {}])
+    with running_worker(app) as worker:
+        eventually(lambda: queue.stats().dead == 1, 10)
+        app.tasks["work"].enqueue(str(exec_log), "after")
+        eventually(lambda: exec_log.count("finish") == 1, 10)
+        assert worker.state is WorkerState.RUNNING
+
+    info = queue.job(bad.id)
+    assert info is not None and info.reason is not None
+    assert info.reason["reason"] == "undecodable_payload"
+    assert "pickle" in info.reason["message"]
+    assert exec_log.keys("start") == ["after"]
+
+
+def test_a_flood_of_bad_jobs_among_good_ones_does_not_stop_the_good_ones(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    queue = app.queue(queue_name)
+    good = app.tasks["work"]
+    payloads: list[Any] = []
+    for i in range(20):
+        payloads.append(good.message(good.call(str(exec_log), f"good-{i}")))
+        payloads.append(b"\x00junk" if i % 2 else ["missing_task", [i], {}])
+    with running_worker(app, concurrency=4):
+        queue.enqueue_many(payloads)
+        eventually(lambda: queue.stats().size == 0, 10)
+
+    assert sorted(exec_log.keys("finish")) == sorted(f"good-{i}" for i in range(20))
+    stats = queue.stats()
+    assert (stats.completed, stats.dead) == (20, 20)

@@ -1,0 +1,81 @@
+"""``durq worker -p N``: a supervisor keeps N worker processes running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+import durq
+from worker.support import Durq, ExecLog, eventually, running
+
+pytestmark = [pytest.mark.fault, pytest.mark.slow]
+
+
+def test_a_killed_worker_process_is_restarted_and_the_queue_keeps_draining(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    queue = app.queue(queue_name)
+    supervisor = durq_cli.worker(redis_url, queue_name, args=("-p", "2", "-c", "2", "--lease", "1"))
+    eventually(lambda: supervisor.output().count("consuming") == 2, 20, durq_cli.outputs)
+    original = {p.pid for p in supervisor.children()}
+    assert len(original) == 2
+
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.3) for i in range(16)])
+    eventually(lambda: exec_log.count("start") >= 4, 10, durq_cli.outputs)
+    victim = exec_log.events("start")[0]["pid"]
+    assert victim in original
+    os.kill(victim, signal.SIGKILL)
+
+    def replaced() -> bool:
+        pids = {p.pid for p in supervisor.children()}
+        return len(pids) == 2 and victim not in pids and len(pids - original) == 1
+
+    eventually(replaced, 10, durq_cli.outputs)
+    eventually(lambda: queue.stats().size == 0, 20, durq_cli.outputs)
+
+    assert f"exited with -{signal.SIGKILL.value}; restarting" in supervisor.output()
+    finished = exec_log.keys("finish")
+    assert sorted(set(finished)) == sorted(f"job-{i}" for i in range(16))
+    (newcomer,) = {p.pid for p in supervisor.children()} - original
+    assert supervisor.output().count("consuming") == 3  # the replacement started consuming
+    assert queue.stats().completed == 16
+    assert newcomer != victim
+
+    children = supervisor.children()
+    supervisor.send(signal.SIGTERM)
+    assert supervisor.wait(20) == 0
+    eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
+
+
+def test_sigterm_to_the_supervisor_drains_every_worker_process(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    supervisor = durq_cli.worker(redis_url, queue_name, args=("-p", "2", "--grace", "10"))
+    eventually(lambda: supervisor.output().count("consuming") == 2, 20, durq_cli.outputs)
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 1.0) for i in range(2)])
+    eventually(lambda: exec_log.count("start") == 2, 10, durq_cli.outputs)
+    assert len({e["pid"] for e in exec_log.events("start")}) in (1, 2)
+
+    supervisor.send(signal.SIGTERM)
+    assert supervisor.wait(20) == 0
+    # the running jobs were allowed to finish, and acknowledged
+    assert sorted(exec_log.keys("finish")) == ["job-0", "job-1"]
+    assert app.queue(queue_name).stats().completed == 2
+    assert "restarting" not in supervisor.output()
+
+
+def test_burst_mode_with_several_processes_exits_once_the_queue_is_drained(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    # Regressions: the supervisor restarted children that had exited because the queue
+    # was drained, so `durq worker --burst -p N` never ended; and a child with nothing
+    # to do while the other held the last jobs noticed the end up to 5 s late.
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.1) for i in range(8)])
+    supervisor = durq_cli.worker(redis_url, queue_name, args=("-p", "2", "--burst"))
+    assert supervisor.wait(30) == 0, supervisor.output()
+    assert time.time() - max(e["time"] for e in exec_log.events("finish")) < 3.0
+    assert sorted(exec_log.keys("finish")) == sorted(f"job-{i}" for i in range(8))
+    assert "restarting" not in supervisor.output()
