@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "durq" / "_async"
 TARGET = ROOT / "src" / "durq" / "_sync"
-FILES = ("__init__.py", "driver.py", "queue.py", "retry.py", "topic.py")
+FILES = ("__init__.py", "driver.py", "queue.py", "retry.py", "sharded.py", "topic.py")
 
 RULES: list[tuple[str, str]] = [
     (r"from redis\.asyncio import Redis as AsyncRedis", "from redis import Redis"),
@@ -26,6 +26,7 @@ RULES: list[tuple[str, str]] = [
     (r"the asyncio front end", "the blocking front end"),
     (r"\bAsyncRedis\b", "Redis"),
     (r"\bAsyncQueue\b", "Queue"),
+    (r"\bAsyncShardedQueue\b", "ShardedQueue"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncTopic\b", "Topic"),
     (r"Awaitable\[T\]", "T"),
@@ -38,6 +39,8 @@ RULES: list[tuple[str, str]] = [
     (r"durq\._async\b", "durq._sync"),
     (r"connection\.async_client\b", "connection.sync_client"),
     (r"from asyncio import sleep", "from time import sleep"),
+    (r"\basync_node_pool\b", "sync_node_pool"),
+    (r"\basync_refresh\b", "sync_refresh"),
 ]
 
 # the "source of truth" note of an asyncio file, up to the end of its sentence (which may

@@ -6,8 +6,10 @@ groups of jobs in turn. See README.md and docs/design.md.
 """
 
 from durq._async.queue import AsyncQueue
+from durq._async.sharded import AsyncShardedQueue
 from durq._async.topic import AsyncTopic
 from durq._sync.queue import Queue
+from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app import App
@@ -51,6 +53,8 @@ __all__ = [
     # queues
     "AsyncQueue",
     "Queue",
+    "AsyncShardedQueue",
+    "ShardedQueue",
     "AsyncTopic",
     "Topic",
     # data

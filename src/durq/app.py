@@ -14,18 +14,20 @@ dead-lettered as an unknown task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from durq import connection
 from durq._async.queue import AsyncQueue
+from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
+from durq._sync.sharded import ShardedQueue
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.fanout import AppTopic
-from durq.keys import check_queue_name
+from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
 from durq.protocol.ops import lease_ms
 from durq.task import Call, JobHandle, Task, TaskOptions
@@ -54,6 +56,10 @@ class App:
             (default 10 s); safe because job ids are chosen before the first try.
         durability: make enqueues return only once the write is on N replicas and/or on
             disk (durq.Durability); off by default.
+        shards: sharded queues and their shard counts, e.g. ``{"emails": 6}`` (or
+            ``@app.task(shards=6)``). A sharded queue's jobs spread over that many
+            shards, each in its own Redis Cluster slot; workers consume every shard.
+            The count is also recorded in Redis, where workers and tools find it.
     """
 
     def __init__(
@@ -70,6 +76,7 @@ class App:
         result_ttl: float = 3600.0,
         enqueue_retry_for: float = 10.0,
         durability: Durability | None = None,
+        shards: Mapping[str, int] | None = None,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -83,10 +90,15 @@ class App:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.durability = durability
+        self.shards: dict[str, int] = {}
+        for queue_name, count in (shards or {}).items():
+            self.shard(queue_name, count)
         self.tasks: dict[str, Task[Any, Any]] = {}
         self.topics: dict[str, AppTopic] = {}
         self._queues: dict[str, Queue] = {}
         self._async_queues: dict[str, AsyncQueue] = {}
+        self._sharded: dict[str, ShardedQueue] = {}
+        self._async_sharded: dict[str, AsyncShardedQueue] = {}
         self._client: Any = None
         self._async_client: Any = None
 
@@ -112,6 +124,7 @@ class App:
         lease: float | None = None,
         result: bool = False,
         result_ttl: float | None = None,
+        shards: int | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -127,6 +140,7 @@ class App:
         lease: float | None = None,
         result: bool = False,
         result_ttl: float | None = None,
+        shards: int | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -142,7 +156,11 @@ class App:
                 it while alive, so this bounds recovery after a crash, not run time.
             result: store the return value for ``JobHandle.result`` (off by default).
             result_ttl: how long the result is kept (default: the app's).
+            shards: make the task's queue a sharded queue of this many shards (see
+                ``App``); every task of the queue must agree.
         """
+        if shards is not None:
+            self.shard(queue or self.default_queue, shards)
         if timeout is not None and not timeout > 0:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
@@ -173,6 +191,30 @@ class App:
             self.topics[name] = AppTopic(self, name)
         return self.topics[name]
 
+    def shard(self, name: str, shards: int) -> None:
+        """Declare queue ``name`` sharded over ``shards`` shards (idempotent; a second
+        declaration with another count is refused)."""
+        check_shards(name, shards)
+        if self.shards.setdefault(name, shards) != shards:
+            raise InvalidArgument(
+                f"queue {name!r} is declared with {self.shards[name]} shards, not {shards}"
+            )
+
+    def _shard_count(self, name: str) -> int:
+        """The shard count for a shard name (``emails~3``), else 0."""
+        base, index = split_shard(name)
+        if index is None:
+            return 0
+        if base not in self.shards:
+            raise InvalidArgument(f"{name!r} names a shard of {base!r}, which this app "
+                                  "does not declare sharded")  # fmt: skip
+        return self.shards[base]
+
+    def shard_names(self, name: str) -> list[str]:
+        """The shard queues of ``name`` (``[name]`` when it is not sharded)."""
+        count = self.shards.get(name, 0)
+        return [shard_name(name, i) for i in range(count)] if count else [name]
+
     @property
     def queues(self) -> list[str]:
         """The queues of the registered tasks, sorted."""
@@ -193,26 +235,63 @@ class App:
             "durability": self.durability,
         }
 
+    def _not_sharded(self, name: str) -> None:
+        if name in self.shards:
+            raise InvalidArgument(
+                f"queue {name!r} is sharded: use app.sharded_queue({name!r}), or "
+                f"app.queue('{name}~<i>') for one shard"
+            )
+
     def queue(self, name: str) -> Queue:
-        """The blocking Queue ``name``, sharing the app's connection pool."""
+        """The blocking Queue ``name`` (or one shard, ``name~i``), sharing the app's
+        connection pool."""
         if name not in self._queues:
+            self._not_sharded(name)
+            options = {**self._queue_options(), "shard_count": self._shard_count(name)}
             if self._client is None:
                 self._client = connection.sync_client(self.url)
-            self._queues[name] = Queue(name, client=self._client, **self._queue_options())
+            self._queues[name] = Queue(name, client=self._client, **options)
         return self._queues[name]
 
     def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
-        """The AsyncQueue ``name``. Without ``client`` it shares the app's asyncio pool,
-        which belongs to the event loop that first uses it."""
+        """The AsyncQueue ``name`` (or one shard, ``name~i``). Without ``client`` it
+        shares the app's asyncio pool, which belongs to the event loop that first uses
+        it."""
+        self._not_sharded(name)
+        options = {**self._queue_options(), "shard_count": self._shard_count(name)}
         if client is not None:
-            return AsyncQueue(name, client=client, **self._queue_options())
+            return AsyncQueue(name, client=client, **options)
         if name not in self._async_queues:
             if self._async_client is None:
                 self._async_client = connection.async_client(self.url)
-            self._async_queues[name] = AsyncQueue(
-                name, client=self._async_client, **self._queue_options()
-            )
+            self._async_queues[name] = AsyncQueue(name, client=self._async_client, **options)
         return self._async_queues[name]
+
+    def sharded_queue(self, name: str) -> ShardedQueue:
+        """The blocking ShardedQueue ``name`` (declared with ``shards``)."""
+        if name not in self._sharded:
+            if name not in self.shards:
+                raise InvalidArgument(f"queue {name!r} is not declared sharded")
+            if self._client is None:
+                self._client = connection.sync_client(self.url)
+            self._sharded[name] = ShardedQueue(
+                name, client=self._client, shards=self.shards[name], **self._queue_options()
+            )
+        return self._sharded[name]
+
+    def async_sharded_queue(self, name: str) -> AsyncShardedQueue:
+        """The AsyncShardedQueue ``name`` (declared with ``shards``), on the app's
+        asyncio pool."""
+        if name not in self._async_sharded:
+            if name not in self.shards:
+                raise InvalidArgument(f"queue {name!r} is not declared sharded")
+            if self._async_client is None:
+                self._async_client = connection.async_client(self.url)
+            self._async_sharded[name] = AsyncShardedQueue(
+                name, client=self._async_client, shards=self.shards[name],
+                **self._queue_options(),
+            )  # fmt: skip
+        return self._async_sharded[name]
 
     def close(self) -> None:
         """Close the blocking connection pool."""
@@ -220,6 +299,7 @@ class App:
             self._client.close()
             self._client = None
             self._queues.clear()
+            self._sharded.clear()
 
     async def aclose(self) -> None:
         """Close both connection pools."""
@@ -228,6 +308,7 @@ class App:
             await self._async_client.aclose()
             self._async_client = None
             self._async_queues.clear()
+            self._async_sharded.clear()
 
     # -- enqueueing -------------------------------------------------------------------
 
@@ -245,9 +326,13 @@ class App:
         calls = list(calls)
         handles: list[Any] = [None] * len(calls)
         for queue, items in self._batches(calls).items():
-            results = self.queue(queue).enqueue_many([m for _, m in items])
+            messages = [m for _, m in items]
+            if queue in self.shards:
+                results = self.sharded_queue(queue).enqueue_many(messages)
+            else:
+                results = self.queue(queue).enqueue_many(messages)
             for (i, _), result in zip(items, results, strict=True):
-                handles[i] = JobHandle(self, queue, result, calls[i].task)
+                handles[i] = JobHandle(self, result.queue or queue, result, calls[i].task)
         return handles
 
     async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
@@ -255,7 +340,11 @@ class App:
         calls = list(calls)
         handles: list[Any] = [None] * len(calls)
         for queue, items in self._batches(calls).items():
-            results = await self.async_queue(queue).enqueue_many([m for _, m in items])
+            messages = [m for _, m in items]
+            if queue in self.shards:
+                results = await self.async_sharded_queue(queue).enqueue_many(messages)
+            else:
+                results = await self.async_queue(queue).enqueue_many(messages)
             for (i, _), result in zip(items, results, strict=True):
-                handles[i] = JobHandle(self, queue, result, calls[i].task)
+                handles[i] = JobHandle(self, result.queue or queue, result, calls[i].task)
         return handles

@@ -1,26 +1,50 @@
 """Redis clients from URLs, with the settings durq relies on.
 
-``redis://`` and ``rediss://`` (TLS) and ``unix://`` URLs are accepted, with
-``user:password@`` for AUTH/ACL. The URL defaults to the ``DURQ_URL`` environment
-variable, then ``redis://localhost:6379/0``.
+Accepted URLs (``user:password@`` is AUTH/ACL of the Redis servers; query options such
+as ``ssl_ca_certs=...`` or ``socket_timeout=...`` are redis-py's):
+
+- ``redis://host:port/db``, ``rediss://...`` (TLS), ``unix:///path.sock``: one server.
+- ``redis+cluster://host:port[,host:port...]/`` (``rediss+cluster://`` for TLS): a
+  Redis Cluster; the nodes listed are only the first contacts, the rest is discovered.
+- ``redis+sentinel://host:port[,host:port...]/service_name[/db]`` (``rediss+sentinel``
+  for TLS): the primary that the Sentinels name for ``service_name``, followed through
+  failovers. The sentinels' own credentials, when they need any, are the query options
+  ``sentinel_password`` and ``sentinel_username``.
+
+The URL defaults to the ``DURQ_URL`` environment variable, then ``redis://localhost:6379/0``.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
+from redis import connection as _redis_connection
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from durq.errors import InvalidArgument
 
-__all__ = ["DEFAULT_URL", "async_client", "redact", "resolve_url", "sync_client"]
+__all__ = [
+    "DEFAULT_URL",
+    "Target",
+    "async_client",
+    "check_client",
+    "parse_target",
+    "redact",
+    "resolve_url",
+    "sync_client",
+]
 
 DEFAULT_URL = "redis://localhost:6379/0"
+_SINGLE = ("redis", "rediss", "unix")
+_CLUSTER = ("redis+cluster", "rediss+cluster")
+_SENTINEL = ("redis+sentinel", "rediss+sentinel")
+_SENTINEL_QUERY = ("sentinel_password", "sentinel_username")
 
 # Blocking waits last at most MAX_BLOCK (5 s), scripts milliseconds: a reply that takes
 # longer than this means the server or the network is gone.
@@ -38,43 +62,161 @@ _OPTIONS: dict[str, Any] = {
 }
 
 
+# redis-py leaves these unannotated
+_parse_url: Any = _redis_connection.parse_url
+
+
 def resolve_url(url: str | None) -> str:
     """The URL to use: ``url``, else ``$DURQ_URL``, else the local default."""
     resolved = url or os.environ.get("DURQ_URL") or DEFAULT_URL
     scheme = urlsplit(resolved).scheme
-    if scheme not in ("redis", "rediss", "unix"):
+    if scheme not in (*_SINGLE, *_CLUSTER, *_SENTINEL):
         raise InvalidArgument(
             f"unsupported URL scheme {scheme!r} in {redact(resolved)}: use redis://, "
-            "rediss:// or unix://"
+            "rediss://, unix://, redis+cluster:// or redis+sentinel://"
         )
     return resolved
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """The URL without its passwords (the servers' and the sentinels'), for messages
+    and logs."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    if at and ":" in userinfo:
+        userinfo = userinfo.split(":", 1)[0] + ":***"
+    query = parts.query
+    if "sentinel_password" in query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if k == "sentinel_password" else v) for k, v in pairs])
+    netloc = f"{userinfo}@{hosts}" if at else hosts
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def async_client(url: str | None = None, **options: Any) -> redis.asyncio.Redis:
-    """An asyncio client for ``url`` with durq's defaults (overridable by ``options``)."""
-    return redis.asyncio.Redis.from_url(resolve_url(url), **{**_OPTIONS, **options})
+@dataclass(frozen=True)
+class Target:
+    """What a URL points at: ``kind`` is ``single``, ``cluster`` or ``sentinel``."""
+
+    kind: str
+    url: str
+    hosts: tuple[tuple[str, int], ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    service: str = ""
+    sentinel_options: dict[str, Any] = field(default_factory=dict)
 
 
-def sync_client(url: str | None = None, **options: Any) -> redis.Redis:
-    """A blocking client for ``url`` with durq's defaults (overridable by ``options``)."""
-    return redis.Redis.from_url(resolve_url(url), **{**_OPTIONS, **options})
+def _hosts(text: str, url: str) -> tuple[tuple[str, int], ...]:
+    hosts: list[tuple[str, int]] = []
+    for item in text.split(","):
+        host, colon, port = item.strip().rpartition(":")
+        if not colon:
+            host, port = item.strip(), "6379"
+        host = host.strip("[]")
+        if not host or not port.isdigit():
+            raise InvalidArgument(f"bad host:port {item!r} in {redact(url)}")
+        hosts.append((host, int(port)))
+    return tuple(hosts)
+
+
+def parse_target(url: str | None = None) -> Target:
+    """Parse a durq URL (see the module docstring)."""
+    url = resolve_url(url)
+    parts = urlsplit(url)
+    if parts.scheme in _SINGLE:
+        return Target("single", url)
+    userinfo, at, hostlist = parts.netloc.rpartition("@")
+    hosts = _hosts(hostlist, url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    sentinel_query = {k: v for k, v in query if k in _SENTINEL_QUERY}
+    rest = urlencode([(k, v) for k, v in query if k not in _SENTINEL_QUERY])
+    path = [unquote(p) for p in parts.path.split("/") if p]
+    tls = parts.scheme.startswith("rediss")
+    # redis-py parses the credentials and the query options of a one-host URL
+    one = urlunsplit(("rediss" if tls else "redis", f"{userinfo}{at}localhost", "", rest, ""))
+    options = {k: v for k, v in _parse_url(one).items() if k not in ("host", "port", "db")}
+    options.pop("connection_class", None)
+    if tls:
+        options["ssl"] = True
+    if parts.scheme in _CLUSTER:
+        if path and path != ["0"]:
+            raise InvalidArgument(f"a Redis Cluster has only database 0: {redact(url)}")
+        return Target("cluster", url, hosts, options)
+    if not path or len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
+        raise InvalidArgument(
+            f"a Sentinel URL names the service: redis+sentinel://host:port/service[/db], "
+            f"got {redact(url)}"
+        )
+    if len(path) == 2:
+        options["db"] = int(path[1])
+    sentinel_options: dict[str, Any] = {
+        k.removeprefix("sentinel_"): v for k, v in sentinel_query.items()
+    }
+    for name in ("socket_timeout", "socket_connect_timeout", "ssl", "ssl_ca_certs"):
+        if name in options:
+            sentinel_options.setdefault(name, options[name])
+    return Target("sentinel", url, hosts, options, path[0], sentinel_options)
+
+
+def _cluster_options(options: dict[str, Any]) -> dict[str, Any]:
+    merged = {**_OPTIONS, **options}
+    # the cluster client's own retry: durq routes and retries itself (durq._async.driver)
+    merged.pop("health_check_interval", None)
+    return merged
+
+
+def async_client(url: str | None = None, **options: Any) -> Any:
+    """An asyncio client for ``url`` with durq's defaults (overridable by ``options``):
+    ``redis.asyncio.Redis``, or ``redis.asyncio.cluster.RedisCluster`` for a cluster."""
+    target = parse_target(url)
+    if target.kind == "cluster":
+        from redis.asyncio import cluster
+
+        nodes = [cluster.ClusterNode(host, port) for host, port in target.hosts]
+        kwargs = _cluster_options({**target.options, **options})
+        return cluster.RedisCluster(startup_nodes=nodes, **kwargs)
+    if target.kind == "sentinel":
+        from redis.asyncio import sentinel as sentinels
+
+        kwargs = {**_OPTIONS, **target.options, **options}
+        make: Any = sentinels.Sentinel
+        sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
+        return sentinel.master_for(target.service, redis_class=redis.asyncio.Redis, **kwargs)
+    return redis.asyncio.Redis.from_url(target.url, **{**_OPTIONS, **options})
+
+
+def sync_client(url: str | None = None, **options: Any) -> Any:
+    """A blocking client for ``url`` with durq's defaults (overridable by ``options``):
+    ``redis.Redis``, or ``redis.cluster.RedisCluster`` for a cluster."""
+    target = parse_target(url)
+    if target.kind == "cluster":
+        from redis import cluster as sync_cluster
+
+        node: Any = sync_cluster.ClusterNode
+        nodes = [node(host, port) for host, port in target.hosts]
+        kwargs = _cluster_options({**target.options, **options})
+        return sync_cluster.RedisCluster(startup_nodes=nodes, **kwargs)
+    if target.kind == "sentinel":
+        from redis import sentinel as sync_sentinels
+
+        kwargs = {**_OPTIONS, **target.options, **options}
+        make: Any = sync_sentinels.Sentinel
+        sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
+        return sentinel.master_for(target.service, redis_class=redis.Redis, **kwargs)
+    return redis.Redis.from_url(target.url, **{**_OPTIONS, **options})
+
+
+def _sentinel_kwargs(target: Target) -> dict[str, Any]:
+    # sentinels answer at once or not at all: a short timeout finds a live one quickly
+    return {"socket_timeout": 2.0, "socket_connect_timeout": 2.0, **target.sentinel_options}
 
 
 def check_client(client: Any) -> None:
     """Refuse clients that decode replies: durq's records are binary."""
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", {})
-    if kwargs.get("decode_responses"):
+    encoder = getattr(client, "get_encoder", None)
+    decodes = kwargs.get("decode_responses") or (
+        pool is None and encoder is not None and encoder().decode_responses
+    )
+    if decodes:
         raise InvalidArgument("durq needs a Redis client created with decode_responses=False")

@@ -5,24 +5,38 @@ are a Redis Cluster hash tag, so the whole queue lives in one slot and each Lua 
 touches one slot only. A name with a slash, ``uploads/thumbs``, puts that queue in the
 slot of ``uploads`` (prefix ``durq:{uploads}/thumbs:``): topics use this so one script
 can reach a topic and its subscriber queues.
+
+A sharded queue ``emails`` of N shards is N queues, ``emails~0`` .. ``emails~<N-1>``,
+each with a hash tag of its own chosen so that shard i's slot falls in the i-th N-th of
+the slot range (``shard_tag``): on a cluster whose primaries own equal slot ranges, the
+shards spread evenly over the primaries.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
+from durq.cluster import slot_of
 from durq.errors import InvalidArgument
 
 __all__ = [
+    "MAX_SHARDS",
     "QueueKeys",
     "TopicKeys",
     "check_group",
     "check_job_id",
     "check_key",
     "check_queue_name",
+    "check_shards",
+    "shard_name",
+    "shard_tag",
+    "split_shard",
 ]
+
+MAX_SHARDS = 256
+_SLOTS = 16384
 
 _PART = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
 _QUEUE_NAME = re.compile(rf"^{_PART}(/{_PART})?$")
@@ -84,21 +98,74 @@ def check_key(key: str) -> str:
     return _check_label("key", key, 250)
 
 
+def check_shards(name: str, shards: int) -> int:
+    """Return ``shards`` if ``name`` may have that many shards, else raise."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise InvalidArgument(f"shards must be an int in 1..{MAX_SHARDS}, got {shards!r}")
+    if "/" in check_queue_name(name):
+        raise InvalidArgument(f"a queue with '/' shares its parent's slot: {name!r} cannot "
+                              "be sharded")  # fmt: skip
+    return shards
+
+
+def shard_name(name: str, index: int) -> str:
+    """The queue name of shard ``index`` of queue ``name``: ``name~index``."""
+    return f"{name}~{index}"
+
+
+def split_shard(name: str) -> tuple[str, int | None]:
+    """``("emails", 2)`` for ``"emails~2"``; ``(name, None)`` for a name of no shard."""
+    base, tilde, index = name.rpartition("~")
+    if not tilde or not index.isdigit():
+        return name, None
+    return base, int(index)
+
+
+@cache
+def shard_tag(name: str, index: int, shards: int) -> str:
+    """The hash tag of shard ``index`` of ``shards``: ``name~index``, salted
+    (``name~index~k``) until its slot lies in the index-th N-th of the slot range."""
+    tag = f"{name}~{index}"
+    for salt in range(100_000):
+        candidate = tag if salt == 0 else f"{tag}~{salt}"
+        if slot_of(candidate) * shards // _SLOTS == index:
+            return candidate
+    raise AssertionError("no tag found")  # about `shards` tries are needed on average
+
+
 @dataclass(frozen=True)
 class QueueKeys:
-    """The Redis key names of one queue."""
+    """The Redis key names of one queue.
+
+    ``shard_count`` > 0 makes this shard ``i`` of a sharded queue: ``name`` is then
+    ``<queue>~<i>`` (see ``shard_name``) and the hash tag is ``shard_tag``'s.
+    """
 
     name: str
     namespace: str = "durq"
+    shard_count: int = 0
 
     def __post_init__(self) -> None:
-        check_queue_name(self.name)
+        if self.shard_count:
+            base, index = split_shard(self.name)
+            check_shards(base, self.shard_count)
+            if index is None or index >= self.shard_count:
+                raise InvalidArgument(
+                    f"{self.name!r} is not a shard name of a queue of {self.shard_count} "
+                    "shards (<queue>~<index>)"
+                )
+        else:
+            check_queue_name(self.name)
         if not _NAMESPACE.match(self.namespace):
             raise InvalidArgument(f"invalid namespace {self.namespace!r}")
 
     @cached_property
     def prefix(self) -> str:
-        """``<namespace>:{<tag>}<rest>:`` where the tag is the part before any slash."""
+        """``<namespace>:{<tag>}<rest>:`` where the tag is the part before any slash
+        (a shard's tag: see ``shard_tag``)."""
+        if self.shard_count:
+            base, index = split_shard(self.name)
+            return f"{self.namespace}:{{{shard_tag(base, index or 0, self.shard_count)}}}:"
         tag, slash, rest = self.name.partition("/")
         return f"{self.namespace}:{{{tag}}}{slash}{rest}:"
 

@@ -52,11 +52,13 @@ class EnqueueResult:
             DEDUPLICATED.
         status: what happened.
         superseded: for REPLACED, the id of the job that was replaced.
+        queue: the shard (``<queue>~<i>``) the job went to, for a sharded queue.
     """
 
     id: str
     status: EnqueueStatus
     superseded: str | None = None
+    queue: str | None = None
 
     @property
     def created(self) -> bool:

@@ -247,6 +247,8 @@ class RedisServer:
         password: str | None = None,
         extra_args: Sequence[str] = (),
         unixsocket: bool = False,
+        config_lines: Sequence[str] = (),
+        sentinel: bool = False,
     ) -> None:
         """Describe a server; nothing is spawned until :meth:`start`.
 
@@ -262,6 +264,10 @@ class RedisServer:
             password: set ``requirepass`` and put it in :attr:`url`.
             extra_args: further ``--name value`` arguments, appended verbatim.
             unixsocket: also listen on ``<data_dir>/server.sock``.
+            config_lines: lines of a config file written to ``<data_dir>/durq.conf``
+                at the first start and given to the server (which may rewrite it).
+            sentinel: run as a Sentinel (``--sentinel``; needs a config file, which
+                it rewrites with what it learns, so one is always written).
         """
         if appendfsync not in _FSYNC_POLICIES:
             raise ValueError(f"appendfsync must be one of {_FSYNC_POLICIES}, not {appendfsync!r}")
@@ -275,6 +281,8 @@ class RedisServer:
         self._password = password
         self._extra_args = tuple(extra_args)
         self._unixsocket = unixsocket
+        self._config_lines = tuple(config_lines)
+        self._sentinel = sentinel
         self._owns_dir = data_dir is None
         if data_dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="durq-server-"))
@@ -406,6 +414,15 @@ class RedisServer:
             unixsocket=self.unix_socket_path,
             extra_args=self._extra_args,
         )
+        if self._config_lines or self._sentinel:
+            # a config file must be the first argument; a Sentinel rewrites its own, so
+            # it is written once and then left alone across restarts
+            config = self._dir / "durq.conf"
+            if not config.exists():
+                config.write_text("".join(f"{line}\n" for line in self._config_lines))
+            argv.insert(1, str(config))
+            if self._sentinel:
+                argv += ["--sentinel"]
         # The child writes early errors to stderr before opening its logfile;
         # both share the file in append mode, so neither clobbers the other.
         with self.log_path.open("ab") as log:

@@ -51,7 +51,7 @@ def test_dlq_list_with_a_limit(
 def test_dlq_show_shows_the_traceback_of_a_dead_letter(
     dead: list[durq.JobHandle[str]], queue_name: str, redis_url: str
 ) -> None:
-    result = run("dlq", "show", dead[0].id, "-q", queue_name, "--url", redis_url)
+    result = run("dlq", "show", "-q", queue_name, "--url", redis_url, "--", dead[0].id)
     assert result.exit_code == 0, result.output
     out = result.output
     assert "dead" in out and "2/2" in out
@@ -65,7 +65,7 @@ def test_dlq_show_of_a_job_that_is_not_dead_is_an_error(
     app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
 ) -> None:
     pending = app.tasks["work"].enqueue(str(exec_log), "p")
-    result = run("dlq", "show", pending.id, "-q", queue_name, "--url", redis_url)
+    result = run("dlq", "show", "-q", queue_name, "--url", redis_url, "--", pending.id)
     assert result.exit_code == 1
     assert f"{pending.id} is not a dead letter of {queue_name}" in result.output
 
@@ -78,7 +78,7 @@ def test_dlq_replay_puts_a_dead_letter_back_with_fresh_attempts_and_it_runs_agai
     redis_url: str,
 ) -> None:
     queue = app.queue(queue_name)
-    result = run("dlq", "replay", dead[0].id, "-q", queue_name, "--url", redis_url)
+    result = run("dlq", "replay", "-q", queue_name, "--url", redis_url, "--", dead[0].id)
     assert result.exit_code == 0, result.output
     assert "replayed 1 job(s)" in result.output
     info = queue.job(dead[0].id)
@@ -103,7 +103,7 @@ def test_dlq_replay_all(dead: list[durq.JobHandle[str]], app: durq.App, queue_na
 def test_dlq_purge_deletes_the_dead_letters_named(
     dead: list[durq.JobHandle[str]], app: durq.App, queue_name: str, redis_url: str
 ) -> None:
-    result = run("dlq", "purge", dead[1].id, "-q", queue_name, "--url", redis_url)
+    result = run("dlq", "purge", "-q", queue_name, "--url", redis_url, "--", dead[1].id)
     assert result.exit_code == 0
     assert "purged 1 job(s)" in result.output
     queue = app.queue(queue_name)

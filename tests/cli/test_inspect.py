@@ -115,13 +115,25 @@ def test_job_shows_its_state_attempts_and_payload(
     app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
 ) -> None:
     handle = app.tasks["work"].options(delay=60, group="tenant-9").enqueue(str(exec_log), "k")
-    result = run("job", handle.id, "-q", queue_name, "--url", redis_url)
+    result = run("job", "-q", queue_name, "--url", redis_url, "--", handle.id)
     assert result.exit_code == 0, result.output
     assert f"job {handle.id}" in result.output
     assert _row(result.output, "state")[1] == "delayed"
     assert _row(result.output, "group")[1] == "tenant-9"
     assert _row(result.output, "attempts")[1] == "0/3"
     assert f'["work",["{exec_log}","k"],{{}}]' in result.output
+
+
+def test_a_job_id_that_begins_with_a_dash_is_given_after_a_double_dash(
+    app: durq.App, queue_name: str, redis_url: str
+) -> None:
+    # generated ids draw from A-Z a-z 0-9 - _, so one in 64 begins with "-"
+    app.queue(queue_name).enqueue("x", id="-Xy_dash")
+    mistaken = run("job", "-Xy_dash", "-q", queue_name, "--url", redis_url)
+    assert mistaken.exit_code == 2  # read as options, as any CLI would
+    result = run("job", "-q", queue_name, "--url", redis_url, "--", "-Xy_dash")
+    assert result.exit_code == 0, result.output
+    assert "job -Xy_dash" in result.output
 
 
 def test_job_of_an_unknown_id_is_an_error(queue_name: str, redis_url: str) -> None:

@@ -13,7 +13,6 @@ import secrets
 from dataclasses import dataclass, field
 
 import pytest
-import redis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -24,7 +23,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from durq import Job, LeaseLost, Queue, Status
+from durq import Job, LeaseLost, Queue, Status, connection
 from durq.server import RedisServer
 
 GROUPS = ("", "a", "b")  # '' is the default group; 'a' is strictly ordered (limit 1)
@@ -73,7 +72,7 @@ class QueueMachine(RuleBasedStateMachine):
         super().__init__()
         self.queue = Queue(f"t-{secrets.token_hex(5)}", url, lease=60)
         self.queue.configure(limits={"a": 1})
-        self.raw = redis.Redis.from_url(url)
+        self.raw = connection.sync_client(url)  # a Cluster client for a cluster URL
         self.model = Model()
         self.handles: list[Job] = []
         self.serial = 0

@@ -72,7 +72,9 @@ def test_the_producer_user_cannot_touch_keys_outside_durq(server, queue_name):
 
 def test_a_wrong_password_fails_clearly_without_echoing_it(server, queue_name):
     host_port = server.url.split("//", 1)[1].split("/", 1)[0]
-    with durq.Queue(queue_name, f"redis://nobody:wrong-pass-xyz@{host_port}/0") as q:
-        with pytest.raises(redis.exceptions.RedisError) as info:
-            q.stats()
+    with (
+        durq.Queue(queue_name, f"redis://nobody:wrong-pass-xyz@{host_port}/0") as q,
+        pytest.raises(redis.exceptions.RedisError) as info,
+    ):
+        q.stats()
     assert "wrong-pass-xyz" not in str(info.value)

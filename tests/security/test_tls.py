@@ -75,5 +75,5 @@ def test_tls_refuses_a_server_certificate_from_another_ca(tls_server, queue_name
     url = (
         tls_server.split("?")[0] + f"?ssl_ca_certs={tmp_path / 'other.pem'}&ssl_cert_reqs=required"
     )
-    with durq.Queue(queue_name, url) as q, pytest.raises(Exception, match="(?i)certificate|ssl"):
+    with durq.Queue(queue_name, url) as q, pytest.raises(Exception, match=r"(?i)certificate|ssl"):
         q.stats()

@@ -5,12 +5,16 @@ GENERATED from durq/_async/driver.py by scripts/unasync.py: edit that file.
 
 from __future__ import annotations
 
+import time
+from time import sleep
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from redis import Redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
+from durq import cluster
+from durq.cluster import sync_node_pool, sync_refresh
 from durq.errors import DurqError
 from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
 from durq.protocol.ops import block_timeout, script_error
@@ -20,29 +24,94 @@ __all__ = ["Driver"]
 T = TypeVar("T")
 Wire = tuple[Any, ...]
 
+# commands that name no key: in a Cluster they go where the request's keys go (WAIT
+# confirms the writes of its own connection), or to any node when alone
+_KEYLESS = frozenset({"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRIPT"})
+
 
 def _evalsha(call: ScriptCall) -> Wire:
     return ("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+
+
+def _wire(call: ScriptCall | Command) -> Wire:
+    return _evalsha(call) if isinstance(call, ScriptCall) else call.args
+
+
+def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
+    """The key whose slot serves these calls: the first key of the first call that has
+    one (every call of a durq request touches the same slot)."""
+    for call in calls:
+        if isinstance(call, ScriptCall):
+            if call.keys:
+                return str(call.keys[0])
+        elif len(call.args) > 1 and str(call.args[0]).upper() not in _KEYLESS:
+            return str(call.args[1])
+    return None
+
+
+def _retry_from(replies: Sequence[Any]) -> int | None:
+    """Index of the first reply that means "not executed, send again" (NOSCRIPT, or a
+    Cluster redirect), else None."""
+    for i, reply in enumerate(replies):
+        if isinstance(reply, (NoScriptError, *cluster.REDIRECTS)):
+            return i
+    return None
+
+
+def _read_only(reply: Any) -> bool:
+    # a primary demoted to a replica by a failover; Redis 6.2 reports it from inside the
+    # script (ERR ... -READONLY), later servers before running it
+    return isinstance(reply, ResponseError) and "READONLY" in str(reply)[:200]
+
+
+def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
+    """Send ``commands`` on one connection of ``pool`` in one round trip; error replies
+    come back in place."""
+    conn = pool.get_connection()
+    try:
+        conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(conn.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        if any(_read_only(r) for r in replies):
+            # nothing was written (a script's writes come after its reads); the caller
+            # retries as after a lost connection, and reconnects to the new primary
+            raise ConnectionError("the server is now a read-only replica (failover)")
+    except BaseException:
+        # a half-read reply (error, timeout, cancellation) leaves the socket unusable
+        conn.disconnect()
+        raise
+    finally:
+        pool.release(conn)
+    return replies
 
 
 class Driver:
     """Executes the requests of protocol operations.
 
     Scripts run with EVALSHA. A script unknown to the server (first use, or after a
-    restart or SCRIPT FLUSH) is loaded with SCRIPT LOAD and the call repeated once; a
-    pipeline loads its scripts before it is sent and repeats, in order, any call that
-    still got NOSCRIPT.
+    restart, a failover or SCRIPT FLUSH) is loaded with SCRIPT LOAD and the request sent
+    again from that call on, so that a WAIT after it still follows it on its connection.
 
-    With a plain ``Redis`` client the commands go straight through a pooled connection
-    (redis-py's packer and parser): the client's per-command wrapper costs about as much
-    as a loopback round trip, and durq runs its own retry policy anyway. Other clients
-    (Cluster) are driven through their public ``execute_command``.
+    With a plain ``Redis`` client (Sentinel's included) the commands go straight through
+    a pooled connection (redis-py's packer and parser): the client's per-command wrapper
+    costs about as much as a loopback round trip, and durq runs its own retry policy
+    anyway. With a Cluster client each request goes the same way to the node that
+    serves its slot (see ``durq.cluster``), following MOVED, ASK, TRYAGAIN and
+    CLUSTERDOWN replies; the scripts' first key, the queue's prefix, never exists, so a
+    script never runs in a slot that is half migrated (it is redirected until the
+    migration ends). Other clients are driven through their public ``execute_command``.
     """
 
     def __init__(self, client: Redis) -> None:
         self.client = client
-        self._loaded: set[str] = set()
+        self._loaded: set[tuple[str, str]] = set()  # (node, sha)
+        self._cluster = cluster.is_cluster(client)
         self._direct = type(client) is Redis and client.connection is None
+        self._stale = self._cluster  # the slot map must be (re)loaded before use
 
     def run(self, op: Op[T]) -> T:
         """Drive ``op`` to completion and return its result."""
@@ -85,82 +154,102 @@ class Driver:
     def execute(self, request: Request) -> Any:
         """Execute one request and return its raw reply."""
         if isinstance(request, ScriptCall):
-            return self._script(request)
+            reply = (self._calls((request,)))[0]
+            if isinstance(reply, ResponseError):
+                raise script_error(reply)
+            return reply
         if isinstance(request, Pipeline):
             return self._pipeline(request)
         if isinstance(request, (WaitCall, Command)):
             if isinstance(request, WaitCall):
-                command: Wire = ("BZPOPMIN", *request.keys, block_timeout(request.timeout))
+                command = Command(("BZPOPMIN", *request.keys, block_timeout(request.timeout)))
             else:
-                command = request.args
-            reply = (self._send([command]))[0]
+                command = request
+            reply = (self._calls((command,)))[0]
             if isinstance(reply, Exception):
                 raise script_error(reply)  # e.g. a wake marker of another type
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 
-    def _send(self, commands: Sequence[Wire]) -> list[Any]:
-        """Send ``commands`` in one round trip; error replies come back in place."""
-        # redis-py's connection layer is not fully annotated
-        client: Any = self.client
-        if not self._direct:
-            if len(commands) == 1:
-                try:
-                    return [client.execute_command(*commands[0])]
-                except ResponseError as exc:
-                    return [exc]
-            pipe = client.pipeline(transaction=False)
-            for command in commands:
-                pipe.execute_command(*command)
-            replies: list[Any] = pipe.execute(raise_on_error=False)
-            return replies
-        pool = client.connection_pool
-        conn = pool.get_connection()
-        try:
-            conn.send_packed_command(conn.pack_commands(commands), check_health=False)
-            replies = []
-            for _ in commands:
-                try:
-                    replies.append(conn.read_response())
-                except ResponseError as exc:
-                    replies.append(exc)
-        except BaseException:
-            # a half-read reply (error, timeout, cancellation) leaves the socket unusable
-            conn.disconnect()
-            raise
-        finally:
-            pool.release(conn)
-        return replies
+    def _pipeline(self, request: Pipeline) -> list[Any]:
+        replies = self._calls(request.calls)
+        return [script_error(r) if isinstance(r, ResponseError) else r for r in replies]
 
-    def _load(self, calls: Sequence[ScriptCall]) -> None:
+    def _calls(self, calls: Sequence[ScriptCall | Command]) -> list[Any]:
+        """Send ``calls`` in one round trip, loading scripts and following redirects;
+        error replies come back in place. A call that was not executed (NOSCRIPT, a
+        redirect) is sent again with every call after it, in order."""
+        key = _route(calls) if self._cluster else None
+        wire = [_wire(c) for c in calls]
+        replies: list[Any] = [None] * len(calls)
+        start, attempt = 0, 0
+        give_up = time.monotonic() + cluster.REDIRECT_BUDGET
+        while True:
+            node = self._node(key)
+            scripts = [c for c in calls[start:] if isinstance(c, ScriptCall)]
+            missing = {c.script.sha: c for c in scripts if (node, c.script.sha) not in self._loaded}
+            if missing:
+                self._load(node, list(missing.values()))
+            got = self._send(node, wire[start:])
+            again = _retry_from(got)
+            replies[start : start + len(got)] = got
+            if again is None:
+                return replies
+            error = got[again]
+            start += again
+            attempt += 1
+            if isinstance(error, NoScriptError):  # the node lost its script cache
+                self._loaded = {entry for entry in self._loaded if entry[0] != node}
+                if attempt < 3:
+                    continue
+            if time.monotonic() > give_up:
+                return replies
+            if cluster.needs_refresh(error):
+                self._stale = True
+            sleep(cluster.redirect_pause(error, attempt))
+
+    def _node(self, key: str | None) -> str:
+        """The name of the node to send to ('' without a Cluster)."""
+        if not self._cluster:
+            return ""
+        if self._stale:
+            sync_refresh(self.client)
+            self._stale = False
+        manager = self.client.nodes_manager  # type: ignore[attr-defined]
+        if key is None:
+            return str(self.client.get_default_node().name)  # type: ignore[attr-defined]
+        return str(manager.get_node_from_slot(cluster.slot_of(key)).name)
+
+    def _load(self, node: str, calls: Sequence[ScriptCall]) -> None:
         sources = {call.script.sha: call.script.source for call in calls}
-        for reply in self._send([("SCRIPT", "LOAD", src) for src in sources.values()]):
+        for reply in self._send(node, [("SCRIPT", "LOAD", s) for s in sources.values()]):
             if isinstance(reply, Exception):
                 raise reply
-        self._loaded.update(sources)
+        self._loaded.update((node, sha) for sha in sources)
 
-    def _script(self, call: ScriptCall) -> Any:
-        if call.script.sha not in self._loaded:
-            self._load([call])
-        reply = (self._send([_evalsha(call)]))[0]
-        if isinstance(reply, NoScriptError):  # the server lost its script cache
-            self._load([call])
-            reply = (self._send([_evalsha(call)]))[0]
-        if isinstance(reply, ResponseError):
-            raise script_error(reply)
-        return reply
-
-    def _pipeline(self, request: Pipeline) -> list[Any]:
-        scripts = [c for c in request.calls if isinstance(c, ScriptCall)]
-        missing = [c for c in scripts if c.script.sha not in self._loaded]
-        if missing:
-            self._load(missing)
-        replies = self._send(
-            [_evalsha(c) if isinstance(c, ScriptCall) else c.args for c in request.calls]
-        )
-        for i, (call, reply) in enumerate(zip(request.calls, replies, strict=True)):
-            if isinstance(reply, NoScriptError) and isinstance(call, ScriptCall):
-                replies[i] = self._script(call)
-            elif isinstance(reply, ResponseError):
-                replies[i] = script_error(reply)
+    def _send(self, node: str, commands: Sequence[Wire]) -> list[Any]:
+        """Send ``commands`` to ``node`` in one round trip; error replies in place."""
+        # redis-py's connection layer is not fully annotated
+        client: Any = self.client
+        if self._cluster:
+            target = client.nodes_manager.get_node(node_name=node)
+            if target is None:  # dropped from the slot map meanwhile
+                self._stale = True
+                raise ConnectionError(f"cluster node {node} is gone")
+            try:
+                return _send_on(sync_node_pool(client, target), commands)
+            except (ConnectionError, TimeoutError, OSError):
+                self._stale = True  # the node may have failed over
+                raise
+        if self._direct:
+            return _send_on(client.connection_pool, commands)
+        if len(commands) == 1:
+            try:
+                return [client.execute_command(*commands[0])]
+            except ResponseError as exc:
+                return [exc]
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        replies: list[Any] = pipe.execute(raise_on_error=False)
         return replies

@@ -74,6 +74,8 @@ class Queue:
             id that exists is not enqueued twice.
         durability: make enqueues return only once the write has more copies (WAIT,
             WAITAOF); see durq.Durability. Off by default.
+        shard_count: set by ``ShardedQueue`` (and by apps and workers): this queue
+            is the shard ``name`` (``<queue>~<i>``) of a queue of that many shards.
     """
 
     def __init__(
@@ -91,8 +93,9 @@ class Queue:
         result_ttl: float = 3600.0,
         enqueue_retry_for: float = 10.0,
         durability: Durability | None = None,
+        shard_count: int = 0,
     ) -> None:
-        self.keys = QueueKeys(name, namespace)
+        self.keys = QueueKeys(name, namespace, shard_count)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
         ops.lease_ms(lease)
         if not isinstance(max_attempts, int) or not 1 <= max_attempts <= 10000:
@@ -103,7 +106,7 @@ class Queue:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.durability = durability
-        self._registered = False
+        self._registered = shard_count > 0  # the sharded queue registers its name
         if client is None:
             self.client = connection.sync_client(url)
             self._owns_client = True
@@ -208,7 +211,17 @@ class Queue:
         return retrying(attempt, self.enqueue_retry_for)
 
     def register(self) -> None:
-        """Add this queue to the namespace's list of queues (for ``durq stats``)."""
+        """Add this queue to the namespace's list of queues (for ``durq stats``).
+        Raises InvalidArgument if the queue was declared sharded: its jobs belong in its
+        shards (``ShardedQueue``), and these keys would never be consumed."""
+        shards = self._driver.execute(
+            Command(("HGET", f"{self.keys.namespace}:shards", self.name))
+        )
+        if shards is not None:
+            raise InvalidArgument(
+                f"queue {self.name!r} has {int(shards)} shards: use a sharded queue "
+                f"(ShardedQueue, or App(shards={{{self.name!r}: {int(shards)}}}))"
+            )
         self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", self.name)))
         self._registered = True
 

@@ -18,9 +18,11 @@ from rich.table import Table
 
 from durq import connection
 from durq._sync.queue import Queue
+from durq._sync.sharded import ShardedQueue
 from durq.cli.common import load_app, namespace_option, url_option
 from durq.errors import DurqError
 from durq.models import JobInfo
+from durq.protocol.shards import shard_counts
 from durq.worker.registry import list_workers
 
 __all__ = ["dlq", "enqueue", "job", "stats", "workers"]
@@ -50,10 +52,14 @@ def _when(ts: float | None) -> str:
 
 
 @contextmanager
-def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue]:
+def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue | ShardedQueue]:
     try:
         with Queue(name, url, namespace=namespace) as q:
-            yield q
+            shards = q.run(shard_counts(namespace)).get(name)
+            if shards:  # a sharded queue: its shards, added up
+                yield ShardedQueue(name, client=q.client, shards=shards, namespace=namespace)
+            else:
+                yield q
     except DurqError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -61,7 +67,7 @@ def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue]:
 def _known_queues(url: str | None, namespace: str) -> list[str]:
     client = connection.sync_client(url)
     try:
-        members: set[bytes] = client.smembers(f"{namespace}:queues")  # type: ignore[assignment]
+        members: Any = client.smembers(f"{namespace}:queues")  # a set of bytes
         return sorted(m.decode() for m in members)
     finally:
         client.close()
@@ -250,7 +256,9 @@ def _show(info: JobInfo) -> None:
 @namespace_option
 @_redis_errors
 def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
-    """Show everything stored about one job: state, attempts, times, reason, payload."""
+    """Show everything stored about one job: state, attempts, times, reason, payload.
+
+    Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
     with _queue(queue, url, namespace) as q:
         info = q.job(job_id)
     if info is None:
@@ -264,7 +272,7 @@ def dlq() -> None:
 
 
 @dlq.command("list")
-@click.option("-q", "--queue", required=True)
+@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
 @click.option("--limit", default=50, show_default=True)
 @url_option
 @namespace_option
@@ -293,12 +301,14 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
 
 @dlq.command("show")
 @click.argument("job_id")
-@click.option("-q", "--queue", required=True)
+@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
 @url_option
 @namespace_option
 @_redis_errors
 def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
-    """Show one dead letter with its traceback."""
+    """Show one dead letter with its traceback.
+
+    Job ids may begin with "-": put such an id after "--" (durq dlq show -q Q -- -xY...)."""
     with _queue(queue, url, namespace) as q:
         info = q.job(job_id)
     if info is None or info.died_at is None:
@@ -314,14 +324,16 @@ def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:
 @dlq.command("replay")
 @click.argument("ids", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Replay every dead letter.")
-@click.option("-q", "--queue", required=True)
+@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
 @url_option
 @namespace_option
 @_redis_errors
 def dlq_replay(
     ids: tuple[str, ...], all_: bool, queue: str, url: str | None, namespace: str
 ) -> None:
-    """Put dead letters back in the queue with fresh attempts."""
+    """Put dead letters back in the queue with fresh attempts.
+
+    Job ids may begin with "-": put such an id after "--" (durq dlq replay -q Q -- -xY...)."""
     _ids_or_all(ids, all_)
     with _queue(queue, url, namespace) as q:
         n = q.replay_all() if all_ else q.replay(list(ids))
@@ -331,7 +343,7 @@ def dlq_replay(
 @dlq.command("purge")
 @click.argument("ids", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Delete every dead letter.")
-@click.option("-q", "--queue", required=True)
+@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation with --all.")
 @url_option
 @namespace_option
@@ -339,7 +351,9 @@ def dlq_replay(
 def dlq_purge(
     ids: tuple[str, ...], all_: bool, queue: str, yes: bool, url: str | None, namespace: str
 ) -> None:
-    """Delete dead letters for good."""
+    """Delete dead letters for good.
+
+    Job ids may begin with "-": put such an id after "--" (durq dlq purge -q Q -- -xY...)."""
     _ids_or_all(ids, all_)
     if all_ and not yes:
         click.confirm(f"delete every dead letter of {queue}?", abort=True)

@@ -5,6 +5,9 @@ whole fan-out happens in one slot. Each subscriber queue is a full durq queue: i
 leases, retries, dead letters, groups and priorities. A subscriber added later receives
 only what is published after it subscribed.
 KEYS[1]  the topic's subscriber set   <ns>:{t}:topic:subs
+KEYS[2]  the topic base <ns>:{t}, never a key: while a Redis Cluster migrates the slot,
+         the missing key makes the server redirect the call instead of running it on
+         half-moved subscriber queues (whose keys it does not declare)
 ARGV[1]  the topic base               <ns>:{t}   (a subscription's prefix is base/s:)
 ARGV[2]  n: number of jobs
 ARGV[3+9i .. 11+9i], for job i: the nine enqueue fields (see enqueue.lua)

@@ -328,7 +328,8 @@ def publish(
     for start in range(0, len(rows), MAX_BATCH):
         chunk = rows[start : start + MAX_BATCH]
         args = [topic.base, len(chunk), *(v for row in chunk for v in row)]
-        call = ScriptCall(lua.load("publish"), (topic.subscribers,), args)
+        # the base, never a key itself, guards a Cluster slot migration: see publish.lua
+        call = ScriptCall(lua.load("publish"), (topic.subscribers, topic.base), args)
         if durability is not None and durability.active:
             reply, confirmation = yield Pipeline((call, Command(durability.command())))
             if isinstance(reply, Exception):

@@ -39,6 +39,9 @@ class QueuePump:
         self.changed = asyncio.Event()
         self.in_hand = 0
         self.drained = False  # burst mode: nothing ready, running or scheduled
+        # its queue was found empty and its waiter has not woken since: the worker's
+        # slots are shared among the other pumps (see Worker.room_for)
+        self.idle = False
         self._wait_armed = asyncio.Event()
         self._wait_timeout = ops.MAX_BLOCK
         self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
@@ -60,7 +63,7 @@ class QueuePump:
     async def _loop(self) -> None:
         while True:
             self.changed.clear()
-            want = min(self.worker.room(), self.worker.config.batch)
+            want = min(self.worker.room_for(self), self.worker.config.batch)
             taken = self.acks.take(self.worker.config.batch)
             if not taken and want == 0:
                 if not self.worker.accepting and self.in_hand == 0 and not self.acks:
@@ -85,6 +88,7 @@ class QueuePump:
             self._failures = 0
             if fetched or want == 0:
                 continue
+            self._went_idle()
             if self.worker.config.burst and next_ms < 0 and self.in_hand == 0 and not self.acks:
                 self.drained = True
                 if self.worker.drained():
@@ -108,6 +112,12 @@ class QueuePump:
             self._wait_armed.set()
             await self.changed.wait()
 
+    def _went_idle(self) -> None:
+        """The queue was found empty: leave this pump's share of slots to the others."""
+        if not self.idle:
+            self.idle = True
+            self.worker.share_changed()
+
     async def _round_trip(self, taken: list[Any], want: int) -> tuple[int, int]:
         sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
         batch = [op for _, _, op in sends]
@@ -126,6 +136,7 @@ class QueuePump:
             self.worker.metrics.reclaimed(self.name, reclaimed)
         if jobs:
             self.drained = False
+            self.idle = False
             self.in_hand += len(jobs)
             self.worker.accept(self, jobs)
         return len(jobs), next_ms
@@ -196,4 +207,7 @@ class QueuePump:
             # plans afresh on `changed` and arms again.
             self._wakes += 1
             self._wait_armed.clear()
+            if self.idle:  # there may be work: claim a share of the slots again
+                self.idle = False
+                self.worker.share_changed()
             self.changed.set()

@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from durq import connection
+from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
 from durq.health import server_warnings
 from durq.metrics import WorkerMetrics
 from durq.models import Job
+from durq.protocol.shards import shard_counts
 from durq.task import Task
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.config import WorkerConfig
@@ -126,6 +128,26 @@ class Worker:
         if not self.accepting:
             return 0
         return max(self._capacity - len(self.in_hand), 0)
+
+    def room_for(self, pump: QueuePump) -> int:
+        """How many more jobs ``pump`` may fetch now. With several queues (or shards)
+        each busy pump is held to an equal share of the slots, so a deep queue cannot
+        starve the others; a pump whose queue is empty (idle) leaves its share to them."""
+        room = self.room()
+        if room == 0 or len(self.pumps) < 2:
+            return room
+        return max(min(room, self._share() - pump.in_hand), 0)
+
+    def _share(self) -> int:
+        busy = sum(1 for p in self.pumps.values() if not p.idle)
+        return -(-self._capacity // max(busy, 1))
+
+    def share_changed(self) -> None:
+        """A pump went idle or busy: wake the busy pumps that may now fetch more."""
+        share = self._share()
+        for pump in self.pumps.values():
+            if not pump.idle and pump.in_hand < share:
+                pump.changed.set()
 
     def accept(self, pump: QueuePump, jobs: list[Job]) -> None:
         """Take fetched jobs into hand and start as many as there are free slots."""
@@ -241,6 +263,8 @@ class Worker:
         held.pump.changed.set()
         if len(self.in_hand) == self._capacity - 1:  # was full: every pump may fetch again
             self.notify_all()
+        elif len(self.pumps) > 1 and held.pump.in_hand >= self._share():
+            self.share_changed()  # a slot over this pump's share: another pump's turn
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -263,8 +287,11 @@ class Worker:
         """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
         if self._client is None:
             self._client = connection.async_client(self.app.url)
+        await self._find_shards()
         for name in self.queue_names:
-            self.pumps[name] = QueuePump(self, self.app.async_queue(name, client=self._client))
+            for queue in self.app.shard_names(name):  # one pump per shard
+                source = self.app.async_queue(queue, client=self._client)
+                self.pumps[queue] = QueuePump(self, source)
         await self._subscribe()
         await self._check_server()
         registry = WorkerRegistry(
@@ -326,6 +353,21 @@ class Worker:
             return
         for level, message in found:
             log.log(logging.WARNING if level == "warning" else logging.INFO, "redis: %s", message)
+
+    async def _find_shards(self) -> None:
+        """Learn the shard counts the app does not declare from Redis, where sharded
+        queues record them: ``durq worker -q emails`` then consumes every shard."""
+        if all(name in self.app.shards for name in self.queue_names):
+            return
+        driver = AsyncDriver(self._client)
+
+        async def read() -> dict[str, int]:
+            return await driver.run(shard_counts(self.app.namespace))
+
+        known = await retrying(read, 30.0)
+        for name in self.queue_names:
+            if name in known and name not in self.app.shards:
+                self.app.shard(name, known[name])
 
     async def _subscribe(self) -> None:
         """Register the subscriptions this worker consumes, so that events published

@@ -2,6 +2,9 @@
 -- built by durq.keys.QueueKeys.vector. All share the queue's hash tag, so they live in
 -- one Redis Cluster slot; the per-group and per-result keys are derived from the prefix
 -- (KEYS[1]) and therefore share that slot too.
+-- KEYS[1], the prefix, is never a key: while a Redis Cluster migrates the queue's slot,
+-- a missing declared key makes the server redirect (ASK/TRYAGAIN) rather than run the
+-- script on a half-moved queue whose group and result keys it does not declare.
 local K_PREFIX = KEYS[1]   -- durq:{name}:  (a prefix, never a key itself)
 local K_JOBS = KEYS[2]     -- hash   id -> record (lib/record.lua)
 local K_RR = KEYS[3]       -- list   groups with ready jobs and free slots, served in turn

@@ -1,0 +1,182 @@
+"""Shared pieces of the benchmark harness.
+
+This module is imported both by the orchestrator (``bench/run.py``, project venv)
+and by the per-peer driver (``bench/driver.py``, inside each peer's own venv), so it
+uses the standard library only; ``redis`` is imported lazily by the functions that
+need it (every peer venv has redis-py).
+
+Layout::
+
+    bench/run.py          orchestrator: Redis server, venvs, calibration, sequencing, timeouts
+    bench/driver.py       runs inside a peer venv; JSON-lines protocol on stdin/stdout
+    bench/peers/<x>.py    one module per peer (tasks + enqueue calls + worker command lines)
+    bench/probe.py        imported by the tasks inside worker processes (done counter, start times)
+    bench/report.py       results.json -> RESULTS.md + results.png (bench-tools venv, matplotlib)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT_DIR = BENCH_DIR.parent
+ENVS_DIR = BENCH_DIR / ".envs"
+LOGS_DIR = BENCH_DIR / ".logs"
+MAIN_VENV = ROOT_DIR / ".venv"
+
+# Redis keys written by bench/probe.py from inside the workers.
+KEY_DONE = "bench:done"  # INCRBY'd with the number of no-op jobs executed
+KEY_LAT = "bench:lat"  # RPUSH'd "<enqueue time> <start time>" per latency job
+ENV_URL = "BENCH_REDIS_URL"
+ENV_PROBE_SYNC = "BENCH_PROBE_SYNC"  # "1": write to Redis inside the task (fork-per-job workers)
+QUEUE = "bench"  # queue name used by every peer that lets us choose one
+
+
+@dataclass(frozen=True)
+class PeerMeta:
+    """What the orchestrator needs to know before the peer's venv exists."""
+
+    name: str  # CLI name, e.g. "taskiq-list"
+    module: str  # bench/peers/<module>.py
+    display: str
+    env: str | None  # venv under bench/.envs; None = the project venv (durq)
+    requirements: tuple[str, ...] = ()
+    dists: tuple[str, ...] = ()  # distributions whose versions are reported
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+# Every peer gets redis-py with hiredis, like durq (which depends on redis[hiredis]).
+PEERS: dict[str, PeerMeta] = {
+    meta.name: meta
+    for meta in (
+        PeerMeta(
+            "durq",
+            "durq",
+            "durq",
+            None,
+            (),
+            ("durq", "redis", "hiredis"),
+            ("runs from the project venv (.venv); the worker CLI is `durq worker`",),
+        ),
+        PeerMeta("rq", "rq", "RQ", "rq", ("rq", "redis[hiredis]"), ("rq", "redis", "hiredis")),
+        PeerMeta(
+            "celery",
+            "celery",
+            "Celery",
+            "celery",
+            ("celery[redis]", "redis[hiredis]"),
+            ("celery", "kombu", "redis", "hiredis"),
+        ),
+        PeerMeta(
+            "dramatiq",
+            "dramatiq",
+            "Dramatiq",
+            "dramatiq",
+            ("dramatiq[redis]", "redis[hiredis]"),
+            ("dramatiq", "redis", "hiredis"),
+        ),
+        PeerMeta(
+            "arq", "arq", "arq", "arq", ("arq", "redis[hiredis]"), ("arq", "redis", "hiredis")
+        ),
+        PeerMeta(
+            "saq",
+            "saq",
+            "SAQ",
+            "saq",
+            # saq 0.26.4 imports typing_extensions without declaring it; its "redis"
+            # extra pins redis<8.
+            ("saq[redis,hiredis]", "typing_extensions"),
+            ("saq", "redis", "hiredis"),
+        ),
+        PeerMeta(
+            "taskiq",
+            "taskiq_stream",
+            "taskiq (RedisStreamBroker)",
+            "taskiq",
+            ("taskiq", "taskiq-redis", "redis[hiredis]"),
+            ("taskiq", "taskiq-redis", "redis", "hiredis"),
+        ),
+        PeerMeta(
+            "taskiq-list",
+            "taskiq_list",
+            "taskiq (ListQueueBroker)",
+            "taskiq",
+            ("taskiq", "taskiq-redis", "redis[hiredis]"),
+            ("taskiq", "taskiq-redis", "redis", "hiredis"),
+        ),
+        PeerMeta(
+            "huey",
+            "huey",
+            "Huey (RedisHuey)",
+            "huey",
+            ("huey", "redis[hiredis]"),
+            ("huey", "redis", "hiredis"),
+        ),
+    )
+}
+DEFAULT_PEERS = tuple(PEERS)
+
+
+def env_python(meta: PeerMeta) -> Path:
+    """The interpreter that runs this peer's driver and workers."""
+    venv = MAIN_VENV if meta.env is None else ENVS_DIR / meta.env
+    return venv / "bin" / "python"
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of one run. ``--quick`` shrinks everything."""
+
+    repeat: int = 3
+    enqueue_n: int = 5_000  # jobs per enqueue-rate measurement
+    bulk_batch: int = 1_000  # jobs per bulk call
+    drain_n: int = 20_000
+    drain_cap: float = 15.0  # seconds of draining before we stop and report a partial rate
+    latency_n: int = 500
+    latency_interval: float = 0.010
+    memory_n: int = 100_000
+
+    @classmethod
+    def quick(cls, repeat: int = 1) -> Settings:
+        return cls(
+            repeat=repeat,
+            enqueue_n=2_000,
+            bulk_batch=500,
+            drain_n=5_000,
+            drain_cap=10.0,
+            latency_n=200,
+            memory_n=10_000,
+        )
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100) of a non-empty list."""
+    data = sorted(values)
+    if not data:
+        return math.nan
+    pos = (len(data) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def summary(values: list[float]) -> dict[str, float | int] | None:
+    """Median, min and max of repeated measurements (None if there are none)."""
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
+def redis_url() -> str:
+    return os.environ[ENV_URL]

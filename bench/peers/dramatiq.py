@@ -1,0 +1,81 @@
+"""Dramatiq with the Redis broker: ``actor.send`` / ``group(...).run()``; worker ``dramatiq``."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import dramatiq
+import probe
+from dramatiq.brokers.redis import RedisBroker
+
+DISTS = ("dramatiq", "redis", "hiredis")
+NOTES = ["default middleware (AgeLimit, TimeLimit, Retries, ...); no result backend"]
+QUEUE = "bench"
+
+broker = RedisBroker(url=os.environ["BENCH_REDIS_URL"])
+dramatiq.set_broker(broker)
+
+
+@dramatiq.actor(queue_name=QUEUE)
+def noop(i):
+    probe.done()
+
+
+@dramatiq.actor(queue_name=QUEUE)
+def lat(t):
+    probe.started(t)
+
+
+class Peer:
+    bulk_api = "group(...).run()"
+    bulk_note = "enqueues each message with its own Lua call (no pipelining)"
+
+    def setup(self):
+        self.r = broker.client
+
+    def after_flush(self):
+        pass
+
+    def enqueue_single(self, n):
+        send = noop.send
+        for i in range(n):
+            send(i)
+
+    def enqueue_bulk(self, n, batch):
+        for start in range(0, n, batch):
+            dramatiq.group(noop.message(i) for i in range(start, min(n, start + batch))).run()
+
+    def fill(self, n):
+        self.enqueue_single(n)
+
+    def send_latency(self):
+        lat.send(time.time())
+
+    def queued(self):
+        return self.r.llen(f"dramatiq:{QUEUE}")
+
+    def worker(self, mode):
+        return worker_specs()[BEST if mode == "best" else mode]
+
+    def close(self):
+        pass
+
+
+BEST = "p2-t16"
+
+
+def worker_specs():
+    base = ["dramatiq", "peers.dramatiq"]
+    specs = {
+        "default": {
+            "argv": [[*base, "-p", "1"]],
+            "desc": "`dramatiq -p 1` (1 process, default 8 threads)",
+        }
+    }
+    for p, t in ((2, 8), (2, 2), (2, 16), (4, 4), (3, 8)):
+        specs[f"p{p}-t{t}"] = {
+            "argv": [[*base, "-p", str(p), "-t", str(t)]],
+            "desc": f"`dramatiq -p {p} -t {t}`",
+        }
+    return specs

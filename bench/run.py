@@ -1,0 +1,591 @@
+"""Benchmark durq against its peers on one freshly started Valkey.
+
+    .venv/bin/python bench/run.py [--peers rq,huey] [--quick] [--repeat N]
+        [--out bench/results.json] [--tune]
+
+What it does, in one run:
+
+1. starts ``durq.server.RedisServer(flavor="valkey")`` on a free loopback port;
+2. calibrates that server with ``redis-benchmark`` (installed from Debian's
+   ``redis-tools`` with apt-get if missing, unless ``--no-install``);
+3. for each peer: creates/reuses ``bench/.envs/<env>`` (pip install from PyPI), starts
+   ``bench/driver.py`` inside it and asks it, one JSON command at a time, to measure
+   enqueue rates (single and bulk), Redis memory per queued job, drain rates (default
+   worker and best 2-core settings) and enqueue-to-start latency; each command has a
+   timeout, and a peer that fails or hangs is killed and recorded, never fatal;
+4. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
+   with ``bench/report.py`` in a bench-tools venv (matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    BENCH_DIR,
+    DEFAULT_PEERS,
+    ENV_URL,
+    ENVS_DIR,
+    LOGS_DIR,
+    PEERS,
+    ROOT_DIR,
+    PeerMeta,
+    Settings,
+    env_python,
+    summary,
+)
+
+TOOLS_ENV = ENVS_DIR / "bench-tools"
+TOOLS_REQUIREMENTS = ("matplotlib",)
+INSTALL_TIMEOUT = 900.0
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------- venvs
+
+
+def ensure_env(path: Path, requirements: tuple[str, ...]) -> str | None:
+    """Create or reuse a venv with ``requirements``; return an error message or None."""
+    stamp = path / ".bench-requirements.json"
+    wanted = json.dumps(sorted(requirements))
+    python = path / "bin" / "python"
+    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return None
+    LOGS_DIR.mkdir(parents=True, exist_ok=True)
+    install_log = LOGS_DIR / f"install-{path.name}.log"
+    log(f"  installing {', '.join(requirements)} into {path.relative_to(ROOT_DIR)}")
+    with install_log.open("w") as out:
+        try:
+            if not python.exists():
+                subprocess.run(
+                    [sys.executable, "-m", "venv", "--clear", str(path)],
+                    check=True,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=120,
+                )
+            subprocess.run(
+                [str(python), "-m", "pip", "install", "--disable-pip-version-check", *requirements],
+                check=True,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=INSTALL_TIMEOUT,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+            return f"installing {requirements} failed ({exc}); see {install_log}"
+    stamp.write_text(wanted)
+    return None
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def find_benchmark_binary(allow_install: bool) -> tuple[str | None, str]:
+    for name in ("redis-benchmark", "valkey-benchmark"):
+        found = shutil.which(name)
+        if found:
+            return found, ""
+    if not allow_install:
+        return None, "redis-benchmark not found and --no-install given"
+    if os.environ.get("CI"):
+        return None, "redis-benchmark not found; not installing packages under CI"
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return None, "redis-benchmark not found and apt-get is not usable here (needs root)"
+    log("redis-benchmark missing: apt-get install redis-tools")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        subprocess.run(
+            ["apt-get", "-o", "DPkg::Lock::Timeout=120", "update", "-qq"],
+            check=True,
+            env=env,
+            timeout=300,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        subprocess.run(
+            ["apt-get", "-o", "DPkg::Lock::Timeout=120", "install", "-y", "-qq", "redis-tools"],
+            check=True,
+            env=env,
+            timeout=300,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        stderr = getattr(exc, "stderr", b"") or b""
+        return None, f"apt-get install redis-tools failed: {exc} {stderr.decode()[-300:]}"
+    found = shutil.which("redis-benchmark")
+    return found, "" if found else "redis-tools installed but redis-benchmark not on PATH"
+
+
+def calibrate(port: int, quick: bool, allow_install: bool) -> dict[str, Any]:
+    binary, note = find_benchmark_binary(allow_install)
+    if binary is None:
+        log(f"calibration skipped: {note}")
+        return {"skipped": True, "note": note}
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    n = 50_000 if quick else 200_000
+    configs = [
+        ("50 clients", ["-c", "50"], n),
+        ("50 clients, pipeline 16 (-P 16)", ["-c", "50", "-P", "16"], n * 4),
+        ("1 client", ["-c", "1"], n // 4),
+    ]
+    rows: list[dict[str, Any]] = []
+    for label, extra, requests in configs:
+        argv = [
+            binary,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-t",
+            "set,get,lpush,rpop",
+            "-n",
+            str(requests),
+            "--csv",
+            *extra,
+        ]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        for line in proc.stdout.splitlines():
+            parts = [p.strip('"') for p in line.split(",")]
+            if len(parts) < 2 or parts[0] == "test":
+                continue
+            try:
+                rps = float(parts[1])
+            except ValueError:
+                continue
+            rows.append(
+                {
+                    "config": label,
+                    "test": parts[0],
+                    "rps": rps,
+                    "requests": requests,
+                    "argv": " ".join(argv[1:]),
+                }
+            )
+    log("calibration: " + ", ".join(f"{r['test']} {r['config']}: {r['rps']:,.0f}/s" for r in rows))
+    return {"skipped": False, "binary": binary, "version": version, "results": rows}
+
+
+# --------------------------------------------------------------------------- driver
+
+
+class DriverError(Exception):
+    pass
+
+
+class Driver:
+    """One peer's driver process; every call has a deadline."""
+
+    def __init__(self, meta: PeerMeta, url: str) -> None:
+        self.meta = meta
+        LOGS_DIR.mkdir(parents=True, exist_ok=True)
+        self.stderr = (LOGS_DIR / f"{meta.name}.driver.log").open("ab")
+        env = dict(os.environ)
+        env[ENV_URL] = url
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONPATH", None)
+        self.proc = subprocess.Popen(
+            [str(env_python(meta)), str(BENCH_DIR / "driver.py"), meta.module],
+            cwd=BENCH_DIR,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            start_new_session=True,
+        )
+        self._buf = b""
+        self._read(60.0)  # "ready"
+
+    def _read(self, timeout: float) -> Any:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise DriverError(f"timed out after {timeout:g} s")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self.kill()
+                    raise DriverError(
+                        f"driver exited (code {self.proc.wait()}); see "
+                        f"{LOGS_DIR / (self.meta.name + '.driver.log')}"
+                    )
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise DriverError(reply.get("error", "unknown error"))
+        return reply.get("result")
+
+    def call(self, cmd: str, timeout: float, **kwargs: Any) -> Any:
+        assert self.proc.stdin is not None
+        if self.proc.poll() is not None:
+            raise DriverError("driver is not running")
+        try:
+            self.proc.stdin.write((json.dumps({"cmd": cmd, **kwargs}) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.kill()
+            raise DriverError("driver exited") from None
+        return self._read(timeout)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(Exception):
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b'{"cmd": "quit"}\n')
+                self.proc.stdin.flush()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(20.0)
+        self.kill()
+
+    def children(self) -> set[int]:
+        """Worker processes the driver started (each leads its own process group)."""
+        try:
+            out = subprocess.run(["ps", "-A", "-o", "pid=,ppid="], capture_output=True, text=True)
+        except OSError:
+            return set()
+        kids = set()
+        for line in out.stdout.splitlines():
+            pid, ppid = (int(x) for x in line.split())
+            if ppid == self.proc.pid:
+                kids.add(pid)
+        return kids
+
+    def kill(self) -> None:
+        # Find the driver's worker groups before the driver dies and they get reparented.
+        groups = self.children() if self.proc.poll() is None else set()
+        for pgid in [self.proc.pid, *groups]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5.0)
+        self.stderr.close()
+
+
+# --------------------------------------------------------------------------- per peer
+
+
+def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # noqa: C901
+    res: dict[str, Any] = {
+        "name": meta.name,
+        "display": meta.display,
+        "errors": [],
+        "notes": list(meta.notes),
+    }
+    started = time.monotonic()
+    if meta.env is not None:
+        err = ensure_env(ENVS_DIR / meta.env, meta.requirements)
+        if err:
+            res["errors"].append(err)
+            res["skipped"] = True
+            return res
+    try:
+        driver = Driver(meta, url)
+    except DriverError as exc:
+        res["errors"].append(f"driver did not start: {exc}")
+        res["skipped"] = True
+        return res
+    try:
+        hello = driver.call("hello", 60)
+        res.update(
+            versions=hello["versions"],
+            python=hello["python"],
+            bulk_api=hello["bulk_api"],
+            bulk_note=hello["bulk_note"],
+            modes=hello["modes"],
+        )
+        res["notes"] += hello["notes"]
+        log(f"  versions {hello['versions']}")
+        try:
+            driver.call("setup", 60)
+        except DriverError as exc:
+            res["errors"].append(f"setup failed, peer skipped: {exc}")
+            res["skipped"] = True
+            log(f"  setup failed, skipping: {exc}")
+            return res
+
+        def step(label: str, fn: Any) -> bool:
+            try:
+                fn()
+                return True
+            except DriverError as exc:
+                log(f"  {label}: FAILED: {exc}")
+                res["errors"].append(f"{label}: {exc}")
+                return driver.proc.poll() is None
+
+        enq_timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
+
+        def enqueue(kind: str) -> None:
+            runs = []
+            for _ in range(s.repeat):
+                r = driver.call(
+                    "enqueue", enq_timeout, kind=kind, n=s.enqueue_n, batch=s.bulk_batch
+                )
+                runs.append(r)
+            res[f"enqueue_{kind}"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
+            log(f"  enqueue {kind}: " + ", ".join(f"{r['rate']:,.0f}/s" for r in runs))
+
+        alive = step("enqueue single", lambda: enqueue("single"))
+        if alive and hello["bulk_api"]:
+            alive = step("enqueue bulk", lambda: enqueue("bulk"))
+
+        def memory() -> None:
+            r = driver.call("memory", 60 + s.memory_n / 100, n=s.memory_n)
+            res["memory"] = r
+            log(
+                f"  memory: {r['bytes_per_job']:,.0f} B/job ({r['queued']} queued, "
+                f"{r['keys']} keys, fill {r['fill_s']:.1f} s)"
+            )
+
+        if alive:
+            alive = step("memory", memory)
+
+        def drain(mode: str) -> None:
+            runs = []
+            for i in range(s.repeat):
+                timeout = 60 + s.drain_n / 100 + s.drain_cap + 60
+                r = driver.call("drain", timeout, mode=mode, n=s.drain_n, cap=s.drain_cap, run=i)
+                runs.append(r)
+                flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
+                log(
+                    f"  drain {mode} #{i + 1}: {r['rate'] or 0:,.0f} jobs/s, startup "
+                    f"{r['startup_s'] or 0:.2f} s, drain {r['drain_s']:.2f} s{flag}"
+                )
+            res[f"drain_{mode}"] = {
+                "runs": runs,
+                "rate": summary([r["rate"] for r in runs if r["rate"]]),
+                "desc": runs[0]["desc"],
+                "complete": all(r["complete"] for r in runs),
+            }
+
+        for mode in ("default", "best"):
+            if alive:
+                alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
+
+        def latency() -> None:
+            timeout = 120 + s.repeat * (s.latency_n * s.latency_interval + 35)
+            r = driver.call(
+                "latency", timeout, n=s.latency_n, interval=s.latency_interval, repeat=s.repeat
+            )
+            runs = r["runs"]
+            res["latency"] = {
+                "runs": runs,
+                "desc": r["desc"],
+                **{k: summary([x[k] for x in runs]) for k in ("p50_ms", "p99_ms", "max_ms")},
+            }
+            log(
+                "  latency: "
+                + ", ".join(
+                    f"p50 {x['p50_ms']:.1f} / p99 {x['p99_ms']:.1f} / max {x['max_ms']:.1f} ms"
+                    for x in runs
+                )
+            )
+
+        if alive:
+            step("latency", latency)
+    except DriverError as exc:
+        res["errors"].append(str(exc))
+        log(f"  FAILED: {exc}")
+    finally:
+        driver.close()
+    res["seconds"] = time.monotonic() - started
+    res["loadavg_after"] = os.getloadavg()
+    return res
+
+
+# --------------------------------------------------------------------------- main
+
+
+def tune_peer(meta: PeerMeta, url: str, n: int, cap: float) -> dict[str, Any]:
+    """Drain n jobs once with every worker configuration the peer module lists."""
+    res: dict[str, Any] = {"name": meta.name, "display": meta.display, "runs": {}, "errors": []}
+    if meta.env is not None:
+        err = ensure_env(ENVS_DIR / meta.env, meta.requirements)
+        if err:
+            res["errors"].append(err)
+            return res
+    driver = Driver(meta, url)
+    try:
+        hello = driver.call("hello", 60)
+        res["best"] = hello["best"]
+        driver.call("setup", 60)
+        for name, desc in hello["candidates"].items():
+            try:
+                r = driver.call("drain", 60 + n / 100 + cap + 60, mode=name, n=n, cap=cap)
+            except DriverError as exc:
+                log(f"  {name}: FAILED {exc}")
+                res["errors"].append(f"{name}: {exc}")
+                if driver.proc.poll() is not None:
+                    break
+                continue
+            res["runs"][name] = r
+            flag = "" if r["complete"] else f" PARTIAL {r['done']}/{n}"
+            log(f"  {name:22s} {r['rate'] or 0:8,.0f} jobs/s  {desc}{flag}")
+    except DriverError as exc:
+        res["errors"].append(str(exc))
+    finally:
+        driver.close()
+    return res
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument(
+        "--peers",
+        default=",".join(DEFAULT_PEERS),
+        help=f"comma-separated, from: {', '.join(PEERS)} (default: all)",
+    )
+    p.add_argument("--quick", action="store_true", help="small sizes, 1 repeat: a few minutes")
+    p.add_argument(
+        "--repeat", type=int, default=None, help="runs of each noisy figure (3; quick 1)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results file (default bench/results.json; with --tune bench/tune.json)",
+    )
+    p.add_argument("--no-calibration", action="store_true")
+    p.add_argument(
+        "--no-install",
+        action="store_true",
+        help="never apt-get install redis-tools for the calibration",
+    )
+    p.add_argument("--no-report", action="store_true", help="skip RESULTS.md / results.png")
+    p.add_argument("--report-dir", default=str(BENCH_DIR))
+    p.add_argument(
+        "--tune",
+        action="store_true",
+        help="instead of the benchmark: drain once with every worker configuration\n"
+        "each peer module lists, to choose its BEST (writes --out)",
+    )
+    p.add_argument("--tune-n", type=int, default=10_000)
+    p.add_argument(
+        "--drain-cap",
+        type=float,
+        default=None,
+        help="seconds of draining before a drain stops with a partial rate\n"
+        "(default 15; quick 10); raise it to always drain all jobs of slow peers",
+    )
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = [n.strip() for n in args.peers.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PEERS]
+    if unknown:
+        print(f"unknown peers: {unknown}; known: {list(PEERS)}", file=sys.stderr)
+        return 2
+    s = Settings.quick(args.repeat or 1) if args.quick else Settings(repeat=args.repeat or 3)
+    if args.drain_cap is not None:
+        s = dataclasses.replace(s, drain_cap=args.drain_cap)
+
+    from durq.server import RedisServer
+
+    t_start = time.monotonic()
+    results: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "settings": s.__dict__,
+        "quick": args.quick,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "peers": {},
+        "loadavg_start": os.getloadavg(),
+    }
+    server = RedisServer(flavor="valkey")
+    server.start()
+    try:
+        import redis
+
+        with redis.Redis.from_url(server.url) as client:
+            info = client.info("server")
+        results["server"] = {
+            "flavor": server.flavor,
+            "version": ".".join(map(str, server.version)),
+            "url": server.url,
+            "binary": server.binary,
+            "config": "durq.server.RedisServer defaults: no persistence (--save '', appendonly no)",
+            "io_threads": info.get("io_threads_active"),
+        }
+        log(f"server: {server.flavor} {results['server']['version']} at {server.url}")
+        if args.tune:
+            for name in names:
+                log(f"== tune {PEERS[name].display}")
+                results["peers"][name] = tune_peer(PEERS[name], server.url, args.tune_n, 30.0)
+            args.no_report = True
+        elif args.no_calibration:
+            results["calibration"] = {"skipped": True, "note": "--no-calibration"}
+        else:
+            try:
+                results["calibration"] = calibrate(server.port, args.quick, not args.no_install)
+            except Exception as exc:
+                results["calibration"] = {"skipped": True, "note": f"failed: {exc}"}
+        for name in [] if args.tune else names:
+            meta = PEERS[name]
+            log(f"== {meta.display}")
+            try:
+                results["peers"][name] = measure_peer(meta, server.url, s)
+            except Exception as exc:  # never let one peer stop the run
+                traceback.print_exc()
+                results["peers"][name] = {
+                    "name": name,
+                    "display": meta.display,
+                    "errors": [f"harness error: {exc}"],
+                    "skipped": True,
+                }
+            with redis.Redis.from_url(server.url) as client:
+                client.flushall()
+            log(f"   {meta.display} took {results['peers'][name].get('seconds', 0):.0f} s")
+    finally:
+        server.close()
+    results["seconds"] = time.monotonic() - t_start
+    results["loadavg_end"] = os.getloadavg()
+    out = Path(args.out or BENCH_DIR / ("tune.json" if args.tune else "results.json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    log(f"wrote {out} ({results['seconds']:.0f} s in all)")
+    if not args.no_report:
+        render_report(out, Path(args.report_dir))
+    return 0
+
+
+def render_report(results: Path, report_dir: Path) -> None:
+    err = ensure_env(TOOLS_ENV, TOOLS_REQUIREMENTS)
+    python = str(TOOLS_ENV / "bin" / "python") if err is None else sys.executable
+    if err:
+        log(f"bench-tools venv unavailable ({err}); RESULTS.md without a chart")
+    subprocess.run(
+        [python, str(BENCH_DIR / "report.py"), str(results), "--dir", str(report_dir)], check=False
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""AsyncShardedQueue: one queue spread over N shards, used from asyncio code.
+
+This file is the source of truth; ``durq/_sync/sharded.py`` (``ShardedQueue``) is
+generated from it by ``scripts/unasync.py`` (CI fails when they drift).
+
+Each shard is a full queue (``<name>~<i>``) with a hash tag of its own, so on a Redis
+Cluster the shards live on different primaries and one busy queue can use them all. A
+job goes to the shard of its group, else of its dedup key, else of its id (fixed before
+the first try, so a retried enqueue finds the same shard): per-group order, limits and
+fairness, and dedup by key, hold within a shard exactly as in a plain queue. The shard
+count is recorded in Redis (``<ns>:shards``) on the first enqueue; a client that names
+another count is refused, and tools (``durq stats``, workers) read it from there.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from dataclasses import replace as with_changes
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis as AsyncRedis
+
+from durq import connection
+from durq._async.queue import AsyncQueue
+from durq.errors import InvalidArgument
+from durq.keys import check_shards, shard_name, split_shard
+from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
+from durq.protocol import ops
+from durq.protocol.calls import Command, Op
+from durq.protocol.ops import Held
+from durq.protocol.status import Status
+
+__all__ = ["AsyncShardedQueue"]
+
+T = TypeVar("T")
+#: the longest block on one shard's wake marker while ``dequeue`` waits on all of them
+_TURN = 0.05
+
+
+def shard_index(key: str, shards: int) -> int:
+    """The shard of a routing key (a group, a dedup key or a job id): CRC-32, so every
+    client and language agrees."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
+
+
+class AsyncShardedQueue:
+    """A queue of ``shards`` shards, with the API of ``AsyncQueue``.
+
+    Args:
+        name: the queue name (no '/').
+        url: as for ``AsyncQueue``; a ``redis+cluster://`` URL spreads the shards over
+            the cluster's primaries.
+        shards: the number of shards (1..256). Fixed for the life of the queue: the
+            count is recorded in Redis, and a client naming another one is refused.
+        client: an existing client to use instead of ``url`` (left open on close).
+        options: the other ``AsyncQueue`` options (namespace, serializer, lease, ...).
+
+    ``dequeue`` with ``wait`` blocks on each shard's wake marker in turn, for at most
+    50 ms each; workers do better (one waiter per shard, see ``durq.worker``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        url: str | None = None,
+        *,
+        shards: int,
+        client: AsyncRedis | None = None,
+        **options: Any,
+    ) -> None:
+        self.shard_count = check_shards(name, shards)
+        self.name = name
+        if client is None:
+            self.client = connection.async_client(url)
+            self._owns_client = True
+        else:
+            self.client = client
+            self._owns_client = False
+        self.shards = [
+            AsyncQueue(shard_name(name, i), client=self.client, shard_count=shards, **options)
+            for i in range(shards)
+        ]
+        self.namespace = self.shards[0].keys.namespace
+        self._registered = False
+        self._turn = 0
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} shards={self.shard_count}>"
+
+    async def aclose(self) -> None:
+        """Close the connections, if the queue created its own client."""
+        if self._owns_client:
+            await self.client.aclose()
+
+    async def __aenter__(self) -> AsyncShardedQueue:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def run(self, op: Op[T]) -> T:
+        """Run a protocol operation that names no queue key (e.g. server checks)."""
+        return await self.shards[0].run(op)
+
+    # -- routing ------------------------------------------------------------------
+
+    def shard_of(self, job: Held | str) -> AsyncQueue:
+        """The shard a job (by its ``queue``, e.g. ``emails~3``) or shard name is in."""
+        queue = job if isinstance(job, str) else getattr(job, "queue", None)
+        base, index = split_shard(queue) if isinstance(queue, str) else ("", None)
+        if base != self.name or index is None or index >= self.shard_count:
+            raise InvalidArgument(f"{queue!r} is not a shard of {self.name!r}")
+        return self.shards[index]
+
+    def route(self, message: Message, group: str | None = None, key: str | None = None) -> int:
+        """The shard index of ``message`` (whose id is set): by group, else key, else id."""
+        routing = message.group or group or message.key or key or message.id
+        return shard_index(str(routing), self.shard_count)
+
+    async def register(self) -> None:
+        """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
+        Raises InvalidArgument if Redis knows the queue with another shard count."""
+        driver = self.shards[0]._driver
+        key = f"{self.namespace}:shards"
+        known = await driver.execute(Command(("HGET", key, self.name)))
+        if known is None:  # HGET and HSET: commands the minimal producer ACL allows
+            await driver.execute(Command(("HSET", key, self.name, self.shard_count)))
+        elif int(known) != self.shard_count:
+            raise InvalidArgument(
+                f"queue {self.name!r} has {int(known)} shards in Redis, not "
+                f"{self.shard_count}: the count cannot change while jobs may be queued"
+            )
+        await driver.execute(Command(("SADD", f"{self.namespace}:queues", self.name)))
+        self._registered = True
+
+    # -- producing ------------------------------------------------------------------
+
+    async def enqueue(self, payload: Any, **options: Any) -> EnqueueResult:
+        """Add one job (options as for ``AsyncQueue.enqueue``); ``result.queue`` names
+        the shard it went to."""
+        return (await self.enqueue_many([Message(payload, **options)]))[0]
+
+    async def enqueue_many(
+        self,
+        payloads: Iterable[Any],
+        *,
+        group: str | None = None,
+        key: str | None = None,
+        **options: Any,
+    ) -> list[EnqueueResult]:
+        """Add many jobs, one round trip per shard they go to (options as for
+        ``AsyncQueue.enqueue_many``); results in order."""
+        messages = [p if isinstance(p, Message) else Message(p) for p in payloads]
+        if not messages:
+            return []
+        if not self._registered:
+            await self.register()
+        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
+        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        by_shard: dict[int, list[int]] = {}
+        for i, m in enumerate(messages):
+            by_shard.setdefault(self.route(m, group, key), []).append(i)
+        results: list[Any] = [None] * len(messages)
+        for index, positions in by_shard.items():
+            shard = self.shards[index]
+            done = await shard.enqueue_many(
+                [messages[i] for i in positions], group=group, key=key, **options
+            )
+            for i, result in zip(positions, done, strict=True):
+                results[i] = with_changes(result, queue=shard.name)
+        return results
+
+    # -- consuming ------------------------------------------------------------------
+
+    async def dequeue(self, *, lease: float | None = None, wait: float | None = None) -> Job | None:
+        """Take one ready job from any shard, or None (see ``dequeue_many``)."""
+        jobs = await self.dequeue_many(1, lease=lease, wait=wait)
+        return jobs[0] if jobs else None
+
+    async def dequeue_many(
+        self, count: int, *, lease: float | None = None, wait: float | None = None
+    ) -> list[Job]:
+        """Take up to ``count`` jobs, trying the shards in turn from a rotating start;
+        with ``wait``, block up to that long (each shard's marker in turn)."""
+        give_up = time.monotonic() + (wait or 0)
+        while True:
+            jobs: list[Job] = []
+            for _ in range(self.shard_count):
+                shard = self.shards[self._turn % self.shard_count]
+                self._turn += 1
+                jobs += await shard.dequeue_many(count - len(jobs), lease=lease)
+                if len(jobs) == count:
+                    return jobs
+            remaining = give_up - time.monotonic()
+            if jobs or remaining <= 0:
+                return jobs
+            shard = self.shards[self._turn % self.shard_count]
+            jobs = await shard.dequeue_many(count, lease=lease, wait=min(remaining, _TURN))
+            if jobs:
+                return jobs
+
+    async def _per_shard(self, jobs: Sequence[Held], call: Any) -> list[Any]:
+        """Run ``call(shard, positions)`` for the jobs of each shard; results in order."""
+        by_shard: dict[int, list[int]] = {}
+        for i, job in enumerate(jobs):
+            by_shard.setdefault(self.shards.index(self.shard_of(job)), []).append(i)
+        out: list[Any] = [None] * len(jobs)
+        for index, positions in by_shard.items():
+            for i, value in zip(positions, await call(self.shards[index], positions), strict=True):
+                out[i] = value
+        return out
+
+    async def release(self, job: Held, *, keep: float = 0, result: Any = None) -> None:
+        """The job is done (see ``AsyncQueue.release``)."""
+        await self.shard_of(job).release(job, keep=keep, result=result)
+
+    async def release_many(
+        self,
+        jobs: Sequence[Held],
+        *,
+        keep: float = 0,
+        results: Sequence[bytes | None] | None = None,
+    ) -> list[Status]:
+        """Release many jobs, one round trip per shard; a status per job."""
+
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+            mine = None if results is None else [results[i] for i in at]
+            return await shard.release_many([jobs[i] for i in at], keep=keep, results=mine)
+
+        return await self._per_shard(jobs, call)
+
+    async def requeue(
+        self, job: Job, *, reason: Any = None, delay: float | None = None, dead: bool = False
+    ) -> Status:
+        """The job failed (see ``AsyncQueue.requeue``)."""
+        return await self.shard_of(job).requeue(job, reason=reason, delay=delay, dead=dead)
+
+    async def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Status]:
+        """Requeue many failed jobs, one round trip per shard (options as for
+        ``AsyncQueue.requeue_many``, one value for all jobs)."""
+
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+            return await shard.requeue_many([jobs[i] for i in at], **options)
+
+        return await self._per_shard(jobs, call)
+
+    async def extend(self, job: Held, *, lease: float | None = None) -> float:
+        """Lengthen the job's lease (see ``AsyncQueue.extend``)."""
+        return await self.shard_of(job).extend(job, lease=lease)
+
+    async def extend_many(
+        self, jobs: Sequence[Held], *, lease: float | None = None
+    ) -> list[Status]:
+        """Extend many leases, one round trip per shard."""
+
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+            return await shard.extend_many([jobs[i] for i in at], lease=lease)
+
+        return await self._per_shard(jobs, call)
+
+    async def defer(self, job: Held, delay: float = 0) -> None:
+        """Put the job back without counting an attempt (see ``AsyncQueue.defer``)."""
+        await self.shard_of(job).defer(job, delay)
+
+    async def wait_result(self, job_id: str, timeout: float, *, shard: str) -> bytes | None:
+        """The raw result of ``job_id`` in ``shard`` (``EnqueueResult.queue``)."""
+        return await self.shard_of(shard).wait_result(job_id, timeout)
+
+    # -- inspecting and repairing -----------------------------------------------------
+
+    async def stats(self) -> QueueStats:
+        """The shards' sizes and counters added up (``server_time``: the latest)."""
+        each = [await shard.stats() for shard in self.shards]
+        sums = {
+            f.name: sum(getattr(s, f.name) for s in each)
+            for f in fields(QueueStats)
+            if f.name not in ("name", "server_time")
+        }
+        return QueueStats(name=self.name, server_time=max(s.server_time for s in each), **sums)
+
+    async def job(self, job_id: str) -> JobInfo | None:
+        """Everything stored about one job, from whichever shard holds it."""
+        for shard in self.shards:
+            info = await shard.job(job_id)
+            if info is not None:
+                return info
+        return None
+
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
+        """Dead letters of every shard, newest first."""
+        found: list[JobInfo] = []
+        for shard in self.shards:
+            found += await shard.dead_letters(limit + offset)
+        found.sort(key=lambda info: info.died_at or 0, reverse=True)
+        return found[offset : offset + limit]
+
+    async def replay(self, ids: str | Sequence[str]) -> int:
+        """Replay dead letters, whichever shard holds them; returns how many."""
+        return sum([await shard.replay(ids) for shard in self.shards])
+
+    async def replay_all(self) -> int:
+        """Replay every dead letter of every shard; returns how many."""
+        return sum([await shard.replay_all() for shard in self.shards])
+
+    async def purge(self, ids: str | Sequence[str]) -> int:
+        """Delete dead letters for good, whichever shard holds them."""
+        return sum([await shard.purge(ids) for shard in self.shards])
+
+    async def purge_all(self) -> int:
+        """Delete every dead letter of every shard."""
+        return sum([await shard.purge_all() for shard in self.shards])
+
+    async def check(self) -> list[str]:
+        """The keys of any shard that hold another Redis type than durq expects."""
+        return [problem for shard in self.shards for problem in await shard.check()]
+
+    async def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
+        """The largest groups by ready jobs (a group lives in one shard)."""
+        found: list[GroupInfo] = []
+        for shard in self.shards:
+            found += await shard.groups(limit, names)
+        found.sort(key=lambda g: g.ready, reverse=True)
+        return found if names else found[:limit]
+
+    async def configure(self, **settings: Any) -> None:
+        """Change shared settings on every shard (see ``AsyncQueue.configure``)."""
+        for shard in self.shards:
+            await shard.configure(**settings)
