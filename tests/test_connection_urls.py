@@ -58,6 +58,6 @@ async def test_clients_match_the_url(valkey_server: RedisServer) -> None:
     acluster = connection.async_client(f"redis+cluster://127.0.0.1:{port}/")
     assert isinstance(acluster, AsyncRedisCluster)  # it connects on first use
     await acluster.aclose()
-    with pytest.raises(redis.RedisError):  # the blocking one at once: not a cluster
+    with pytest.raises(Exception, match=r"[Cc]luster"):  # the blocking one at once
         connection.sync_client(f"redis+cluster://127.0.0.1:{port}/")
 

@@ -21,9 +21,11 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, TryAgainErr
 
 __all__ = [
     "REDIRECTS",
+    "REDIRECT_BUDGET",
     "async_node_pool",
     "async_refresh",
     "is_cluster",
+    "needs_refresh",
     "redirect_pause",
     "slot_of",
     "sync_node_pool",

@@ -33,6 +33,34 @@ class Codec(IntEnum):
     PICKLE = 3
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+_isfinite = math.isfinite
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """True when ``value`` is plain JSON data (the fast test; see check_json)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is float:
+        return _isfinite(value)
+    if depth >= _MAX_DEPTH:
+        return False
+    if kind is list or kind is tuple:
+        for item in value:
+            if type(item) not in _SCALARS and not _plain(item, depth + 1):
+                return False
+        return True
+    if kind is dict:
+        for k, item in value.items():
+            if type(k) is not str:
+                return False
+            if type(item) not in _SCALARS and not _plain(item, depth + 1):
+                return False
+        return True
+    return False  # subclasses and everything else: the thorough walk decides
+
+
 def check_json(value: Any, where: str = "payload") -> None:
     """Raise NotSerializable, naming the place, unless ``value`` is plain JSON data.
 
@@ -40,6 +68,9 @@ def check_json(value: Any, where: str = "payload") -> None:
     and dict with str keys. Anything else (sets, datetimes, bytes inside a structure,
     NaN, objects) would be refused or silently changed by a round trip.
     """
+    if _plain(value, 0):
+        return
+    # the thorough walk: accepts subclasses (IntEnum, StrEnum) and names what it refuses
     stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
         item, path, depth = stack.pop()

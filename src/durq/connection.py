@@ -180,7 +180,8 @@ def async_client(url: str | None = None, **options: Any) -> Any:
         kwargs = {**_OPTIONS, **target.options, **options}
         make: Any = sentinels.Sentinel
         sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
-        return sentinel.master_for(target.service, redis_class=redis.asyncio.Redis, **kwargs)
+        return sentinel.master_for(target.service, redis_class=redis.asyncio.Redis,
+                                   connection_pool_class=_async_sentinel_pool(), **kwargs)
     return redis.asyncio.Redis.from_url(target.url, **{**_OPTIONS, **options})
 
 
@@ -201,8 +202,91 @@ def sync_client(url: str | None = None, **options: Any) -> Any:
         kwargs = {**_OPTIONS, **target.options, **options}
         make: Any = sync_sentinels.Sentinel
         sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
-        return sentinel.master_for(target.service, redis_class=redis.Redis, **kwargs)
+        return sentinel.master_for(target.service, redis_class=redis.Redis,
+                                   connection_pool_class=_sync_sentinel_pool(), **kwargs)
     return redis.Redis.from_url(target.url, **{**_OPTIONS, **options})
+
+
+def _async_sentinel_pool() -> Any:
+    """A Sentinel pool class that follows the Sentinel with the newest configuration
+    (see ``_newest``), and whose disconnect (on the client's aclose) also closes the
+    connections to the Sentinels themselves, which redis-py leaves open."""
+    from redis.asyncio import sentinel as sentinels
+
+    base: Any = sentinels.SentinelConnectionPool
+
+    class Pool(base):  # type: ignore[misc]
+        async def get_master_address(self) -> tuple[str, int]:
+            states = []
+            for client in self.sentinel_manager.sentinels:
+                try:
+                    states.append(await client.sentinel_master(self.service_name))
+                except redis.RedisError:
+                    continue  # a Sentinel down or unaware: the others decide
+            address = _newest(self, states)
+            pool: Any = self  # redis-py leaves master_address unannotated
+            if self.is_master and pool.master_address != address:
+                pool.master_address = address
+                await self.disconnect(inuse_connections=False)
+            return address
+
+        async def disconnect(self, inuse_connections: bool = True) -> None:
+            await super().disconnect(inuse_connections)
+            for client in self.sentinel_manager.sentinels:
+                await client.connection_pool.disconnect()
+
+    return Pool
+
+
+def _sync_sentinel_pool() -> Any:
+    """The blocking twin of ``_async_sentinel_pool``."""
+    from redis import sentinel as sentinels
+
+    base: Any = sentinels.SentinelConnectionPool
+
+    class Pool(base):  # type: ignore[misc]
+        def get_master_address(self) -> tuple[str, int]:
+            states = []
+            for client in self.sentinel_manager.sentinels:
+                try:
+                    states.append(client.sentinel_master(self.service_name))
+                except redis.RedisError:
+                    continue
+            address = _newest(self, states)
+            proxy: Any = self.proxy
+            if self.is_master and proxy.master_address != address:
+                proxy.master_address = address  # where redis-py keeps it here
+                self.disconnect(inuse_connections=False)
+            return address
+
+        def disconnect(self, inuse_connections: bool = True) -> None:
+            super().disconnect(inuse_connections)
+            for client in self.sentinel_manager.sentinels:
+                client.connection_pool.disconnect()
+
+    return Pool
+
+
+def _newest(pool: Any, states: list[Any]) -> tuple[str, int]:
+    """The primary named by the Sentinel with the newest configuration epoch. redis-py
+    takes the first Sentinel's word, and after a switch a Sentinel that has not heard
+    of it yet names the old primary for seconds, while that one still takes writes."""
+    from redis.sentinel import MasterNotFoundError
+
+    valid = [
+        st for st in states if pool.sentinel_manager.check_master_state(st, pool.service_name)
+    ]
+    if not valid:
+        raise MasterNotFoundError(f"No master found for {pool.service_name!r}")
+    # the Sentinel leading a failover names the old primary until the failover ends,
+    # with the new epoch already: the others' word counts first
+    settled = [st for st in valid if "failover_in_progress" not in str(st.get("flags"))]
+    votes: dict[tuple[str, int], tuple[int, int]] = {}
+    for st in settled or valid:
+        address = (str(st["ip"]), int(st["port"]))
+        epoch, count = votes.get(address, (0, 0))
+        votes[address] = (max(epoch, int(st.get("config-epoch", 0))), count + 1)
+    return max(votes, key=lambda address: votes[address])
 
 
 def _sentinel_kwargs(target: Target) -> dict[str, Any]:

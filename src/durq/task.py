@@ -236,6 +236,7 @@ class Task(Generic[P, R]):
         self.task_options = options
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
+        self._simple = _simple_arity(self.signature)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -310,19 +311,43 @@ class Task(Generic[P, R]):
             f"not {type(item).__name__}"
         )
 
+    def _fits(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """A quick arity check for plain signatures (False: let bind() decide)."""
+        if self._simple is None:
+            return False
+        names, required = self._simple
+        given = len(args)
+        if given > len(names):
+            return False
+        for name in kwargs:
+            if name not in names or names.index(name) < given:
+                return False
+        return all(n in kwargs for n in names[given:required])
+
+    def arguments_problem(self, args: Any, kwargs: Any) -> str | None:
+        """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
+        if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
+            return f"{self.name}(): arguments must be a list and a dict"
+        if self._fits(tuple(args), kwargs):
+            return None
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            return f"{self.name}(): {exc}"
+        return None
+
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
         """The queue message for ``call``: arguments checked, payload built."""
         args, kwargs = call.args, call.kwargs
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InvalidArgument(f"{self.name}(): {exc}") from None
+        problem = self.arguments_problem(args, kwargs)
+        if problem is not None:
+            raise InvalidArgument(problem)
         try:
             check_json(list(args), "args")
             check_json(kwargs, "kwargs")
         except NotSerializable:
             # name the parameter, not a position in the payload
-            for pname, value in bound.arguments.items():
+            for pname, value in self.signature.bind(*args, **kwargs).arguments.items():
                 try:
                     check_json(value, f"argument {pname!r}")
                 except NotSerializable as exc:
@@ -344,6 +369,22 @@ class Task(Generic[P, R]):
             o.key,
             o.replace,
         )
+
+
+def _simple_arity(signature: inspect.Signature) -> tuple[tuple[str, ...], int] | None:
+    """For a signature of positional-or-keyword parameters only: their names and how
+    many come before the first default (Signature.bind costs microseconds per call)."""
+    names: list[str] = []
+    required = 0
+    for param in signature.parameters.values():
+        if param.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            return None
+        if param.default is inspect.Parameter.empty:
+            if required != len(names):  # a required parameter after a default: bind() it
+                return None
+            required += 1
+        names.append(param.name)
+    return tuple(names), required
 
 
 def decode_payload(payload: Any) -> tuple[str, list[Any], dict[str, Any], dict[str, Any]]:

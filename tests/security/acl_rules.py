@@ -4,7 +4,7 @@ docs/deployment.md (the tests keep the two in step)."""
 # commands the scripts call: scripts run with the caller's permissions
 SCRIPT_COMMANDS = (
     "+hexists +zscore +zrem +hget +hset +hdel +rpush +lpush +lpop +llen +zadd +zcard +zrange "
-    "+zrangebyscore +zrevrange +zincrby +hincrby +hmget +hlen +sismember +sadd +srem "
+    "+zrangebyscore +zrevrange +zincrby +hincrby +hmget +hlen +sismember +sadd +srem +zmscore "
     "+smembers +type +del +pexpire +zpopmin +hgetall +time"
 )
 PRODUCER = (

@@ -108,9 +108,16 @@ class _Load:
             await asyncio.sleep(0.02)
 
     async def until_drained(self, timeout: float) -> None:
+        """Until every acknowledged job ran, or the queue is empty (the rest is lost)."""
         deadline = time.monotonic() + timeout
+        queue = self.app.async_queue(self.queue)
         while time.monotonic() < deadline and not self.acked <= set(self.finished):
-            await asyncio.sleep(0.05)
+            try:
+                if (await queue.stats()).size == 0:
+                    break
+            except redis.RedisError:
+                pass  # still failing over
+            await asyncio.sleep(0.2)
         await asyncio.sleep(0.3)  # late duplicates
 
 
@@ -189,13 +196,19 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--flavor", default="valkey")
+    parser.add_argument("--only-switch", action="store_true", help="only SENTINEL FAILOVER")
     args = parser.parse_args(argv)
     logging.getLogger("durq").setLevel(logging.ERROR)  # the outage's retries are expected
+    modes = [(True, 0.0), (True, 0.5), (False, 0.0)]  # kill -9, lagging, SENTINEL FAILOVER
+    if args.only_switch:
+        modes = [(False, 0.0)]
     with LocalSentinel(flavor=args.flavor, replicas=2) as setup:
-        for lag in (0.0, 0.5):
+        for kill, lag in modes:
             for durability in (None, durq.Durability(replicas=1)):
                 for _ in range(args.runs):
-                    outcome = asyncio.run(run_failover(setup, durability=durability, lag=lag))
+                    outcome = asyncio.run(
+                        run_failover(setup, durability=durability, lag=lag, kill=kill)
+                    )
                     print(outcome.line(), flush=True)
     return 0
 

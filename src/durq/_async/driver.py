@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 from asyncio import sleep
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any, TypeVar
 
+import hiredis
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
@@ -59,28 +61,47 @@ def _retry_from(replies: Sequence[Any]) -> int | None:
     return None
 
 
-def _read_only(reply: Any) -> bool:
-    # a primary demoted to a replica by a failover; Redis 6.2 reports it from inside the
-    # script (ERR ... -READONLY), later servers before running it
-    return isinstance(reply, ResponseError) and "READONLY" in str(reply)[:200]
+#: how often a client of a Sentinel-managed primary asks the Sentinels which server is
+#: the primary (redis-py asks only when it opens a connection, and an old primary keeps
+#: accepting writes after a switch until the Sentinels demote it, seconds later)
+SENTINEL_CHECK = 1.0
+
+
+def _refused_write(reply: Any) -> bool:
+    # a primary demoted to a replica by a failover, or one that lost its replicas under
+    # min-replicas-to-write; Redis 6.2 reports it from inside the script (ERR ...
+    # -READONLY), later servers before running it: either way nothing was written
+    text = str(reply)[:200] if isinstance(reply, ResponseError) else ""
+    return "READONLY" in text or "NOREPLICAS" in text
+
+
+def _pack(commands: Sequence[Wire]) -> list[bytes]:
+    """RESP for ``commands``, by hiredis's C packer: redis-py's own packer first converts
+    every argument in Python, which cost as much as the round trip for large batches.
+    durq only sends str, bytes, int and float arguments, which hiredis takes as they are."""
+    # a list of chunks, as send_packed_command takes them
+    return [b"".join([hiredis.pack_command(tuple(c)) for c in commands])]
 
 
 async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     """Send ``commands`` on one connection of ``pool`` in one round trip; error replies
     come back in place."""
     conn = await pool.get_connection()
+    primary = getattr(pool, "master_address", None)  # a Sentinel pool's current primary
+    if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
+        await conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
-        await conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+        await conn.send_packed_command(_pack(commands), check_health=False)
         replies: list[Any] = []
         for _ in commands:
             try:
                 replies.append(await conn.read_response())
             except ResponseError as exc:
                 replies.append(exc)
-        if any(_read_only(r) for r in replies):
-            # nothing was written (a script's writes come after its reads); the caller
-            # retries as after a lost connection, and reconnects to the new primary
-            raise ConnectionError("the server is now a read-only replica (failover)")
+        if any(_refused_write(r) for r in replies):
+            # the caller retries as after a lost connection, and reconnects to the
+            # server that is the primary now
+            raise ConnectionError(f"the server refused the write (failover?): {replies[0]}")
     except BaseException:
         # a half-read reply (error, timeout, cancellation) leaves the socket unusable
         await conn.disconnect()
@@ -184,7 +205,7 @@ class AsyncDriver:
         wire = [_wire(c) for c in calls]
         replies: list[Any] = [None] * len(calls)
         start, attempt = 0, 0
-        give_up = time.monotonic() + cluster.REDIRECT_BUDGET
+        give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
             node = await self._node(key)
             scripts = [c for c in calls[start:] if isinstance(c, ScriptCall)]
@@ -199,6 +220,7 @@ class AsyncDriver:
             error = got[again]
             start += again
             attempt += 1
+            give_up = give_up or time.monotonic() + cluster.REDIRECT_BUDGET
             if isinstance(error, NoScriptError):  # the node lost its script cache
                 self._loaded = {entry for entry in self._loaded if entry[0] != node}
                 if attempt < 3:
@@ -220,6 +242,18 @@ class AsyncDriver:
         if key is None:
             return str(self.client.get_default_node().name)  # type: ignore[attr-defined]
         return str(manager.get_node_from_slot(cluster.slot_of(key)).name)
+
+    async def _follow_sentinels(self, pool: Any) -> None:
+        """Ask the Sentinels for the primary at most once per SENTINEL_CHECK; on a
+        switch redis-py's pool drops its idle connections, and ``_send_on`` the others."""
+        now = time.monotonic()
+        # kept on the pool, which the queues of an App or a worker share
+        if now - getattr(pool, "durq_sentinels_asked", 0.0) < SENTINEL_CHECK:
+            return
+        pool.durq_sentinels_asked = now
+        # when no Sentinel answers, the connections themselves tell the rest
+        with suppress(ConnectionError, TimeoutError):
+            await pool.get_master_address()
 
     async def _load(self, node: str, calls: Sequence[ScriptCall]) -> None:
         sources = {call.script.sha: call.script.source for call in calls}
@@ -243,7 +277,10 @@ class AsyncDriver:
                 self._stale = True  # the node may have failed over
                 raise
         if self._direct:
-            return await _send_on(client.connection_pool, commands)
+            pool = client.connection_pool
+            if hasattr(pool, "get_master_address"):
+                await self._follow_sentinels(pool)
+            return await _send_on(pool, commands)
         if len(commands) == 1:
             try:
                 return [await client.execute_command(*commands[0])]

@@ -25,6 +25,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "defer",
     "dequeue",
     "enqueue",
+    "enqueue_plain",
     "extend",
     "groups",
     "job",

@@ -49,6 +49,7 @@ __all__ = [
     "enqueue",
     "extend",
     "fetch",
+    "fetch_after_wait",
     "groups",
     "job",
     "new_ids",
@@ -90,8 +91,9 @@ class Held(Protocol):
 
 
 def new_ids(n: int) -> list[str]:
-    """``n`` random job ids: 16 URL-safe characters (96 random bits) each."""
-    raw = base64.urlsafe_b64encode(os.urandom(12 * n)).decode()
+    """``n`` random job ids: 16 characters (96 random bits) each, from letters, digits,
+    ``_`` and ``.`` (not ``-``, so an id never reads as an option on a command line)."""
+    raw = base64.b64encode(os.urandom(12 * n), altchars=b"._").decode()
     return [raw[i : i + 16] for i in range(0, 16 * n, 16)]
 
 
@@ -232,29 +234,32 @@ def _enqueue_rows(
     replace: bool,
 ) -> list[tuple[Arg, ...]]:
     """The nine script arguments of each message (see enqueue.lua)."""
+    # the batch's defaults are checked once; a message's own options only when given
+    d_delay = delay_ms(delay)
+    d_prio = _int_in("priority", priority, PRIORITY_RANGE)
+    d_max = _int_in("max_attempts", max_attempts, MAX_ATTEMPTS_RANGE)
+    d_group = check_group(group) if group is not None else ""
+    d_key = check_key(key) if key is not None else ""
     fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
+    encode = codec.encode
     rows: list[tuple[Arg, ...]] = []
     for m in messages:
-        job_id = check_job_id(m.id) if m.id is not None else next(fresh)
-        g = m.group if m.group is not None else group
-        k = m.key if m.key is not None else key
-        rep = m.replace if m.replace is not None else replace
-        if rep and k is None:
+        k = d_key if m.key is None else check_key(m.key)
+        rep = replace if m.replace is None else m.replace
+        if rep and not k:
             raise InvalidArgument("replace=True needs a key: it replaces the job holding it")
-        codec_id, data = codec.encode(m.payload)
+        codec_id, data = encode(m.payload)
         rows.append(
             (
-                job_id,
+                next(fresh) if m.id is None else check_job_id(m.id),
                 data,
-                delay_ms(m.delay if m.delay is not None else delay),
-                _int_in("priority", m.priority if m.priority is not None else priority,
-                        PRIORITY_RANGE),
-                _int_in("max_attempts",
-                        m.max_attempts if m.max_attempts is not None else max_attempts,
-                        MAX_ATTEMPTS_RANGE),
+                d_delay if m.delay is None else delay_ms(m.delay),
+                d_prio if m.priority is None else _int_in("priority", m.priority, PRIORITY_RANGE),
+                d_max if m.max_attempts is None
+                else _int_in("max_attempts", m.max_attempts, MAX_ATTEMPTS_RANGE),
                 codec_id,
-                check_group(g) if g is not None else "",
-                check_key(k) if k is not None else "",
+                d_group if m.group is None else check_group(m.group),
+                k,
                 1 if rep else 0,
             )
         )  # fmt: skip
@@ -288,7 +293,10 @@ def enqueue(
     )  # fmt: skip
     confirm = durability if durability is not None and durability.active else None
     tail = Command(confirm.command()) if confirm is not None else None
-    replies = yield from _batched("enqueue", keys, (), rows, tail)
+    # jobs without delay, priority or key (the common case) have a leaner script
+    plain = all(row[2] == 0 and row[3] == 0 and row[7] == "" for row in rows)
+    script = "enqueue_plain" if plain else "enqueue"
+    replies = yield from _batched(script, keys, (), rows, tail)
     if confirm is not None:
         confirmation = replies.pop()
     out: list[EnqueueResult] = []
@@ -390,6 +398,21 @@ def fetch(
     """One dequeue attempt for workers: the jobs, the ms until there may be more work
     (-1: nothing scheduled), and how many expired leases it reclaimed."""
     reply = yield dequeue_call(keys, count, lease)
+    return parse_dequeue(reply, keys.name, codec), int(reply[2]), int(reply[3])
+
+
+def fetch_after_wait(
+    keys: QueueKeys, codec: PayloadCodec, count: int, lease: float, timeout: float
+) -> Op[tuple[list[Job], int, int]]:
+    """Block on the wake marker up to ``timeout`` seconds, then fetch (``fetch``): both in
+    one round trip, so a job enqueued to an idle queue is in hand one round trip after
+    the enqueue (the server runs the fetch as soon as the wait ends)."""
+    block = Command(("BZPOPMIN", keys.wake, block_timeout(min(timeout, MAX_BLOCK))))
+    replies = yield Pipeline((block, dequeue_call(keys, count, lease)))
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            raise reply
+    reply = replies[1]
     return parse_dequeue(reply, keys.name, codec), int(reply[2]), int(reply[3])
 
 

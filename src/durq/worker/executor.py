@@ -136,10 +136,9 @@ class Executor:
         if task is None:
             message = f"no task named {name!r} is registered in this worker's app"
             return self._dead(None, {"reason": "unknown_task", "message": message}, job)
-        try:
-            task.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            return self._dead(task, {"reason": "bad_arguments", "message": f"{name}(): {exc}"}, job)
+        problem = task.arguments_problem(args, kwargs)
+        if problem is not None:
+            return self._dead(task, {"reason": "bad_arguments", "message": problem}, job)
         return task, args, kwargs
 
     async def execute(self, job: Job) -> Outcome:

@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError, RedisError, TimeoutError
 from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
 from durq.protocol import ops
-from durq.protocol.calls import WaitCall
+from durq.protocol.calls import Command, WaitCall
 from durq.protocol.status import Status
 from durq.worker.acks import AckBuffer
 from durq.worker.cancel import cancel_and_wait
@@ -44,6 +44,9 @@ class QueuePump:
         self.idle = False
         self._wait_armed = asyncio.Event()
         self._wait_timeout = ops.MAX_BLOCK
+        self._wait_want = 0  # jobs the waiter fetches when its wait ends
+        self._in_wait = False  # the waiter's request is in flight: the pump does not fetch
+        self._poked = False
         self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
         self._failures = 0
 
@@ -63,10 +66,12 @@ class QueuePump:
     async def _loop(self) -> None:
         while True:
             self.changed.clear()
-            want = min(self.worker.room_for(self), self.worker.config.batch)
+            want = min(self.worker.room(), self.worker.config.batch)
+            if self._in_wait:
+                want = 0  # the waiter's wait ends in a fetch of its own
             taken = self.acks.take(self.worker.config.batch)
             if not taken and want == 0:
-                if not self.worker.accepting and self.in_hand == 0 and not self.acks:
+                if await self._finished():
                     return
                 await self.changed.wait()
                 continue
@@ -98,19 +103,46 @@ class QueuePump:
                 # the waiter woke during this round trip, e.g. on a delayed job becoming
                 # the earliest: next_ms may predate that; plan again before waiting
                 continue
-            # next_ms is planned from the leases that exist now. A lease taken later by
-            # another consumer, whose holder then dies or hangs, would be reclaimed only
-            # when this wait ends: so an idle consumer plans again at least once per lease,
-            # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
-            # MAX_BLOCK later
-            limit = min(ops.MAX_BLOCK, self.worker.lease)
-            if self.worker.config.burst:
-                # drained only once the jobs other workers hold have ended, and nothing
-                # wakes this wait when they do: look again soon
-                limit = min(limit, _BURST_RECHECK)
-            self._wait_timeout = limit if next_ms < 0 else min(max(next_ms / 1000, 0.001), limit)
-            self._wait_armed.set()
+            self._plan_wait(next_ms, want)
             await self.changed.wait()
+
+    def _plan_wait(self, next_ms: int, want: int) -> None:
+        """Arm the waiter: block until work may have come, then fetch ``want`` jobs."""
+        # next_ms is planned from the leases that exist now. A lease taken later by
+        # another consumer, whose holder then dies or hangs, would be reclaimed only
+        # when this wait ends: so an idle consumer plans again at least once per lease,
+        # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
+        # MAX_BLOCK later
+        limit = min(ops.MAX_BLOCK, self.worker.lease)
+        if self.worker.config.burst:
+            # drained only once the jobs other workers hold have ended, and nothing
+            # wakes this wait when they do: look again soon
+            limit = min(limit, _BURST_RECHECK)
+        self._wait_timeout = limit if next_ms < 0 else min(max(next_ms / 1000, 0.001), limit)
+        self._wait_want = want
+        self._wait_armed.set()
+
+    async def _finished(self) -> bool:
+        """True when the worker stopped accepting and this pump has nothing left to send."""
+        if self.worker.accepting or self.in_hand or self.acks:
+            return False
+        if not self._in_wait:
+            return True
+        # the waiter's wait ends in a fetch: end it now, so what it brings is given back
+        # (and acknowledged) before this pump stops
+        await self._poke()
+        return False
+
+    async def _poke(self) -> None:
+        """Set the wake marker once, ending this worker's blocked wait (other idle
+        consumers may wake too, find nothing and wait again)."""
+        if self._poked:
+            return
+        self._poked = True
+        try:
+            await self.queue._driver.execute(Command(("ZADD", self.queue.keys.wake, 0, "0")))
+        except (*_TRANSIENT, RedisError, DurqError):
+            pass  # the wait then ends by its own timeout
 
     def _went_idle(self) -> None:
         """The queue was found empty: leave this pump's share of slots to the others."""
@@ -188,19 +220,25 @@ class QueuePump:
         await asyncio.sleep(delay)
 
     async def _waiter(self) -> None:
-        """Block on the queue's wake marker while the pump has nothing to fetch."""
+        """While the pump has nothing to fetch: block on the queue's wake marker and fetch
+        the moment it is signalled, in one round trip (no polling)."""
         failures = 0
         while True:
             await self._wait_armed.wait()
             self._wait_armed.clear()
+            self._in_wait = True
             try:
-                await self.queue._driver.execute(
-                    WaitCall((self.queue.keys.wake,), min(self._wait_timeout, ops.MAX_BLOCK))
-                )
+                await self._wait_and_fetch()
                 failures = 0
             except _TRANSIENT:
                 failures += 1
                 await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+            except (DurqError, RedisError) as exc:  # e.g. a wake marker of another type
+                failures += 1
+                log.warning("queue %s: waiting failed: %s", self.name, exc)
+                await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+            finally:
+                self._in_wait = False
             # An arm set while this wait was blocked carries a timeout planned before
             # whatever ended the wait: using it would block again on an old plan (a
             # delayed job that became due would wait for MAX_BLOCK). Drop it; the pump
@@ -211,3 +249,22 @@ class QueuePump:
                 self.idle = False
                 self.worker.share_changed()
             self.changed.set()
+
+    async def _wait_and_fetch(self) -> None:
+        want = min(self._wait_want, self.worker.room_for(self), self.worker.config.batch)
+        if want <= 0 or not self.worker.accepting:
+            await self.queue._driver.execute(
+                WaitCall((self.queue.keys.wake,), min(self._wait_timeout, ops.MAX_BLOCK))
+            )
+            return
+        op = ops.fetch_after_wait(
+            self.queue.keys, self.queue.codec, want, self.worker.lease, self._wait_timeout
+        )
+        jobs, _next_ms, reclaimed = await self.queue._driver.run(op)
+        if reclaimed:
+            self.worker.metrics.reclaimed(self.name, reclaimed)
+        if jobs:
+            self.drained = False
+            self.idle = False
+            self.in_hand += len(jobs)
+            self.worker.accept(self, jobs)

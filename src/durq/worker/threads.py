@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import contextvars
 import threading
+import time
 from collections.abc import Callable
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from typing import Any
 
 __all__ = ["ThreadRunner"]
@@ -39,13 +40,22 @@ class _Ticket:
         self.started = False
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.done():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in results:
+        if future.done():  # cancelled meanwhile (timeout, shutdown)
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+# Results are handed to the event loop in batches (each hand-off writes to the loop's
+# wake-up pipe): a thread that finds more work queued keeps going and posts what it
+# finished when its queue is empty, after _BATCH results, or once _HOLD seconds passed
+# since the first unposted one, so a slow task never delays a finished one for long.
+_BATCH = 64
+_HOLD = 0.001
 
 
 class ThreadRunner:
@@ -66,25 +76,52 @@ class ThreadRunner:
         self._threads.add(thread)
         thread.start()
 
+    def _post(self, loop: asyncio.AbstractEventLoop, results: list[Any]) -> None:
+        if results:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_settle, results)
+
     def _loop(self) -> None:
         while True:
             ticket = self._inbox.get()
             if ticket is None:
                 return
-            with self._lock:
-                if ticket.abandoned:  # timed out before it started: drop it
-                    continue
-                ticket.started = True
-            try:
-                value = ticket.ctx.run(ticket.fn, *ticket.args, **ticket.kwargs)
-                outcome = (True, value)
-            except BaseException as exc:
-                outcome = (False, exc)
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                ticket.loop.call_soon_threadsafe(_settle, ticket.future, *outcome)
-            if ticket.abandoned:  # a replacement took this thread's place
-                self._threads.discard(threading.current_thread())
-                return
+            loop = ticket.loop
+            results: list[tuple[asyncio.Future[Any], bool, Any]] = []
+            first = 0.0
+            while ticket is not None:
+                with self._lock:
+                    skip = ticket.abandoned  # timed out before it started: drop it
+                    ticket.started = not skip
+                if not skip:
+                    try:
+                        results.append(
+                            (
+                                ticket.future,
+                                True,
+                                ticket.ctx.run(ticket.fn, *ticket.args, **ticket.kwargs),
+                            )
+                        )
+                    except BaseException as exc:
+                        results.append((ticket.future, False, exc))
+                    if ticket.abandoned:  # a replacement took this thread's place
+                        self._post(loop, results)
+                        self._threads.discard(threading.current_thread())
+                        return
+                    now = time.monotonic()
+                    first = first or now
+                    if len(results) >= _BATCH or now - first > _HOLD:
+                        self._post(loop, results)
+                        results, first = [], 0.0
+                try:
+                    ticket = self._inbox.get_nowait()
+                except Empty:
+                    ticket = None
+                    break
+                if ticket is None:  # close() asked this thread to exit
+                    self._post(loop, results)
+                    return
+            self._post(loop, results)
 
     async def run(
         self, fn: Callable[..., Any], args: Any, kwargs: Any, timeout: float | None
@@ -96,6 +133,8 @@ class ThreadRunner:
         ticket = _Ticket(fn, args, kwargs, future, loop)
         self._inbox.put(ticket)
         try:
+            if timeout is None:
+                return await future
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             if not future.done():
