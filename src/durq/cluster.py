@@ -13,11 +13,21 @@ the other when it generates the blocking driver.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import AskError, ClusterDownError, MovedError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MaxConnectionsError,
+    MovedError,
+    TryAgainError,
+)
+
+from durq.connection import POOL_WAIT
 
 __all__ = [
     "REDIRECTS",
@@ -69,27 +79,45 @@ def needs_refresh(error: Exception) -> bool:
 class _AsyncNodePool:
     """A node's connections behind the two methods the driver uses of a pool."""
 
-    __slots__ = ("node",)
-
     def __init__(self, node: Any) -> None:
         self.node = node
 
     async def get_connection(self) -> Any:
-        # connected lazily by the first send_packed_command
-        return self.node.acquire_connection()
+        # a node hands out at most max_connections at once, and refuses the next caller
+        # at once: wait for one to come back, as the single-server pool does
+        give_up = 0.0
+        while True:
+            try:
+                return self.node.acquire_connection()  # connected by its first send
+            except MaxConnectionsError:
+                now = time.monotonic()
+                give_up = give_up or now + POOL_WAIT
+                if now > give_up:
+                    raise
+                await asyncio.sleep(0.001)
 
     async def release(self, connection: Any) -> None:
         self.node.release(connection)
 
 
-def async_node_pool(client: Any, node: Any) -> Any:
-    """The connection pool of ``node`` of an asyncio cluster client."""
-    return _AsyncNodePool(node)
+def async_node_pool(client: Any, node: Any, cache: dict[str, Any]) -> Any:
+    """The connection pool of ``node`` of an asyncio cluster client (kept in ``cache``,
+    the driver's, as long as the node object is current)."""
+    pool = cache.get(node.name)
+    if pool is None or pool.node is not node:
+        if pool is not None:  # the node was replaced by a refresh of the slot map
+            for conn, _since in pool.__dict__.get("durq_idle", (0, []))[1]:
+                pool.node.release(conn)
+        pool = cache[node.name] = _AsyncNodePool(node)
+    return pool
 
 
-def sync_node_pool(client: Any, node: Any) -> Any:
-    """The connection pool of ``node`` of a blocking cluster client."""
-    return client.get_redis_connection(node).connection_pool
+def sync_node_pool(client: Any, node: Any, cache: dict[str, Any]) -> Any:
+    """The connection pool of ``node`` of a blocking cluster client (redis-py keeps one
+    pool per node; ``cache`` is the driver's, for the list of pools it used)."""
+    pool = client.get_redis_connection(node).connection_pool
+    cache[node.name] = pool
+    return pool
 
 
 async def async_refresh(client: Any) -> None:

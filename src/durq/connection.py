@@ -62,6 +62,12 @@ _OPTIONS: dict[str, Any] = {
 }
 
 
+#: connections one client opens to one server at most; a caller beyond that waits up to
+#: POOL_WAIT seconds for a free one (redis-py 8 caps its pools at 100 and fails the next
+#: caller at once, which an app with many coroutines or threads on one queue would hit)
+MAX_CONNECTIONS = 1000
+POOL_WAIT = 30.0
+
 # redis-py leaves these unannotated
 _parse_url: Any = _redis_connection.parse_url
 
@@ -158,7 +164,7 @@ def parse_target(url: str | None = None) -> Target:
 
 
 def _cluster_options(options: dict[str, Any]) -> dict[str, Any]:
-    merged = {**_OPTIONS, **options}
+    merged = {**_OPTIONS, "max_connections": MAX_CONNECTIONS, **options}
     # the cluster client's own retry: durq routes and retries itself (durq._async.driver)
     merged.pop("health_check_interval", None)
     return merged
@@ -177,12 +183,15 @@ def async_client(url: str | None = None, **options: Any) -> Any:
     if target.kind == "sentinel":
         from redis.asyncio import sentinel as sentinels
 
-        kwargs = {**_OPTIONS, **target.options, **options}
+        kwargs = {**_OPTIONS, "max_connections": MAX_CONNECTIONS, **target.options, **options}
         make: Any = sentinels.Sentinel
         sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
         return sentinel.master_for(target.service, redis_class=redis.asyncio.Redis,
                                    connection_pool_class=_async_sentinel_pool(), **kwargs)
-    return redis.asyncio.Redis.from_url(target.url, **{**_OPTIONS, **options})
+    pool: Any = redis.asyncio.BlockingConnectionPool.from_url(
+        target.url, **_pool_options(options)
+    )
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 def sync_client(url: str | None = None, **options: Any) -> Any:
@@ -199,12 +208,20 @@ def sync_client(url: str | None = None, **options: Any) -> Any:
     if target.kind == "sentinel":
         from redis import sentinel as sync_sentinels
 
-        kwargs = {**_OPTIONS, **target.options, **options}
+        kwargs = {**_OPTIONS, "max_connections": MAX_CONNECTIONS, **target.options, **options}
         make: Any = sync_sentinels.Sentinel
         sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
         return sentinel.master_for(target.service, redis_class=redis.Redis,
                                    connection_pool_class=_sync_sentinel_pool(), **kwargs)
-    return redis.Redis.from_url(target.url, **{**_OPTIONS, **options})
+    pool: Any = redis.BlockingConnectionPool.from_url(target.url, **_pool_options(options))
+    return redis.Redis.from_pool(pool)
+
+
+def _pool_options(options: dict[str, Any]) -> dict[str, Any]:
+    merged = {**_OPTIONS, **options}
+    merged.setdefault("max_connections", MAX_CONNECTIONS)
+    merged.setdefault("timeout", POOL_WAIT)
+    return merged
 
 
 def _async_sentinel_pool() -> Any:

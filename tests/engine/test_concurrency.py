@@ -165,3 +165,20 @@ def test_with_leases_running_out_mid_work_no_two_leases_on_a_job_overlap(
         for (_, end), (_, next_end) in itertools.pairwise(seen):
             # the next delivery started (next_end - lease) no earlier than this lease ended
             assert next_end - lease >= end - 0.001, job_id
+
+
+def test_more_concurrent_callers_than_pooled_connections_all_succeed(
+    redis_url: str, queue_name: str
+) -> None:
+    # more coroutines than a redis-py pool holds by default (100): the excess callers
+    # wait for a free connection instead of failing with "Too many connections"
+    async def main() -> None:
+        async with AsyncQueue(queue_name, redis_url) as queue:
+            # each waiter holds a connection while it blocks
+            waits = [queue.dequeue(wait=0.3) for _ in range(150)]
+            assert await asyncio.gather(*waits) == [None] * 150
+            made = await asyncio.gather(*(queue.enqueue(i) for i in range(400)))
+            assert len({r.id for r in made}) == 400
+            assert (await queue.stats()).pending == 400
+
+    asyncio.run(main())

@@ -9,7 +9,6 @@ and drive the operations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace as with_changes
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
@@ -132,6 +131,8 @@ class AsyncQueue:
         """Close the connections, if the queue created its own client."""
         if self._owns_client:
             await self.client.aclose()
+        else:
+            await self._driver.release_idle()
 
     async def __aenter__(self) -> AsyncQueue:
         return self
@@ -187,8 +188,7 @@ class AsyncQueue:
         if not messages:
             return []
         # ids are fixed now so that a retry after a lost reply cannot enqueue twice
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
-        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         async def attempt() -> list[EnqueueResult]:
@@ -205,6 +205,7 @@ class AsyncQueue:
                 key=key,
                 replace=replace,
                 durability=self.durability,
+                ids=fresh,
             )
             return await self._driver.run(op)
 

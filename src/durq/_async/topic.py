@@ -7,7 +7,6 @@ it by ``scripts/unasync.py`` (CI fails when they drift).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace as with_changes
 from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
@@ -79,6 +78,8 @@ class AsyncTopic:
         """Close the connections, if the topic created its own client."""
         if self._owns_client:
             await self.client.aclose()
+        else:
+            await self._driver.release_idle()
 
     async def __aenter__(self) -> AsyncTopic:
         return self
@@ -141,8 +142,7 @@ class AsyncTopic:
         if not messages:
             return {}
         # ids are fixed now so that a retry after a lost reply cannot publish twice
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
-        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         async def attempt() -> dict[str, list[EnqueueResult]]:
@@ -157,6 +157,7 @@ class AsyncTopic:
                 key=key,
                 replace=replace,
                 durability=self.durability,
+                ids=fresh,
             )
             return await self._driver.run(op)
 

@@ -9,6 +9,7 @@ import time
 from time import sleep
 from collections.abc import Sequence
 from contextlib import suppress
+from os import getpid
 from typing import Any, TypeVar
 
 import hiredis
@@ -82,10 +83,42 @@ def _pack(commands: Sequence[Wire]) -> list[bytes]:
     return [b"".join([hiredis.pack_command(tuple(c)) for c in commands])]
 
 
+#: a connection kept idle longer than this goes back through redis-py's pool, whose
+#: checkout checks it (a server restart or its idle timeout may have closed it)
+IDLE_CHECK = 1.0
+
+
+def _idle_of(pool: Any) -> list[tuple[Any, float]]:
+    """The connections taken from ``pool`` and idle between durq's requests, most
+    recently used last. Kept on the pool, which the queues of an App or a worker share;
+    a forked child starts with none (its parent's sockets are not its own)."""
+    pid = getpid()
+    idle: tuple[int, list[tuple[Any, float]]] = pool.__dict__.setdefault("durq_idle", (pid, []))
+    if idle[0] != pid:
+        idle = pool.__dict__["durq_idle"] = (pid, [])
+    return idle[1]
+
+
+def _checkout(pool: Any, idle: list[tuple[Any, float]]) -> Any:
+    # redis-py's checkout (a lock, a health probe, metrics) costs as much as a
+    # quarter of a loopback round trip: a connection used a moment ago skips it
+    now = time.monotonic()
+    while idle:
+        try:
+            conn, since = idle.pop()
+        except IndexError:  # another thread took the last one
+            break
+        if now - since < IDLE_CHECK:
+            return conn
+        pool.release(conn)  # the others are older still: all go back
+    return pool.get_connection()
+
+
 def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     """Send ``commands`` on one connection of ``pool`` in one round trip; error replies
     come back in place."""
-    conn = pool.get_connection()
+    idle = _idle_of(pool)
+    conn = _checkout(pool, idle)
     primary = getattr(pool, "master_address", None)  # a Sentinel pool's current primary
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         conn.disconnect()  # opened to a former primary: reconnects to the new one
@@ -104,9 +137,9 @@ def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     except BaseException:
         # a half-read reply (error, timeout, cancellation) leaves the socket unusable
         conn.disconnect()
-        raise
-    finally:
         pool.release(conn)
+        raise
+    idle.append((conn, time.monotonic()))
     return replies
 
 
@@ -133,6 +166,23 @@ class Driver:
         self._cluster = cluster.is_cluster(client)
         self._direct = type(client) is Redis and client.connection is None
         self._stale = self._cluster  # the slot map must be (re)loaded before use
+        self._node_pools: dict[str, Any] = {}  # a Cluster's, by node name
+
+    def release_idle(self) -> None:
+        """Give the connections durq keeps idle back to the client's pool (when the
+        client is someone else's and stays open after the queue closes)."""
+        pools = list(self._node_pools.values())
+        pools.append(getattr(self.client, "connection_pool", None))
+        for pool in pools:
+            if pool is None or "durq_idle" not in pool.__dict__:
+                continue
+            idle = _idle_of(pool)
+            while True:
+                try:
+                    conn = idle.pop()[0]
+                except IndexError:
+                    break
+                pool.release(conn)
 
     def run(self, op: Op[T]) -> T:
         """Drive ``op`` to completion and return its result."""
@@ -271,7 +321,7 @@ class Driver:
                 self._stale = True
                 raise ConnectionError(f"cluster node {node} is gone")
             try:
-                return _send_on(sync_node_pool(client, target), commands)
+                return _send_on(sync_node_pool(client, target, self._node_pools), commands)
             except (ConnectionError, TimeoutError, OSError):
                 self._stale = True  # the node may have failed over
                 raise

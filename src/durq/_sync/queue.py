@@ -9,7 +9,6 @@ and drive the operations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace as with_changes
 from typing import Any, TypeVar
 
 from redis import Redis
@@ -132,6 +131,8 @@ class Queue:
         """Close the connections, if the queue created its own client."""
         if self._owns_client:
             self.client.close()
+        else:
+            self._driver.release_idle()
 
     def __enter__(self) -> Queue:
         return self
@@ -187,8 +188,7 @@ class Queue:
         if not messages:
             return []
         # ids are fixed now so that a retry after a lost reply cannot enqueue twice
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
-        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         def attempt() -> list[EnqueueResult]:
@@ -205,6 +205,7 @@ class Queue:
                 key=key,
                 replace=replace,
                 durability=self.durability,
+                ids=fresh,
             )
             return self._driver.run(op)
 

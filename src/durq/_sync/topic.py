@@ -6,7 +6,6 @@ GENERATED from durq/_async/topic.py by scripts/unasync.py: edit that file.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace as with_changes
 from typing import Any
 
 from redis import Redis
@@ -78,6 +77,8 @@ class Topic:
         """Close the connections, if the topic created its own client."""
         if self._owns_client:
             self.client.close()
+        else:
+            self._driver.release_idle()
 
     def __enter__(self) -> Topic:
         return self
@@ -140,8 +141,7 @@ class Topic:
         if not messages:
             return {}
         # ids are fixed now so that a retry after a lost reply cannot publish twice
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
-        messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         def attempt() -> dict[str, list[EnqueueResult]]:
@@ -156,6 +156,7 @@ class Topic:
                 key=key,
                 replace=replace,
                 durability=self.durability,
+                ids=fresh,
             )
             return self._driver.run(op)
 

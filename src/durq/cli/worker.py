@@ -39,7 +39,7 @@ def _run_loop(coro: object) -> None:
 @click.option(
     "-c",
     "--concurrency",
-    default=10,
+    default=20,
     show_default=True,
     help="Jobs running at once per process (coroutines, or threads for sync tasks).",
 )

@@ -19,6 +19,7 @@ from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
 from durq.dashboard.security import Guard
 from durq.dashboard.state import Dashboard
+from durq.errors import CorruptQueue
 
 __all__ = ["create_app"]
 
@@ -100,7 +101,10 @@ def create_app(
         middleware=middleware,
         lifespan=lifespan,
         # Redis down or refusing: a page that says so, not a bare 500
-        exception_handlers={RedisError: views.redis_unavailable},
+        exception_handlers={
+            RedisError: views.redis_unavailable,
+            CorruptQueue: views.corrupt_queue,
+        },
     )
     app.state.durq = dash
     return app

@@ -8,6 +8,7 @@ id. Nothing here walks a whole queue, so pages stay fast with millions of jobs q
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,11 +18,17 @@ from redis.asyncio import Redis as AsyncRedis
 
 from durq import connection
 from durq._async.queue import AsyncQueue
+from durq.errors import CorruptQueue
 from durq.keys import check_queue_name
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.protocol import ops
 
 __all__ = ["DashboardData", "HeldJob", "WorkerEntry"]
+
+log = logging.getLogger("durq.dashboard")
+
+# queues whose stats one page reads at once (each read takes a connection while it runs)
+_CONCURRENT_READS = 16
 
 
 @dataclass(frozen=True)
@@ -145,9 +152,22 @@ class DashboardData:
         return bool(found)
 
     async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
-        """Sizes and counters of each queue, read concurrently (O(1) each)."""
-        results = await asyncio.gather(*(self.queue(n).stats() for n in names))
-        return dict(zip(names, results, strict=True))
+        """Sizes and counters of each queue, read concurrently (O(1) each), a bounded
+        number at a time so that many queues do not take many connections. A queue whose
+        keys something else overwrote is left out (and logged): `durq doctor` names the
+        keys, and the other queues stay visible."""
+        gate = asyncio.Semaphore(_CONCURRENT_READS)
+
+        async def one(name: str) -> QueueStats | None:
+            async with gate:
+                try:
+                    return await self.queue(name).stats()
+                except CorruptQueue as exc:
+                    log.warning("queue %s left out: %s", name, exc)
+                    return None
+
+        results = await asyncio.gather(*(one(n) for n in names))
+        return {n: r for n, r in zip(names, results, strict=True) if r is not None}
 
     async def workers(self) -> list[WorkerEntry]:
         """The live workers, by id. Entries whose heartbeat expired are skipped (the

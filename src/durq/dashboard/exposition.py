@@ -100,7 +100,7 @@ async def metrics_endpoint(request: Request) -> Response:
     names, _total = await dash.data.queue_names()
     stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot([stats[n] for n in names], workers))
+    registry.register(_Snapshot([stats[n] for n in names if n in stats], workers))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -72,6 +72,14 @@ def _error(request: Request, dash: Dashboard, status: int, message: str) -> Resp
     return render(request, dash, "error.html", {"status": status, "message": message}, status)
 
 
+def _corrupt(request: Request, dash: Dashboard, name: str) -> Response:
+    message = (
+        f"Queue {name} has keys that something other than durq wrote; "
+        "`durq doctor` names them."
+    )
+    return _error(request, dash, 500, message)
+
+
 async def _queue_or_error(request: Request, dash: Dashboard) -> str | Response:
     """The queue named by ``?q=``, or the error page when it is not a known queue."""
     name = request.query_params.get("q", "")
@@ -91,13 +99,20 @@ async def redis_unavailable(request: Request, exc: Exception) -> Response:
     return _error(request, dash, 503, message)
 
 
+async def corrupt_queue(request: Request, exc: Exception) -> Response:
+    """The page shown when a queue's keys hold what durq did not write."""
+    return _error(request, request.app.state.durq, 500, f"{exc}.")
+
+
 async def overview(request: Request) -> Response:
     """Every queue's sizes and recent activity, charts of all queues, live workers."""
     dash = dashboard_of(request)
     names, total = await dash.data.queue_names()
     stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
     rows = [
-        QueueRow(n, stats[n], dash.history.recent(n), len(_consumers(workers, n))) for n in names
+        QueueRow(n, stats[n], dash.history.recent(n), len(_consumers(workers, n)))
+        for n in names
+        if n in stats  # not a corrupt one
     ]
     return render(
         request,
@@ -132,6 +147,8 @@ async def queue_page(request: Request) -> Response:
     stats, (group_total, groups), workers = await asyncio.gather(
         dash.data.stats([name]), dash.data.groups(name, limit), dash.data.workers()
     )
+    if name not in stats:
+        return _corrupt(request, dash, name)
     consumers = _consumers(workers, name)
     held: list[tuple[WorkerEntry, HeldJob]] = [
         (w, j) for w in consumers for j in w.jobs if j.queue == name
@@ -174,6 +191,8 @@ async def job_page(request: Request) -> Response:
     )
     if info is None:
         return _error(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
+    if name not in stats:
+        return _corrupt(request, dash, name)
     group = None
     if info.group is not None:
         group = (await dash.data.groups(name, 1, [info.group]))[1][0]
@@ -249,6 +268,8 @@ async def api_overview(request: Request) -> Response:
     stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
     queues: list[dict[str, Any]] = []
     for n in names:
+        if n not in stats:
+            continue  # a corrupt queue: see the log, and `durq doctor`
         recent = dash.history.recent(n)
         queues.append(
             {

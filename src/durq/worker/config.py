@@ -19,7 +19,7 @@ class WorkerConfig:
     Attributes:
         queues: the queues to consume (default: every queue of the app's tasks).
         concurrency: jobs running at once in this process: async tasks as coroutines,
-            sync tasks in as many threads (default 10).
+            sync tasks in as many threads (default 20).
         prefetch: jobs held beyond ``concurrency``, started as slots free up (default 0:
             a worker takes only what it can start, which keeps groups fair).
         lease: seconds of the lease under which jobs are fetched (default: the app's);
@@ -33,7 +33,7 @@ class WorkerConfig:
     """
 
     queues: Sequence[str] = ()
-    concurrency: int = 10
+    concurrency: int = 20
     prefetch: int = 0
     lease: float | None = None
     grace: float = 25.0
