@@ -114,10 +114,10 @@ def worker_specs() -> dict[str, dict[str, Any]]:
     specs: dict[str, dict[str, Any]] = {
         "default": {
             "argv": [[*base, "-p", "1"]],
-            "desc": "`durq worker -p 1` (default concurrency 10)",
+            "desc": "`durq worker -p 1` (default concurrency 20)",
         },
     }
-    for p, c in ((2, 10), (2, 32), (2, 100), (3, 32), (1, 32)):
+    for p, c in ((1, 50), (1, 100), (2, 20), (2, 50), (2, 100), (3, 50)):
         specs[f"p{p}-c{c}"] = {
             "argv": [[*base, "-p", str(p), "-c", str(c)]],
             "desc": f"`durq worker -p {p} -c {c}`",

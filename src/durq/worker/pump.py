@@ -49,6 +49,9 @@ class QueuePump:
         self._poked = False
         self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
         self._failures = 0
+        # the waiter's fetch got fewer jobs than it asked for, so the queue had nothing
+        # more ready: the next_ms it returned, for a wait planned without another fetch
+        self._emptied: int | None = None
 
     @property
     def name(self) -> str:
@@ -70,6 +73,9 @@ class QueuePump:
             if self._in_wait:
                 want = 0  # the waiter's wait ends in a fetch of its own
             taken = self.acks.take(self.worker.config.batch)
+            if self._wait_again(want, taken):
+                await self.changed.wait()
+                continue
             if not taken and want == 0:
                 if await self._finished():
                     return
@@ -78,11 +84,8 @@ class QueuePump:
             wakes = self._wakes
             try:
                 fetched, next_ms = await self._round_trip(taken, want)
-            except _TRANSIENT as exc:
-                self.acks.put_back(taken)
-                await self._pause(exc)
-                continue
-            except (DurqError, RedisError) as exc:  # e.g. a key of the wrong type
+            # transient, or e.g. a key of the wrong type: sent again after a pause
+            except (*_TRANSIENT, DurqError, RedisError) as exc:
                 self.acks.put_back(taken)
                 await self._pause(exc)
                 continue
@@ -91,20 +94,36 @@ class QueuePump:
                     "queue %s: working again after %d failed attempts", self.name, self._failures
                 )
             self._failures = 0
-            if fetched or want == 0:
-                continue
-            self._went_idle()
-            if self.worker.config.burst and next_ms < 0 and self.in_hand == 0 and not self.acks:
-                self.drained = True
-                if self.worker.drained():
-                    self.worker.stop_accepting()
-                    continue
-            if self._wakes != wakes:
-                # the waiter woke during this round trip, e.g. on a delayed job becoming
-                # the earliest: next_ms may predate that; plan again before waiting
-                continue
-            self._plan_wait(next_ms, want)
-            await self.changed.wait()
+            if not fetched and want and self._idle_after_fetch(next_ms, want, wakes):
+                await self.changed.wait()
+
+    def _wait_again(self, want: int, taken: list[Any]) -> bool:
+        """True when the waiter's fetch has just emptied the queue and there is nothing
+        to acknowledge: the wait is armed again at once, without a fetch that would find
+        nothing (a round trip saved per wake-up, and none in the way of the jobs just
+        fetched)."""
+        emptied, self._emptied = self._emptied, None
+        if emptied is None or not want or taken or self.worker.config.burst:
+            return False
+        self._went_idle()
+        self._plan_wait(emptied, want)
+        return True
+
+    def _idle_after_fetch(self, next_ms: int, want: int, wakes: int) -> bool:
+        """After a fetch that found nothing: True when the wait is armed (the pump then
+        waits for a change), False when the pump should go round again at once."""
+        self._went_idle()
+        if self.worker.config.burst and next_ms < 0 and self.in_hand == 0 and not self.acks:
+            self.drained = True
+            if self.worker.drained():
+                self.worker.stop_accepting()
+                return False
+        if self._wakes != wakes:
+            # the waiter woke during this round trip, e.g. on a delayed job becoming
+            # the earliest: next_ms may predate that; plan again before waiting
+            return False
+        self._plan_wait(next_ms, want)
+        return True
 
     def _plan_wait(self, next_ms: int, want: int) -> None:
         """Arm the waiter: block until work may have come, then fetch ``want`` jobs."""
@@ -260,9 +279,11 @@ class QueuePump:
         op = ops.fetch_after_wait(
             self.queue.keys, self.queue.codec, want, self.worker.lease, self._wait_timeout
         )
-        jobs, _next_ms, reclaimed = await self.queue._driver.run(op)
+        jobs, next_ms, reclaimed = await self.queue._driver.run(op)
         if reclaimed:
             self.worker.metrics.reclaimed(self.name, reclaimed)
+        if len(jobs) < want:
+            self._emptied = next_ms
         if jobs:
             self.drained = False
             self.idle = False
