@@ -206,7 +206,10 @@ class Driver:
             "bulk_api": self.peer.bulk_api,
             "bulk_note": getattr(self.peer, "bulk_note", ""),
             "notes": list(getattr(self.mod, "NOTES", [])),
-            "modes": {m: self.call(self.peer.worker, m)["desc"] for m in ("default", "best")},
+            "modes": {
+                m: self.call(self.peer.worker, m)["desc"]
+                for m in ("default", "best", *getattr(self.mod, "ALSO", ()))
+            },
             "best": getattr(self.mod, "BEST", None),
             "candidates": {k: v["desc"] for k, v in self.mod.worker_specs().items()},
         }

@@ -72,6 +72,112 @@ def main_version(p: dict[str, Any]) -> str:
     return ", ".join(f"{k} {versions[k]}" for k in main) or "–"
 
 
+def _median(p: dict[str, Any] | None, *path: str) -> float | None:
+    node: Any = p
+    for part in path:
+        node = (node or {}).get(part)
+    return float(node["median"]) if isinstance(node, dict) and "median" in node else None
+
+
+def targets_section(results: dict[str, Any]) -> list[str]:
+    """The issue's targets, checked against this run's figures (ratios in one run)."""
+    peers = results.get("peers", {})
+    durq = peers.get("durq")
+    if not durq or durq.get("skipped"):
+        return []
+    others = {k: p for k, p in peers.items() if k != "durq" and not p.get("skipped")}
+
+    def fastest(*path: str) -> tuple[str, float] | None:
+        best = [(p["display"], v) for p in others.values() if (v := _median(p, *path))]
+        return max(best, key=lambda kv: kv[1]) if best else None
+
+    rows: list[tuple[str, str, str]] = []
+
+    def ok(met: bool) -> str:
+        return "✔ met" if met else "✘ missed"
+
+    peer_drain = fastest("drain_best", "rate")
+    one_proc = [
+        (durq.get("modes", {}).get(m, m), v)
+        for m in ("default", *durq.get("drain_also", []))
+        if (v := _median(durq, f"drain_{m}", "rate")) and "-p 2" not in str(m)
+    ]
+    two_proc = _median(durq, "drain_best", "rate")
+    if peer_drain and one_proc:
+        desc, v = max(one_proc, key=lambda kv: kv[1])
+        r = v / peer_drain[1]
+        rows.append(
+            (
+                "drain ≥ 3× fastest peer, 1 process",
+                f"{fmt_num(v)}/s ({desc}) = {r:.1f}× {peer_drain[0]}'s best {fmt_num(peer_drain[1])}/s",
+                ok(r >= 3),
+            )
+        )
+    if peer_drain and two_proc:
+        r = two_proc / peer_drain[1]
+        rows.append(
+            (
+                "drain ≥ 3× fastest peer, 2 processes",
+                f"{fmt_num(two_proc)}/s = {r:.1f}× {peer_drain[0]}'s best",
+                ok(r >= 3),
+            )
+        )
+    p50, p99 = _median(durq, "latency", "p50_ms"), _median(durq, "latency", "p99_ms")
+    if p50 is not None and p99 is not None:
+        below = all(
+            (_median(p, "latency", "p50_ms") or math.inf) > p50
+            and (_median(p, "latency", "p99_ms") or math.inf) > p99
+            for p in others.values()
+        )
+        lp = min(
+            ((p["display"], v) for p in others.values() if (v := _median(p, "latency", "p50_ms"))),
+            key=lambda kv: kv[1],
+            default=None,
+        )
+        rows.append(
+            (
+                "pickup latency p50 < 0.8 ms, p99 < 1.5 ms, below every peer",
+                f"{fmt_ms(p50)} / {fmt_ms(p99)} ms"
+                + (f"; lowest peer p50: {lp[0]} {fmt_ms(lp[1])} ms" if lp else ""),
+                ok(p50 < 0.8 and p99 < 1.5 and below),
+            )
+        )
+    mem = (durq.get("memory") or {}).get("bytes_per_job")
+    if mem:
+        rows.append(("≤ 200 bytes per queued job", f"{fmt_num(mem)} B", ok(mem <= 200)))
+    single, peer_single = _median(durq, "enqueue_single", "rate"), fastest("enqueue_single", "rate")
+    if single and peer_single:
+        rows.append(
+            (
+                "single enqueue ≥ fastest peer",
+                f"{fmt_num(single)}/s vs {peer_single[0]} {fmt_num(peer_single[1])}/s "
+                f"({single / peer_single[1]:.2f}×)",
+                ok(single >= peer_single[1]),
+            )
+        )
+    bulk = _median(durq, "enqueue_bulk", "rate")
+    if bulk:
+        peer_bulk = fastest("enqueue_bulk", "rate")
+        vs = f" ({bulk / peer_bulk[1]:.1f}× {peer_bulk[0]})" if peer_bulk else ""
+        rows.append(
+            ("bulk enqueue ≥ 100,000 jobs/s", f"{fmt_num(bulk)}/s{vs}", ok(bulk >= 100_000))
+        )
+    if not rows:
+        return []
+    out = [
+        "## Targets, from this run",
+        "",
+        "Computed by `bench/report.py` from the figures above (medians; peers measured in "
+        "the same run). Commands per job and the depth test come from their own scripts: "
+        "see the analysis below.",
+        "",
+        "| Target | This run | |",
+        "|---|---|---|",
+    ]
+    out += [f"| {t} | {v} | {m} |" for t, v, m in rows]
+    return [*out, ""]
+
+
 def write_markdown(  # noqa: C901
     results: dict[str, Any], tune: dict[str, Any] | None, out: Path, chart: str | None
 ) -> None:
@@ -199,6 +305,7 @@ def write_markdown(  # noqa: C901
             )
         add("")
 
+    lines.extend(targets_section(results))
     add("## Worker settings")
     add("")
     add(
@@ -251,7 +358,7 @@ def write_markdown(  # noqa: C901
             add(f"- Bulk enqueue: {api}{p.get('bulk_note', '')}")
         for note in p.get("notes", []):
             add(f"- {note}")
-        for mode in ("default", "best"):
+        for mode in ("default", "best", *p.get("drain_also", [])):
             d = p.get(f"drain_{mode}")
             if d:
                 runs = "; ".join(
@@ -297,6 +404,10 @@ def write_markdown(  # noqa: C901
             f"{next(iter(next(iter(tune['peers'].values()))['runs'].values()))['target']:,} "
             "jobs per configuration (one run each, so differences of ~10% are noise)."
         )
+        for t in tune["peers"].values():
+            if t.get("rerun"):  # one peer's sweep run again later, alone
+                add("")
+                add(f"{t['display']}'s rows: `{t['rerun']['command']}` ({t['rerun']['started']}).")
         add("")
         add("| Peer | Configuration | Drain (jobs/s) | Chosen |")
         add("|---|---|---|---|")
@@ -308,6 +419,10 @@ def write_markdown(  # noqa: C901
                 add(f"| {t['display']} | {r['desc']} | {fmt_num(r['rate'])}{flag} | {chosen} |")
             for err in t.get("errors", []):
                 add(f"| {t['display']} | ⚠ {err[:150]} | | |")
+        add("")
+    analysis = HERE / "analysis.md"  # hand-written: the targets, and profiles of misses
+    if analysis.exists():
+        lines.extend(analysis.read_text().rstrip("\n").split("\n"))
         add("")
     add("## Reproduce")
     add("")

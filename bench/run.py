@@ -382,7 +382,12 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
                 "complete": all(r["complete"] for r in runs),
             }
 
-        for mode in ("default", "best"):
+        # "default" and "best" are every peer's columns; a peer module may list more
+        # configurations (ALSO) to measure in the same run, shown in its details
+        also = [m for m in hello["modes"] if m not in ("default", "best")]
+        if also:
+            res["drain_also"] = also
+        for mode in ("default", "best", *also):
             if alive:
                 alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
 

@@ -100,18 +100,28 @@ def _idle_of(pool: Any) -> list[tuple[Any, float]]:
     return idle[1]
 
 
+async def _return_idle(pool: Any, idle: list[tuple[Any, float]]) -> None:
+    """Give every idle connection of ``pool`` back to it."""
+    while True:
+        try:
+            conn = idle.pop()[0]
+        except IndexError:  # none left (another thread may have taken the last one)
+            return
+        await pool.release(conn)
+
+
 async def _checkout(pool: Any, idle: list[tuple[Any, float]]) -> Any:
     # redis-py's checkout (a lock, a health probe, metrics) costs as much as a
     # quarter of a loopback round trip: a connection used a moment ago skips it
-    now = time.monotonic()
-    while idle:
-        try:
-            conn, since = idle.pop()
-        except IndexError:  # another thread took the last one
-            break
-        if now - since < IDLE_CHECK:
-            return conn
-        await pool.release(conn)  # the others are older still: all go back
+    try:
+        conn, since = idle.pop()
+    except IndexError:
+        return await pool.get_connection()
+    if time.monotonic() - since < IDLE_CHECK:
+        return conn
+    # idle too long, and the others longer still: all go back through the pool's check
+    await pool.release(conn)
+    await _return_idle(pool, idle)
     return await pool.get_connection()
 
 
@@ -175,15 +185,8 @@ class AsyncDriver:
         pools = list(self._node_pools.values())
         pools.append(getattr(self.client, "connection_pool", None))
         for pool in pools:
-            if pool is None or "durq_idle" not in pool.__dict__:
-                continue
-            idle = _idle_of(pool)
-            while True:
-                try:
-                    conn = idle.pop()[0]
-                except IndexError:
-                    break
-                await pool.release(conn)
+            if pool is not None and "durq_idle" in pool.__dict__:
+                await _return_idle(pool, _idle_of(pool))
 
     async def run(self, op: Op[T]) -> T:
         """Drive ``op`` to completion and return its result."""
