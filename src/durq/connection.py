@@ -186,11 +186,13 @@ def async_client(url: str | None = None, **options: Any) -> Any:
         kwargs = {**_OPTIONS, "max_connections": MAX_CONNECTIONS, **target.options, **options}
         make: Any = sentinels.Sentinel
         sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
-        return sentinel.master_for(target.service, redis_class=redis.asyncio.Redis,
-                                   connection_pool_class=_async_sentinel_pool(), **kwargs)
-    pool: Any = redis.asyncio.BlockingConnectionPool.from_url(
-        target.url, **_pool_options(options)
-    )
+        return sentinel.master_for(
+            target.service,
+            redis_class=redis.asyncio.Redis,
+            connection_pool_class=_async_sentinel_pool(),
+            **kwargs,
+        )
+    pool: Any = redis.asyncio.BlockingConnectionPool.from_url(target.url, **_pool_options(options))
     return redis.asyncio.Redis.from_pool(pool)
 
 
@@ -211,8 +213,12 @@ def sync_client(url: str | None = None, **options: Any) -> Any:
         kwargs = {**_OPTIONS, "max_connections": MAX_CONNECTIONS, **target.options, **options}
         make: Any = sync_sentinels.Sentinel
         sentinel = make(list(target.hosts), sentinel_kwargs=_sentinel_kwargs(target))
-        return sentinel.master_for(target.service, redis_class=redis.Redis,
-                                   connection_pool_class=_sync_sentinel_pool(), **kwargs)
+        return sentinel.master_for(
+            target.service,
+            redis_class=redis.Redis,
+            connection_pool_class=_sync_sentinel_pool(),
+            **kwargs,
+        )
     pool: Any = redis.BlockingConnectionPool.from_url(target.url, **_pool_options(options))
     return redis.Redis.from_pool(pool)
 
@@ -290,9 +296,7 @@ def _newest(pool: Any, states: list[Any]) -> tuple[str, int]:
     of it yet names the old primary for seconds, while that one still takes writes."""
     from redis.sentinel import MasterNotFoundError
 
-    valid = [
-        st for st in states if pool.sentinel_manager.check_master_state(st, pool.service_name)
-    ]
+    valid = [st for st in states if pool.sentinel_manager.check_master_state(st, pool.service_name)]
     if not valid:
         raise MasterNotFoundError(f"No master found for {pool.service_name!r}")
     # the Sentinel leading a failover names the old primary until the failover ends,

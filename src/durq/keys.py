@@ -83,9 +83,7 @@ def _check_label(kind: str, value: str, limit: int) -> str:
     if len(value) * 4 > limit:
         size = len(value.encode("utf-8", "surrogatepass"))
         if size > limit:
-            raise InvalidArgument(
-                f"{kind} {value[:40]!r}... is {size} bytes; the limit is {limit}"
-            )
+            raise InvalidArgument(f"{kind} {value[:40]!r}... is {size} bytes; the limit is {limit}")
     if _UNPRINTABLE.search(value):
         raise InvalidArgument(f"{kind} {value!r} contains control or surrogate characters")
     return value

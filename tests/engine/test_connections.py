@@ -3,10 +3,11 @@ caller, when they sat idle long enough for durq to check them before reuse."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
-from durq import Queue
+from durq import AsyncQueue, Queue
 from durq.server import RedisServer
 
 
@@ -21,3 +22,25 @@ def test_a_queue_idle_across_a_server_restart_carries_on(
         assert queue.stats().pending == 0
         queue.enqueue("after")
         assert queue.dequeue().payload == "after"
+
+
+async def test_connections_closed_by_the_pool_while_in_use_are_retried(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    # redis-py's pool closes connections from tasks that run later (as it does to its
+    # idle connections on a Sentinel switch); calls that were using or opening one at
+    # that moment reconnect and retry instead of failing with an AttributeError
+    server = make_server()
+    async with AsyncQueue(queue_name, server.url) as queue:
+        pool = queue.client.connection_pool
+
+        async def enqueue(i: int) -> None:
+            await queue.enqueue(i, id=f"job-{i}")
+
+        async def disconnect_all() -> None:
+            for _ in range(10):
+                await pool.disconnect(inuse_connections=True)
+                await asyncio.sleep(0.005)
+
+        await asyncio.gather(disconnect_all(), *(enqueue(i) for i in range(1000)))
+        assert (await queue.stats()).pending == 1000

@@ -129,7 +129,10 @@ async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     """Send ``commands`` on one connection of ``pool`` in one round trip; error replies
     come back in place."""
     idle = _idle_of(pool)
-    conn = await _checkout(pool, idle)
+    try:
+        conn = await _checkout(pool, idle)
+    except AttributeError as exc:  # closed while connecting (see below); the pool took it back
+        raise ConnectionError("the connection was closed while it connected") from exc
     primary = getattr(pool, "master_address", None)  # a Sentinel pool's current primary
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         await conn.disconnect()  # opened to a former primary: reconnects to the new one
@@ -145,10 +148,17 @@ async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
             # the caller retries as after a lost connection, and reconnects to the
             # server that is the primary now
             raise ConnectionError(f"the server refused the write (failover?): {replies[0]}")
-    except BaseException:
+    except BaseException as exc:
+        # redis-py may close a pooled connection while it is in use: on a Sentinel
+        # switch its pool disconnects its idle connections from tasks that run later,
+        # after one of them was handed out, and using it then fails with an
+        # AttributeError. That is a lost connection, which callers retry.
+        closed = isinstance(exc, AttributeError) and not conn.is_connected
         # a half-read reply (error, timeout, cancellation) leaves the socket unusable
         await conn.disconnect()
         await pool.release(conn)
+        if closed:
+            raise ConnectionError("the connection was closed while in use") from exc
         raise
     idle.append((conn, time.monotonic()))
     return replies

@@ -74,8 +74,7 @@ def _error(request: Request, dash: Dashboard, status: int, message: str) -> Resp
 
 def _corrupt(request: Request, dash: Dashboard, name: str) -> Response:
     message = (
-        f"Queue {name} has keys that something other than durq wrote; "
-        "`durq doctor` names them."
+        f"Queue {name} has keys that something other than durq wrote; `durq doctor` names them."
     )
     return _error(request, dash, 500, message)
 

@@ -1,0 +1,97 @@
+"""Where durq's pickup latency goes: round trips, thread hand-off, worker paths.
+
+    .venv/bin/python bench/latency.py [--runs 3] [--jobs 500]
+
+On a fresh server (Valkey, no persistence): redis-py PING back to back and after 10 ms
+idle; a thread-pool hand-off after 10 ms idle; then one ``durq worker`` (defaults) and,
+per run, ``--jobs`` jobs sent every 10 ms to a plain ``def`` task and as many to an
+``async def`` task (``bench/latency_app.py``), each measuring ``time.time()`` at its
+start against the ``time.time()`` taken just before its enqueue call. Prints p50 / p99 /
+max per path and run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import redis
+
+from durq.server import RedisServer
+
+HERE = Path(__file__).resolve().parent
+
+
+def _pct(values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    p99 = ms[max(0, int(len(ms) * 0.99) - 1)]
+    return f"p50 {ms[len(ms) // 2]:.3f} / p99 {p99:.3f} / max {ms[-1]:.3f} ms (n={len(ms)})"
+
+
+def _floors(url: str) -> None:
+    client = redis.Redis.from_url(url)
+    client.ping()
+    hot, idle, hop = [], [], []
+    for _ in range(500):
+        t = time.perf_counter()
+        client.ping()
+        hot.append(time.perf_counter() - t)
+    for _ in range(300):
+        time.sleep(0.01)
+        t = time.perf_counter()
+        client.ping()
+        idle.append(time.perf_counter() - t)
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(300):
+            time.sleep(0.01)
+            t = time.perf_counter()
+            hop.append(pool.submit(lambda t=t: time.perf_counter() - t).result())
+    client.close()
+    print(f"PING back to back:                  {_pct(hot)}")
+    print(f"PING after 10 ms idle:              {_pct(idle)}")
+    print(f"thread hand-off after 10 ms idle:   {_pct(hop)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=500)
+    args = parser.parse_args()
+    with RedisServer(flavor="valkey") as server, tempfile.TemporaryDirectory() as tmp:
+        _floors(server.url)
+        out = Path(tmp) / "latency.txt"
+        os.environ.update(BENCH_REDIS_URL=server.url, BENCH_LATENCY_OUT=str(out))
+        sys.path.insert(0, str(HERE))
+        from latency_app import app, lat_async, lat_sync
+
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "durq", "worker", "latency_app:app", "-q", "latency",
+             "--url", server.url, "--log-level", "error"],
+            env={**os.environ, "PYTHONPATH": str(HERE)},
+        )  # fmt: skip
+        try:
+            time.sleep(2)  # the worker's start
+            for run in range(1, args.runs + 1):
+                for kind, task in (("plain def", lat_sync), ("async def", lat_async)):
+                    out.write_text("")
+                    for _ in range(args.jobs):
+                        task.enqueue(time.time())
+                        time.sleep(0.01)
+                    time.sleep(0.5)
+                    delays = [float(line.split()[1]) for line in out.read_text().splitlines()]
+                    label = f"worker, {kind} task, run {run}:"
+                    print(f"{label:36s}{_pct(delays)}")
+        finally:
+            worker.terminate()
+            worker.wait(30)
+            app.close()
+
+
+if __name__ == "__main__":
+    main()
