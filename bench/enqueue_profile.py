@@ -7,8 +7,8 @@ On a fresh server (Valkey, no persistence), in one process:
 1. single calls: wall time per call of redis-py PING and LPUSH, ``Queue.enqueue`` and
    ``Task.enqueue``, with the server's time per command from ``INFO commandstats``;
 2. the enqueue script's server time by variant (``EVALSHA`` of: nothing but the key
-   vector, the shared library's definitions, plus ``TIME``, the whole script but its
-   counters, the whole script), so the parts can be told apart;
+   vector, the shared library's definitions, plus ``TIME``, the whole script), so the
+   parts can be told apart;
 3. bulk: ``Task.enqueue_many`` of 1,000 jobs, 100 calls, the server's share per job,
    and a cProfile of the client (unless ``--no-cprofile``).
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -73,23 +74,28 @@ def script_parts(client: redis.Redis, url: str, calls: int) -> None:
     keys, argv = args[3 : 3 + numkeys], args[3 + numkeys :]
     full = lua.load("enqueue_plain").source
     body = full.index("local n = tonumber(ARGV[1])")
-    counters = full.rindex("flush_counters()")
     variants = {
         "the 17 keys only": "local a = KEYS[1] return 1",
         "+ library definitions": full[:body] + "return 1",
         "+ TIME": full[:body] + "local x = now_ms() return 1",
-        "whole script but counters": full[:counters] + full[counters + len("flush_counters()") :],
         "whole script": full,
     }
-    print("2. enqueue_plain.lua server time by variant (one job per call)")
-    for label, source in variants.items():
-        sha = client.script_load(source)
-        client.config_resetstat()
-        for i in range(calls):
-            call_argv = list(argv)
-            call_argv[1] = f"p{label[:4]}{i}".encode()  # a new job id per call
-            client.evalsha(sha, numkeys, *keys, *call_argv)
-        print(f"   {label:28s} {_server_us(client, 'evalsha'):6.2f} us")
+    print("2. enqueue_plain.lua server time by variant (one job per call; median, range)")
+    shas = {label: client.script_load(source) for label, source in variants.items()}
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    for run in range(5):  # interleaved, so drift of the machine's speed hits all alike
+        for label, sha in shas.items():
+            client.config_resetstat()
+            for i in range(calls):
+                call_argv = list(argv)
+                call_argv[1] = f"p{run}{label[:4]}{i}".encode()  # a new job id per call
+                client.evalsha(sha, numkeys, *keys, *call_argv)
+            times[label].append(_server_us(client, "evalsha"))
+    for label, values in times.items():
+        print(
+            f"   {label:28s} {statistics.median(values):6.2f} us "
+            f"({min(values):.2f}-{max(values):.2f})"
+        )
 
 
 def bulk(client: redis.Redis, task: Any, profile: bool) -> None:
@@ -119,7 +125,7 @@ def bulk(client: redis.Redis, task: Any, profile: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--no-cprofile", action="store_true")
     args = parser.parse_args()
     with RedisServer(flavor="valkey") as server:
