@@ -15,11 +15,12 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+import durq
 from dashboard.apps import build
 from dashboard.support import LiveServer
 from durq.dashboard import create_app
 from durq.metrics import WorkerMetrics
-from durq.server import free_port
+from durq.server import RedisServer, free_port
 
 TESTS = Path(__file__).parent
 
@@ -127,9 +128,14 @@ def test_worker_endpoint_counts_jobs_by_queue_and_task(
         assert value(text, "durq_jobs_in_hand") == 0
         assert "python_gc_objects_collected_total" not in text  # its own registry only
 
-        dashboard = LiveServer(create_app(redis_url, sample_interval=0.2)).start()
+        # the shared server holds every test's queues: cover them all, not the first 200
+        dashboard = LiveServer(
+            create_app(redis_url, sample_interval=0.2, max_queues=10_000)
+        ).start()
         try:
             text = scrape(dashboard.url + "/metrics")
+            queues = value(text, "durq_queues")
+            assert queues is not None and queues >= 1
             assert value(text, "durq_queue_jobs", **labels, state="dead") == 1
             assert value(text, "durq_queue_jobs", **labels, state="pending") == 0
             assert value(text, "durq_queue_enqueued_total", **labels) == 6
@@ -146,6 +152,24 @@ def test_worker_endpoint_counts_jobs_by_queue_and_task(
             dashboard.stop()
     finally:
         app.close()
+
+
+def test_dashboard_metrics_cover_max_queues_and_count_them_all(
+    make_server: Callable[..., RedisServer],
+) -> None:
+    server = make_server()
+    for name in ("a", "b", "c"):
+        with durq.Queue(name, server.url) as queue:
+            queue.enqueue("x")
+    dashboard = LiveServer(create_app(server.url, sample_interval=0.2, max_queues=2)).start()
+    try:
+        text = scrape(dashboard.url + "/metrics")
+    finally:
+        dashboard.stop()
+    assert value(text, "durq_queues") == 3
+    assert value(text, "durq_queue_jobs", queue="a", state="pending") == 1
+    assert value(text, "durq_queue_jobs", queue="b", state="pending") == 1
+    assert 'queue="c"' not in text
 
 
 def test_each_supervised_process_serves_metrics_on_its_own_port(

@@ -47,11 +47,19 @@ COUNTERS: dict[str, str] = {
 class _Snapshot(Collector):
     """The metric families of one scrape's readings."""
 
-    def __init__(self, stats: Sequence[QueueStats], workers: Sequence[WorkerEntry]) -> None:
+    def __init__(
+        self, stats: Sequence[QueueStats], workers: Sequence[WorkerEntry], total_queues: int
+    ) -> None:
         self.stats = stats
         self.workers = workers
+        self.total_queues = total_queues
 
     def collect(self) -> Iterator[Metric]:
+        # the per-queue families cover at most max_queues queues; this says how many
+        # exist, so an operator sees when some are left out
+        queues = GaugeMetricFamily("durq_queues", "Queues in the namespace")
+        queues.add_metric([], self.total_queues)
+        yield queues
         yield from queue_metrics(self.stats)
         live = GaugeMetricFamily(
             "durq_workers_live", "Live workers (a heartbeat within three intervals)"
@@ -97,10 +105,10 @@ def queue_metrics(stats: Sequence[QueueStats]) -> Iterator[Metric]:
 async def metrics_endpoint(request: Request) -> Response:
     """Serve the Prometheus text format (read from Redis at each scrape)."""
     dash = dashboard_of(request)
-    names, _total = await dash.data.queue_names()
+    names, total = await dash.data.queue_names()
     stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot([stats[n] for n in names if n in stats], workers))
+    registry.register(_Snapshot([stats[n] for n in names if n in stats], workers, total))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )
