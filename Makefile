@@ -23,6 +23,7 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check

@@ -60,4 +60,3 @@ async def test_clients_match_the_url(valkey_server: RedisServer) -> None:
     await acluster.aclose()
     with pytest.raises(Exception, match=r"[Cc]luster"):  # the blocking one at once
         connection.sync_client(f"redis+cluster://127.0.0.1:{port}/")
-

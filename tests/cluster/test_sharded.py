@@ -84,8 +84,9 @@ def test_the_blocking_sharded_queue(cluster: LocalCluster, name: str) -> None:
 def test_the_shard_count_is_recorded_and_enforced(cluster: LocalCluster, name: str) -> None:
     with ShardedQueue(name, cluster.url, shards=3) as queue:
         queue.enqueue(1)
-    with ShardedQueue(name, cluster.url, shards=4) as other, pytest.raises(
-        InvalidArgument, match="has 3 shards"
+    with (
+        ShardedQueue(name, cluster.url, shards=4) as other,
+        pytest.raises(InvalidArgument, match="has 3 shards"),
     ):
         other.enqueue(1)
     with Queue(name, cluster.url) as plain, pytest.raises(InvalidArgument, match="3 shards"):
