@@ -1,8 +1,11 @@
 --[[ enqueue_plain: add jobs that have no delay, no priority and no dedup key, batched.
 The common case of enqueue with the same results, in a few commands per batch instead of
 a few per job (one HMGET and one ZMSCORE for the existence checks, one RPUSH per group,
-one HSET for all records), and a script that defines only what it uses. The client picks
-it when every job of the batch is plain.
+one HSET for all records). The client picks it when every job of the batch is plain.
+It is also the path of every single enqueue, so it is written for a short run: it
+includes only the small helpers it uses and keeps its own code straight-line (Lua
+re-creates each function and table of a script on every call, about 0.2 µs per function,
+more per table).
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+9i .. 10+9i], for job i: the nine enqueue fields (see enqueue.lua); delay,
@@ -11,19 +14,18 @@ Returns  {status_1, id_1, ...}: CREATED, or EXISTS (the id exists or finished le
          the dedup window after its enqueue, or appears earlier in the batch)
 Errors   DURQ_WRONGTYPE naming the key when a durq key holds another Redis type; every
          read comes before the first write, so the call then changes nothing
-Cost     O(n) work in O(1 + groups) commands.
+Cost     O(n) work in O(1 + groups) commands: 9 for one job of a queue that has work,
+         13 when the job must wake the queue's idle consumers.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
---- @include "lib/record"
---- @include "lib/counters"
---- @include "lib/conf"
+--- @include "lib/record_new"
 --- @include "lib/group_keys"
---- @include "lib/types"
+--- @include "lib/type_check"
 
 local FIELDS = 9
-local need_wake = false
+local B0 = 2 -- ARGV index of the first job's first field
 
 -- redis.pcall, turning an error into a DURQ_WRONGTYPE reply naming `key` (or nil, value).
 local function read(key, want, ...)
@@ -36,92 +38,103 @@ local function read(key, want, ...)
   return nil, reply
 end
 
--- Whether group g, about to get ready jobs, must be offered to the rotation.
-local function needs_offer(g)
-  local err, member = read(K_RRSET, 'set', 'SISMEMBER', K_RRSET, g)
-  if err then return err end
-  if member == 1 then return nil, false end
-  if g == '' then return nil, true end
-  local lim = tonumber(redis.call('HGET', K_GLIMIT, g)) or get_conf().group_limit
-  return nil, lim <= 0 or (tonumber(redis.call('HGET', K_GACTIVE, g)) or 0) < lim
-end
+local n = tonumber(ARGV[1])
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[B0 + FIELDS * i] end
+local err, recs = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
+if err then return err end
+local tombs
+err, tombs = read(K_DONE, 'zset', 'ZMSCORE', K_DONE, unpack(ids))
+if err then return err end
+local now = now_ms()
 
-local function enqueue_plain(b0, n, now)
-  local ids = {}
-  for i = 0, n - 1 do ids[i + 1] = ARGV[b0 + FIELDS * i] end
-  local err, recs = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
-  if err then return err end
-  local tombs
-  err, tombs = read(K_DONE, 'zset', 'ZMSCORE', K_DONE, unpack(ids))
-  if err then return err end
-  -- decide everything, still reading only
-  local out, seen, stale = {}, {}, {}
-  local by_group, groups, fields, heads = {}, {}, {}, {}
-  for i = 1, n do
-    local id = ids[i]
-    local t = tombs[i] and tonumber(tombs[i])
-    if recs[i] or seen[id] or (t and t > now) then
-      out[#out + 1] = S_EXISTS
-    else
-      seen[id] = true
-      if t then stale[#stale + 1] = id end
-      local b = b0 + FIELDS * (i - 1)
-      local g = ARGV[b + 6]
-      if by_group[g] == nil then
-        by_group[g] = {}
-        groups[#groups + 1] = g
-      end
-      local list = by_group[g]
-      list[#list + 1] = id
-      -- the header is the same for every job of a group with the same codec and limit
-      local hk = ARGV[b + 5] .. ':' .. ARGV[b + 4] .. ':' .. g
-      local head = heads[hk]
-      if head == nil then
-        head = rec_new(ST_PENDING, 0, tonumber(ARGV[b + 5]), tonumber(ARGV[b + 4]), now, g, '', '')
-        heads[hk] = head
-      end
-      fields[#fields + 1] = id
-      fields[#fields + 1] = head .. ARGV[b + 1]
-      out[#out + 1] = S_CREATED
+-- decide everything, still reading only
+local out, seen, stale = {}, {}, {}
+local by_group, groups, fields, heads = {}, {}, {}, {}
+for i = 1, n do
+  local id = ids[i]
+  local t = tombs[i] and tonumber(tombs[i])
+  if recs[i] or seen[id] or (t and t > now) then
+    out[#out + 1] = S_EXISTS
+  else
+    seen[id] = true
+    if t then stale[#stale + 1] = id end
+    local b = B0 + FIELDS * (i - 1)
+    local g = ARGV[b + 6]
+    local list = by_group[g]
+    if list == nil then
+      list = {}
+      by_group[g] = list
+      groups[#groups + 1] = g
     end
-    out[#out + 1] = id
+    list[#list + 1] = id
+    -- the header is the same for every job of a group with the same codec and limit
+    local hk = ARGV[b + 5] .. ':' .. ARGV[b + 4] .. ':' .. g
+    local head = heads[hk]
+    if head == nil then
+      head = rec_new(ST_PENDING, 0, tonumber(ARGV[b + 5]), tonumber(ARGV[b + 4]), now, g, '', '')
+      heads[hk] = head
+    end
+    fields[#fields + 1] = id
+    fields[#fields + 1] = head .. ARGV[b + 1]
+    out[#out + 1] = S_CREATED
   end
-  local offers = {}
-  for i = 1, #groups do
-    local g = groups[i]
-    err = read(ready_list(g), 'list', 'LLEN', ready_list(g))
-    if err then return err end
-    local offer
-    err, offer = needs_offer(g)
-    if err then return err end
+  out[#out + 1] = id
+end
+local created = #fields / 2
+if created == 0 then return out end
+
+-- A group about to get ready jobs is offered to the rotation unless it is listed there
+-- already, or it is a named group whose slots are all taken.
+local offers = {}
+local group_limit = nil -- the queue's default, read once if needed
+for i = 1, #groups do
+  local g = groups[i]
+  local list = ready_list(g)
+  err = read(list, 'list', 'LLEN', list)
+  if err then return err end
+  local member
+  err, member = read(K_RRSET, 'set', 'SISMEMBER', K_RRSET, g)
+  if err then return err end
+  if member == 0 then
+    local offer = g == ''
+    if not offer then
+      local lim = tonumber(redis.call('HGET', K_GLIMIT, g))
+      if lim == nil then
+        group_limit = group_limit or tonumber(redis.call('HGET', K_CONF, 'group_limit')) or 0
+        lim = group_limit
+      end
+      offer = lim <= 0 or (tonumber(redis.call('HGET', K_GACTIVE, g)) or 0) < lim
+    end
     if offer then offers[#offers + 1] = g end
   end
-  if #offers > 0 then
-    err = read(K_RR, 'list', 'LLEN', K_RR)
-    if err then return err end
-  end
-  -- write: ids into their lists before the records, then the rotation
-  if #stale > 0 then redis.call('ZREM', K_DONE, unpack(stale)) end
-  for i = 1, #groups do
-    local g = groups[i]
-    redis.call('RPUSH', ready_list(g), unpack(by_group[g]))
-    ready_add(g, #by_group[g])
-  end
-  for i = 1, #fields, 1000 do
-    redis.call('HSET', K_JOBS, unpack(fields, i, math.min(i + 999, #fields)))
-  end
-  if #offers > 0 then
-    redis.call('RPUSH', K_RR, unpack(offers))
-    redis.call('SADD', K_RRSET, unpack(offers))
-    need_wake = true
-  end
-  count('enqueued', #fields / 2)
-  return nil, out
+end
+if #offers > 0 then
+  err = read(K_RR, 'list', 'LLEN', K_RR)
+  if err then return err end
 end
 
-local n = tonumber(ARGV[1])
-local err, out = enqueue_plain(2, n, now_ms())
-if err then return err end
-flush_counters()
-if need_wake then redis.pcall('ZADD', K_WAKE, 0, '0') end
+-- write: ids into their lists before the records, then the rotation
+if #stale > 0 then redis.call('ZREM', K_DONE, unpack(stale)) end
+for i = 1, #groups do
+  local g = groups[i]
+  redis.call('RPUSH', ready_list(g), unpack(by_group[g]))
+end
+for i = 1, #fields, 1000 do
+  redis.call('HSET', K_JOBS, unpack(fields, i, math.min(i + 999, #fields)))
+end
+if #offers > 0 then
+  redis.call('RPUSH', K_RR, unpack(offers))
+  redis.call('SADD', K_RRSET, unpack(offers))
+end
+
+-- Bookkeeping after the job changes, with pcall (as lib/counters.lua does): a corrupted
+-- stats key cannot undo or block the enqueue.
+for i = 1, #groups do
+  local g = groups[i]
+  if g ~= '' then redis.pcall('ZINCRBY', K_GROUPS, #by_group[g], g) end
+end
+redis.pcall('HINCRBY', K_STATS, 'ready', created)
+redis.pcall('HINCRBY', K_STATS, 'enqueued', created)
+if #offers > 0 then redis.pcall('ZADD', K_WAKE, 0, '0') end
 return out
