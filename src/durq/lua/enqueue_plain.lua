@@ -14,13 +14,13 @@ Returns  {status_1, id_1, ...}: CREATED, or EXISTS (the id exists or finished le
          the dedup window after its enqueue, or appears earlier in the batch)
 Errors   DURQ_WRONGTYPE naming the key when a durq key holds another Redis type; every
          read comes before the first write, so the call then changes nothing
-Cost     O(n) work in O(1 + groups) commands: 9 for one job of a queue that has work,
-         13 when the job must wake the queue's idle consumers.
+Cost     O(n) work in O(1 + groups) commands: 9 for one ungrouped job of a queue that
+         has work, 13 when it must wake the queue's idle consumers.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
---- @include "lib/record_new"
+--- @include "lib/record_layout"
 --- @include "lib/group_keys"
 --- @include "lib/type_check"
 

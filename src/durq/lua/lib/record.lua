@@ -1,6 +1,6 @@
--- Reading and rewriting job records (the layout and rec_new are in lib/record_new.lua,
--- which a script that only creates records includes alone).
---- @include "lib/record_new"
+-- Reading and rewriting job records (the layout, and rec_new that writes a new one, are
+-- in lib/record_layout.lua, which a script that only creates records includes alone).
+--- @include "lib/record_layout"
 
 local function rec_decode(raw)
   if type(raw) ~= 'string' or #raw < REC_FIXED + 2 then return nil end
