@@ -17,7 +17,7 @@ import durq
 from dashboard.apps import build
 from dashboard.support import eventually, running_worker
 from durq import tracing
-from durq.task import decode_payload
+from durq.message import parse_call
 from durq.worker import executor
 
 
@@ -73,7 +73,7 @@ def test_the_worker_span_is_a_child_of_the_producer_span(
         handle = app.tasks["traced"].options(queue=queue_name, id="traced-1").enqueue("job")
     trace_id = request_span.get_span_context().trace_id
 
-    name, _args, _kwargs, meta = decode_payload(_payload(app, queue_name, handle.id))
+    name, _args, _kwargs, meta = parse_call(_payload(app, queue_name, handle.id))
     assert name == "traced"
     traceparent = meta[tracing.META_KEY]["traceparent"]
     assert traceparent.split("-")[1] == f"{trace_id:032x}"

@@ -15,6 +15,7 @@ from durq._version import __version__
 from durq.app import App
 from durq.backoff import Backoff, exponential, fixed
 from durq.codec import Codec
+from durq.context import current_job
 from durq.durability import Durability, NotDurable
 from durq.errors import (
     CorruptQueue,
@@ -38,7 +39,7 @@ from durq.models import (
     QueueStats,
 )
 from durq.protocol.status import Status
-from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task, current_job
+from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
 
 __all__ = [
     # tasks

@@ -22,15 +22,15 @@ from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
+from durq.app_topic import AppTopic
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from durq.durability import Durability
 from durq.errors import InvalidArgument
-from durq.fanout import AppTopic
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
 from durq.protocol.ops import lease_ms
-from durq.task import Call, JobHandle, Task, TaskOptions
+from durq.task import Call, JobHandle, Task, TaskConfig
 
 __all__ = ["App"]
 
@@ -165,7 +165,7 @@ class App:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
             lease_ms(lease)
-        options = TaskOptions(
+        config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
             backoff=backoff,
@@ -179,7 +179,7 @@ class App:
             task_name = name or func.__name__
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
-            task = Task(self, func, task_name, options)
+            task = Task(self, func, task_name, config)
             self.tasks[task_name] = task
             return task
 

@@ -1,29 +1,27 @@
 """Tasks: functions registered on an App, enqueued by name with JSON arguments.
 
-A task's job payload is ``[name, args, kwargs]`` (plus a metadata object when there is
-one, e.g. a trace context), encoded by the queue's serializer. Arguments are checked
-when the job is enqueued: they must bind to the function's signature and be plain JSON
-data, and an error names the offending argument.
+A task's job carries ``[name, args, kwargs]`` (see ``durq.message``). Arguments are
+checked when the job is enqueued: they must bind to the function's signature and be
+plain JSON data, and an error names the offending argument.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
-
-import orjson
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from durq import tracing
 from durq.backoff import Backoff
 from durq.codec import check_json
 from durq.errors import DurqError, InvalidArgument, NotSerializable
-from durq.models import EnqueueResult, EnqueueStatus, Job, JobInfo, Message
+from durq.message import build_call, decode_result
+from durq.models import EnqueueResult, EnqueueStatus, JobInfo, Message
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq._async.queue import AsyncQueue
+    from durq._sync.queue import Queue
 
 __all__ = [
     "Call",
@@ -33,22 +31,33 @@ __all__ = [
     "Retry",
     "Task",
     "TaskCaller",
-    "TaskOptions",
-    "current_job",
+    "TaskConfig",
+    "TaskOwner",
 ]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-_current_job: ContextVar[Job | None] = ContextVar("durq_current_job", default=None)
+class TaskOwner(Protocol):
+    """What tasks and job handles use of the App that declared them. Typed by this
+    protocol rather than by ``App``, which imports this module: no import circle."""
 
+    def queue(self, name: str) -> Queue:
+        """The blocking Queue ``name``."""
+        ...
 
-def current_job() -> Job | None:
-    """The job being run, inside a task (None elsewhere): its ``id``, ``attempt``,
-    ``max_attempts``, ``queue``, ``group`` and ``token``, e.g. to make side effects
-    idempotent under at-least-once delivery."""
-    return _current_job.get()
+    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+        """The AsyncQueue ``name``."""
+        ...
+
+    def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
+        """Enqueue prepared calls; their handles in order."""
+        ...
+
+    async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
+        """``enqueue_calls`` for asyncio code."""
+        ...
 
 
 class Retry(Exception):
@@ -80,8 +89,9 @@ class JobFailed(DurqError):
 
 
 @dataclass(frozen=True)
-class TaskOptions:
-    """How a task runs. None means: the app's default."""
+class TaskConfig:
+    """How a task runs, as declared with ``@app.task(...)`` (``Task.config``). None
+    means: the app's default. Per-job options are ``Task.options()``."""
 
     queue: str
     max_attempts: int | None = None
@@ -122,7 +132,7 @@ class JobHandle(Generic[R]):
     """What ``enqueue`` returns: the job id, and a way to wait for its result."""
 
     def __init__(
-        self, app: App, queue: str, result: EnqueueResult, task: Task[Any, R] | None = None
+        self, app: TaskOwner, queue: str, result: EnqueueResult, task: Task[Any, R] | None = None
     ) -> None:
         self.app = app
         self.queue = queue
@@ -133,7 +143,7 @@ class JobHandle(Generic[R]):
 
     def _check_stored(self) -> None:
         # otherwise the wait would only ever end in a TimeoutError
-        if self.task is not None and not self.task.task_options.result:
+        if self.task is not None and not self.task.config.result:
             raise InvalidArgument(
                 f"task {self.task.name} does not store its result: declare it with "
                 "@app.task(result=True) to wait for it"
@@ -148,14 +158,14 @@ class JobHandle(Generic[R]):
         dead-lettered; InvalidArgument at once if the task does not store results."""
         self._check_stored()
         raw = self.app.queue(self.queue).wait_result(self.id, timeout)
-        value: R = _unpack_result(self.id, raw, timeout)
+        value: R = _result_value(self.id, raw, timeout)
         return value
 
     async def aresult(self, timeout: float = 30.0) -> R:
         """``result`` for asyncio code."""
         self._check_stored()
         raw = await self.app.async_queue(self.queue).wait_result(self.id, timeout)
-        value: R = _unpack_result(self.id, raw, timeout)
+        value: R = _result_value(self.id, raw, timeout)
         return value
 
     def info(self) -> JobInfo | None:
@@ -167,24 +177,13 @@ class JobHandle(Generic[R]):
         return await self.app.async_queue(self.queue).job(self.id)
 
 
-def encode_result(value: Any) -> bytes:
-    """A task's return value as stored for ``JobHandle.result``."""
-    check_json(value, "the task's return value")
-    return orjson.dumps({"ok": True, "value": value})
-
-
-def encode_error(error: Mapping[str, Any]) -> bytes:
-    """A dead-lettered job's error as stored for ``JobHandle.result``."""
-    return orjson.dumps({"ok": False, "error": dict(error)}, default=str)
-
-
-def _unpack_result(job_id: str, raw: bytes | None, timeout: float) -> Any:
+def _result_value(job_id: str, raw: bytes | None, timeout: float) -> Any:
     if raw is None:
         raise TimeoutError(f"no result for job {job_id} within {timeout} s")
-    data = orjson.loads(raw)
-    if data.get("ok"):
-        return data.get("value")
-    raise JobFailed(job_id, data.get("error") or {})
+    ok, value = decode_result(raw)
+    if ok:
+        return value
+    raise JobFailed(job_id, value)
 
 
 class TaskCaller(Generic[P, R]):
@@ -229,11 +228,11 @@ class Task(Generic[P, R]):
     """A function registered on an App. Calling it runs it here; ``enqueue`` runs it in
     a worker."""
 
-    def __init__(self, app: App, fn: Callable[P, R], name: str, options: TaskOptions) -> None:
+    def __init__(self, app: TaskOwner, fn: Callable[P, R], name: str, config: TaskConfig) -> None:
         self.app = app
         self.fn = fn
         self.name = name
-        self.task_options = options
+        self.config = config
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self._simple = _simple_arity(self.signature)
@@ -241,7 +240,7 @@ class Task(Generic[P, R]):
         self.__wrapped__ = fn
 
     def __repr__(self) -> str:
-        return f"<Task {self.name} queue={self.task_options.queue}>"
+        return f"<Task {self.name} queue={self.config.queue}>"
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
@@ -249,7 +248,7 @@ class Task(Generic[P, R]):
     @property
     def queue(self) -> str:
         """The queue this task's jobs go to by default."""
-        return self.task_options.queue
+        return self.config.queue
 
     def options(
         self,
@@ -353,18 +352,15 @@ class Task(Generic[P, R]):
                 except NotSerializable as exc:
                     raise NotSerializable(f"{self.name}(): {exc}") from None
             raise
-        payload: list[Any] = [self.name, list(args), kwargs]
         o = call.options
         if meta is None:  # the job carries the producer's trace context, if tracing is on
             meta = tracing.enqueue_meta(self.name, o.queue or self.queue, o.id)
-        if meta:
-            payload.append(dict(meta))
         return Message(
-            payload,
+            build_call(self.name, list(args), kwargs, meta),
             o.id,
             o.delay,
             o.priority,
-            self.task_options.max_attempts,
+            self.config.max_attempts,
             o.group,
             o.key,
             o.replace,
@@ -385,19 +381,3 @@ def _simple_arity(signature: inspect.Signature) -> tuple[tuple[str, ...], int] |
             required += 1
         names.append(param.name)
     return tuple(names), required
-
-
-def decode_payload(payload: Any) -> tuple[str, list[Any], dict[str, Any], dict[str, Any]]:
-    """Split a task job's payload into name, args, kwargs and metadata; ValueError when
-    it does not have the task payload's shape."""
-    if (
-        isinstance(payload, list)
-        and 3 <= len(payload) <= 4
-        and isinstance(payload[0], str)
-        and isinstance(payload[1], list)
-        and isinstance(payload[2], dict)
-        and (len(payload) == 3 or isinstance(payload[3], dict))
-    ):
-        meta = payload[3] if len(payload) == 4 else {}
-        return payload[0], payload[1], payload[2], meta
-    raise ValueError("the payload is not a durq task call [name, args, kwargs]")

@@ -22,6 +22,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from durq._version import __version__
+from durq.message import parse_call
 
 if TYPE_CHECKING:
     from durq.models import Job
@@ -116,10 +117,8 @@ def enqueue_meta(task: str, queue: str, job_id: str | None = None) -> dict[str, 
 
 def _task_and_carrier(job: Job) -> tuple[str | None, Mapping[str, str]]:
     """The task name and the propagated context stored in the job's payload, if any."""
-    from durq.task import decode_payload  # durq.task imports this module: import late
-
     try:
-        name, _args, _kwargs, meta = decode_payload(job.payload)
+        name, _args, _kwargs, meta = parse_call(job.payload)
     except Exception:  # an undecodable payload is the executor's to report
         return None, {}
     carrier = meta.get(META_KEY)

@@ -445,7 +445,7 @@ def enqueue(
 @namespace_option
 def doctor(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
     """Check the server's settings and the queues' keys for what can lose jobs."""
-    from durq.health import server_warnings
+    from durq.server_settings import server_warnings
 
     names = list(queues) or _known_queues(url, namespace)
     problems = 0

@@ -10,8 +10,8 @@ import orjson
 
 from durq.codec import Codec, PayloadCodec
 from durq.errors import DurqError
+from durq.message import parse_call
 from durq.models import JobInfo
-from durq.task import decode_payload
 from durq.tracing import META_KEY
 
 __all__ = ["PayloadView", "job_numbers", "payload_view", "reason_fields"]
@@ -81,7 +81,7 @@ def payload_view(info: JobInfo, show: bool) -> PayloadView:
     except Exception as exc:  # msgpack not installed, or another decoder's complaint
         return PayloadView("opaque", codec, size, note=f"{size} bytes, not decoded: {exc}")
     try:
-        name, args, kwargs, meta = decode_payload(value)
+        name, args, kwargs, meta = parse_call(value)
     except ValueError:
         return PayloadView("data", codec, size, text=_dump(value))
     call = {"args": args, "kwargs": kwargs} if kwargs else {"args": args}

@@ -13,19 +13,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from durq import tracing
 from durq.backoff import exponential
+from durq.context import set_current_job
 from durq.errors import PayloadError
-from durq.fanout import TOPIC_MARK
+from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
 from durq.protocol.ops import reason_json
-from durq.task import (
-    Fail,
-    Retry,
-    Task,
-    _current_job,
-    decode_payload,
-    encode_error,
-    encode_result,
-)
+from durq.task import Fail, Retry, Task
 from durq.worker.threads import ThreadRunner
 
 if TYPE_CHECKING:
@@ -101,14 +94,14 @@ class Executor:
     def task_of(self, job: Job) -> Task[Any, Any] | None:
         """The registered task a job calls, if its payload names one."""
         try:
-            name = decode_payload(job.payload)[0]
+            name = parse_call(job.payload)[0]
         except (PayloadError, ValueError):
             return None
-        return self.app.tasks.get(job.queue if name.startswith(TOPIC_MARK) else name)
+        return self.app.tasks.get(task_name_of(name, job.queue))
 
     def _dead(self, task: Task[Any, Any] | None, fields: dict[str, Any], job: Job) -> Outcome:
         reason = reason_json(fields, attempt=job.attempt)
-        result = encode_error(fields) if task is not None and task.task_options.result else None
+        result = encode_error(fields) if task is not None and task.config.result else None
         return Outcome("dead", result=result, reason=reason, summary=_summary(fields))
 
     def _failed(
@@ -117,7 +110,7 @@ class Executor:
         if job.attempt >= job.max_attempts:  # the queue will dead-letter it: say why
             return self._dead(task, {**fields, "exhausted": True}, job)
         if delay is None:
-            backoff = task.task_options.backoff or self.app.backoff or _DEFAULT_BACKOFF
+            backoff = task.config.backoff or self.app.backoff or _DEFAULT_BACKOFF
             delay = backoff(job.attempt)
         reason = reason_json(fields, attempt=job.attempt)
         return Outcome("retry", delay=delay, reason=reason, summary=_summary(fields))
@@ -126,13 +119,13 @@ class Executor:
         """The task and arguments of ``job``, or the dead-letter outcome saying why the
         job cannot run at all."""
         try:
-            name, args, kwargs, _meta = decode_payload(job.payload)
+            name, args, kwargs, _meta = parse_call(job.payload)
         except PayloadError as exc:
             return self._dead(None, {"reason": "undecodable_payload", "message": str(exc)}, job)
         except ValueError as exc:
             return self._dead(None, {"reason": "malformed_payload", "message": str(exc)}, job)
         # a topic event runs the subscriber task of the queue it was published to
-        task = self.app.tasks.get(job.queue if name.startswith(TOPIC_MARK) else name)
+        task = self.app.tasks.get(task_name_of(name, job.queue))
         if task is None:
             message = f"no task named {name!r} is registered in this worker's app"
             return self._dead(None, {"reason": "unknown_task", "message": message}, job)
@@ -152,9 +145,9 @@ class Executor:
         if isinstance(prepared, Outcome):
             return prepared
         task, args, kwargs = prepared
-        timeout = task.task_options.timeout
+        timeout = task.config.timeout
         started = time.monotonic()
-        _current_job.set(job)  # this coroutine runs in its own asyncio task: local to it
+        set_current_job(job)  # this coroutine runs in its own asyncio task: local to it
         try:
             if task.is_async:
                 value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
@@ -177,7 +170,7 @@ class Executor:
         return self._done(task, job, value)
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:
-        if not task.task_options.result:
+        if not task.config.result:
             return Outcome("done")
         try:
             return Outcome("done", result=encode_result(value))

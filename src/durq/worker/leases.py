@@ -36,12 +36,12 @@ class LeaseKeeper:
     def interval(self) -> float:
         """Seconds between rounds: a third of the shortest lease in use."""
         leases = [self.worker.lease] + [
-            t.task_options.lease for t in self.worker.app.tasks.values() if t.task_options.lease
+            t.config.lease for t in self.worker.app.tasks.values() if t.config.lease
         ]
         return max(min(leases) / 3, 0.05)
 
     def _due(self, held: InHand, now: float) -> bool:
-        timeout = held.task.task_options.timeout if held.task else None
+        timeout = held.task.config.timeout if held.task else None
         # a job hung past its timeout is not extended: its lease lapses
         return timeout is None or held.started is None or now - held.started <= timeout + 1
 
@@ -57,7 +57,7 @@ class LeaseKeeper:
         by_call: dict[tuple[str, float], list[InHand]] = {}
         for held in list(self.worker.in_hand.values()):
             if self._due(held, now):
-                lease = (held.task.task_options.lease if held.task else None) or self.worker.lease
+                lease = (held.task.config.lease if held.task else None) or self.worker.lease
                 by_call.setdefault((held.job.queue, lease), []).append(held)
         for (queue_name, lease), items in by_call.items():
             queue = self.worker.pumps[queue_name].queue

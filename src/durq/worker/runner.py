@@ -32,10 +32,10 @@ from durq import connection
 from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
-from durq.health import server_warnings
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.protocol.shards import shard_counts
+from durq.server_settings import server_warnings
 from durq.task import Task
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.config import WorkerConfig

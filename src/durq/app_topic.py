@@ -19,30 +19,68 @@ the subscriber task of the queue it came from.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from durq._async.topic import AsyncTopic
 from durq._sync.topic import Topic
 from durq.backoff import Backoff
 from durq.codec import check_json
+from durq.durability import Durability
 from durq.keys import TopicKeys
+from durq.message import TOPIC_MARK, build_call
 from durq.models import EnqueueResult, Message
 from durq.task import Task
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq._async.queue import AsyncQueue
+    from durq._sync.queue import Queue
 
-__all__ = ["TOPIC_MARK", "AppTopic"]
+__all__ = ["AppTopic", "TopicOwner"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-TOPIC_MARK = "@"  # an event payload's name is "@<topic>"
+
+
+class TopicOwner(Protocol):
+    """What a topic uses of the App that declared it. Typed by this protocol rather
+    than by ``App``, which imports this module: no import circle."""
+
+    namespace: str
+    default_queue: str
+    serializer: str
+    max_payload_bytes: int
+    max_attempts: int
+    enqueue_retry_for: float
+    durability: Durability | None
+
+    def task(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+    ) -> Callable[[Callable[P, R]], Task[P, R]]:
+        """Register the decorated function as a task."""
+        ...
+
+    def queue(self, name: str) -> Queue:
+        """The blocking Queue ``name``."""
+        ...
+
+    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+        """The AsyncQueue ``name``."""
+        ...
 
 
 class AppTopic:
     """A topic of an App: subscriber tasks and publishing."""
 
-    def __init__(self, app: App, name: str) -> None:
+    def __init__(self, app: TopicOwner, name: str) -> None:
         self.app = app
         self.keys = TopicKeys(name, app.namespace)
         self.name = name
@@ -80,7 +118,7 @@ class AppTopic:
     def _message(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Message:
         check_json(list(args), "args")
         check_json(kwargs, "kwargs")
-        return Message([TOPIC_MARK + self.name, list(args), kwargs])
+        return Message(build_call(TOPIC_MARK + self.name, list(args), kwargs))
 
     def subscribe(self, subscriber: str) -> str:
         """Register a subscription now; returns its queue name."""

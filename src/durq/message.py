@@ -1,0 +1,89 @@
+"""The job message of a task call, and the stored form of a task's result.
+
+A task job's payload is ``[name, args, kwargs]``, plus a metadata object when there is
+one (e.g. a trace context): ``[name, args, kwargs, meta]``, encoded by the queue's
+serializer. A topic event names its topic instead of a task: ``"@<topic>"``, and runs
+the subscriber task of the queue it was published to.
+
+A result kept for ``JobHandle.result`` is ``{"ok": true, "value": ...}`` for a return
+value and ``{"ok": false, "error": {...}}`` for a dead-lettered job, in JSON whatever
+the queue's serializer.
+
+Producers (tasks, topics), the worker (executor), tracing and the dashboard all read and
+write this format, so it lives here, below all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from durq.codec import check_json
+
+__all__ = [
+    "TOPIC_MARK",
+    "build_call",
+    "decode_result",
+    "encode_error",
+    "encode_result",
+    "parse_call",
+    "task_name_of",
+]
+
+TOPIC_MARK = "@"
+"""The first character of a topic event's name: ``"@<topic>"``."""
+
+
+def build_call(
+    name: str, args: list[Any], kwargs: dict[str, Any], meta: Mapping[str, Any] | None = None
+) -> list[Any]:
+    """The payload of a call of task (or topic event) ``name``; ``meta`` is left out
+    when empty."""
+    payload: list[Any] = [name, args, kwargs]
+    if meta:
+        payload.append(dict(meta))
+    return payload
+
+
+def parse_call(payload: Any) -> tuple[str, list[Any], dict[str, Any], dict[str, Any]]:
+    """Split a task job's payload into name, args, kwargs and metadata; ValueError when
+    it does not have the task payload's shape."""
+    if (
+        isinstance(payload, list)
+        and 3 <= len(payload) <= 4
+        and isinstance(payload[0], str)
+        and isinstance(payload[1], list)
+        and isinstance(payload[2], dict)
+        and (len(payload) == 3 or isinstance(payload[3], dict))
+    ):
+        meta = payload[3] if len(payload) == 4 else {}
+        return payload[0], payload[1], payload[2], meta
+    raise ValueError("the payload is not a durq task call [name, args, kwargs]")
+
+
+def task_name_of(name: str, queue: str) -> str:
+    """The task that runs a call named ``name`` taken from ``queue``: the task of that
+    name, or for a topic event the subscriber task, named as its queue."""
+    return queue if name.startswith(TOPIC_MARK) else name
+
+
+def encode_result(value: Any) -> bytes:
+    """A task's return value as stored for ``JobHandle.result``."""
+    check_json(value, "the task's return value")
+    return orjson.dumps({"ok": True, "value": value})
+
+
+def encode_error(error: Mapping[str, Any]) -> bytes:
+    """A dead-lettered job's error as stored for ``JobHandle.result``."""
+    return orjson.dumps({"ok": False, "error": dict(error)}, default=str)
+
+
+def decode_result(raw: bytes) -> tuple[bool, Any]:
+    """A stored result: ``(True, value)``, or ``(False, error)`` for a dead-lettered
+    job (the error's fields, a dict)."""
+    data = orjson.loads(raw)
+    if data.get("ok"):
+        return True, data.get("value")
+    return False, data.get("error") or {}
