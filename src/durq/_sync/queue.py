@@ -401,3 +401,11 @@ class Queue:
             queue["dead_cap"] = dead_cap
         op = ops.configure(self.keys, queue=queue, limits=limits, weights=weights)
         self._driver.run(op)
+
+    # -- for workers ------------------------------------------------------------------
+
+    def run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
+        """Run several operations at once, their first requests in one round trip (a
+        worker's acknowledgements and its next fetch): each result, or the exception
+        its operation raised."""
+        return self._driver.run_all(operations)

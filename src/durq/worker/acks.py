@@ -43,9 +43,9 @@ class AckBuffer:
         self.items[:0] = taken
         self.unsure.update((job.id, job.token) for job, _ in taken)
 
-    def settled(self, job: Job) -> bool:
-        """Forget that ``job``'s outcome was sent before; True if it was (a sending
-        whose reply was lost, which may have been applied)."""
+    def sent_again(self, job: Job) -> bool:
+        """True when this sending of ``job``'s outcome repeats one whose reply was lost
+        (that one may have been applied); forgets it either way, as the reply came."""
         key = (job.id, job.token)
         if key in self.unsure:
             self.unsure.discard(key)

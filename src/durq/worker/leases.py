@@ -12,15 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
+from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
 from durq.protocol.status import Status
-
-if TYPE_CHECKING:
-    from durq.worker.runner import InHand, Worker
+from durq.task import Task
+from durq.worker.capacity import Capacity, Delivery
 
 __all__ = ["LeaseKeeper"]
 
@@ -28,22 +29,40 @@ log = logging.getLogger("durq.worker")
 
 
 class LeaseKeeper:
-    """Extends the leases of a Worker's jobs."""
+    """Extends the leases of a Worker's jobs.
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
+    Args:
+        capacity: the worker's slots, whose deliveries are the jobs to keep.
+        queues: the queues (and shards) the worker consumes, by name.
+        tasks: the tasks that may run, for their leases and timeouts.
+        lease: the worker's lease, for tasks that declare none.
+        lost: called with a delivery whose extension was refused, and why.
+    """
+
+    def __init__(
+        self,
+        capacity: Capacity,
+        queues: Mapping[str, AsyncQueue],
+        tasks: Collection[Task[Any, Any]],
+        lease: float,
+        lost: Callable[[Delivery, str], None],
+    ) -> None:
+        self.capacity = capacity
+        self.queues = queues
+        self.tasks = tasks  # a live view: tasks registered later count too
+        self.lease = lease
+        self.lost = lost
 
     def interval(self) -> float:
         """Seconds between rounds: a third of the shortest lease in use."""
-        leases = [self.worker.lease] + [
-            t.config.lease for t in self.worker.app.tasks.values() if t.config.lease
-        ]
+        leases = [self.lease] + [t.config.lease for t in self.tasks if t.config.lease]
         return max(min(leases) / 3, 0.05)
 
-    def _due(self, held: InHand, now: float) -> bool:
-        timeout = held.task.config.timeout if held.task else None
+    def _due(self, delivery: Delivery, now: float) -> bool:
+        timeout = delivery.task.config.timeout if delivery.task else None
+        started = delivery.started
         # a job hung past its timeout is not extended: its lease lapses
-        return timeout is None or held.started is None or now - held.started <= timeout + 1
+        return timeout is None or started is None or now - started <= timeout + 1
 
     async def run(self) -> None:
         """Extend leases until cancelled."""
@@ -54,18 +73,18 @@ class LeaseKeeper:
     async def extend_all(self) -> None:
         """One round: extend every job in hand, one round trip per queue and lease."""
         now = time.monotonic()
-        by_call: dict[tuple[str, float], list[InHand]] = {}
-        for held in list(self.worker.in_hand.values()):
-            if self._due(held, now):
-                lease = (held.task.config.lease if held.task else None) or self.worker.lease
-                by_call.setdefault((held.job.queue, lease), []).append(held)
+        by_call: dict[tuple[str, float], list[Delivery]] = {}
+        for delivery in list(self.capacity.deliveries.values()):
+            if self._due(delivery, now):
+                lease = (delivery.task.config.lease if delivery.task else None) or self.lease
+                by_call.setdefault((delivery.job.queue, lease), []).append(delivery)
         for (queue_name, lease), items in by_call.items():
-            queue = self.worker.pumps[queue_name].queue
+            queue = self.queues[queue_name]
             try:
-                statuses = await queue.extend_many([h.job for h in items], lease=lease)
+                statuses = await queue.extend_many([d.job for d in items], lease=lease)
             except (ConnectionError, TimeoutError, OSError, RedisError, DurqError) as exc:
                 log.warning("could not extend %d leases on %s: %s", len(items), queue_name, exc)
                 continue
-            for held, status in zip(items, statuses, strict=True):
+            for delivery, status in zip(items, statuses, strict=True):
                 if status != Status.OK:
-                    self.worker.lease_lost(held, Status(status).name)
+                    self.lost(delivery, Status(status).name)

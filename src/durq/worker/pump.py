@@ -7,41 +7,76 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
 from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
-from durq.protocol import ops
-from durq.protocol.calls import Command, WaitCall
+from durq.metrics import WorkerMetrics
+from durq.models import Job
+from durq.protocol import ops, wake
 from durq.protocol.status import Status
 from durq.worker.acks import AckBuffer
 from durq.worker.cancel import cancel_and_wait
+from durq.worker.capacity import Capacity
 
-if TYPE_CHECKING:
-    from durq.worker.runner import Worker
-
-__all__ = ["QueuePump"]
+__all__ = ["PumpOwner", "QueuePump"]
 
 log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError)
 _BURST_RECHECK = 0.5  # seconds
 
 
-class QueuePump:
-    """Fetches and acknowledges the jobs of one queue for a Worker."""
+class PumpOwner(Protocol):
+    """What a pump asks of the worker it fetches for (the Worker)."""
 
-    def __init__(self, worker: Worker, queue: AsyncQueue) -> None:
-        self.worker = worker
+    def accept(self, jobs: list[Job]) -> None:
+        """Take fetched jobs into hand: they take their slots and start when they can."""
+        ...
+
+    def pump_drained(self) -> bool:
+        """Burst mode: a pump found its queue drained. True when every queue is and
+        nothing is held: the worker then stops fetching."""
+        ...
+
+
+class QueuePump:
+    """Fetches and acknowledges the jobs of one queue for a Worker.
+
+    Args:
+        queue: the queue (or shard).
+        owner: the worker, which takes the fetched jobs.
+        capacity: the worker's slots, which say how many jobs this pump may fetch and
+            wake it when that changes.
+        metrics: where reclaimed and lost leases are counted.
+        batch: the most jobs (and acknowledgements) per round trip.
+        lease: the lease of the jobs fetched, in seconds.
+        burst: stop once every queue is drained.
+    """
+
+    def __init__(
+        self,
+        queue: AsyncQueue,
+        owner: PumpOwner,
+        capacity: Capacity,
+        metrics: WorkerMetrics,
+        *,
+        batch: int,
+        lease: float,
+        burst: bool = False,
+    ) -> None:
         self.queue = queue
+        self.owner = owner
+        self.capacity = capacity
+        self.metrics = metrics
+        self.batch = batch
+        self.lease = lease
+        self.burst = burst
         self.acks = AckBuffer()
         self.changed = asyncio.Event()
-        self.in_hand = 0
+        capacity.add_queue(queue.name, self.changed.set)
         self.drained = False  # burst mode: nothing ready, running or scheduled
-        # its queue was found empty and its waiter has not woken since: the worker's
-        # slots are shared among the other pumps (see Worker.room_for)
-        self.idle = False
         self._wait_armed = asyncio.Event()
         self._wait_timeout = ops.MAX_BLOCK
         self._wait_want = 0  # jobs the waiter fetches when its wait ends
@@ -69,10 +104,10 @@ class QueuePump:
     async def _loop(self) -> None:
         while True:
             self.changed.clear()
-            want = min(self.worker.room(), self.worker.config.batch)
+            want = min(self.capacity.free(), self.batch)
             if self._in_wait:
                 want = 0  # the waiter's wait ends in a fetch of its own
-            taken = self.acks.take(self.worker.config.batch)
+            taken = self.acks.take(self.batch)
             if self._wait_again(want, taken):
                 await self.changed.wait()
                 continue
@@ -103,7 +138,7 @@ class QueuePump:
         nothing (a round trip saved per wake-up, and none in the way of the jobs just
         fetched)."""
         emptied, self._emptied = self._emptied, None
-        if emptied is None or not want or taken or self.worker.config.burst:
+        if emptied is None or not want or taken or self.burst:
             return False
         self._went_idle()
         self._plan_wait(emptied, want)
@@ -113,10 +148,9 @@ class QueuePump:
         """After a fetch that found nothing: True when the wait is armed (the pump then
         waits for a change), False when the pump should go round again at once."""
         self._went_idle()
-        if self.worker.config.burst and next_ms < 0 and self.in_hand == 0 and not self.acks:
+        if self.burst and next_ms < 0 and self.capacity.in_use_by(self.name) == 0 and not self.acks:
             self.drained = True
-            if self.worker.drained():
-                self.worker.stop_accepting()
+            if self.owner.pump_drained():
                 return False
         if self._wakes != wakes:
             # the waiter woke during this round trip, e.g. on a delayed job becoming
@@ -132,8 +166,8 @@ class QueuePump:
         # when this wait ends: so an idle consumer plans again at least once per lease,
         # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
         # MAX_BLOCK later
-        limit = min(ops.MAX_BLOCK, self.worker.lease)
-        if self.worker.config.burst:
+        limit = min(ops.MAX_BLOCK, self.lease)
+        if self.burst:
             # drained only once the jobs other workers hold have ended, and nothing
             # wakes this wait when they do: look again soon
             limit = min(limit, _BURST_RECHECK)
@@ -143,7 +177,7 @@ class QueuePump:
 
     async def _finished(self) -> bool:
         """True when the worker stopped accepting and this pump has nothing left to send."""
-        if self.worker.accepting or self.in_hand or self.acks:
+        if self.capacity.open or self.capacity.in_use_by(self.name) or self.acks:
             return False
         if not self._in_wait:
             return True
@@ -159,22 +193,29 @@ class QueuePump:
             return
         self._poked = True
         try:
-            await self.queue._driver.execute(Command(("ZADD", self.queue.keys.wake, 0, "0")))
+            await self.queue.run(wake.signal(self.queue.keys))
         except (*_TRANSIENT, RedisError, DurqError):
             pass  # the wait then ends by its own timeout
 
     def _went_idle(self) -> None:
         """The queue was found empty: leave this pump's share of slots to the others."""
-        if not self.idle:
-            self.idle = True
-            self.worker.share_changed()
+        self.capacity.set_idle(self.name, True)
+
+    def _fetched(self, jobs: list[Job], reclaimed: int) -> None:
+        if reclaimed:
+            self.metrics.reclaimed(self.name, reclaimed)
+        if jobs:
+            self.drained = False
+            # busy again; the others' share shrinks, which wakes none of them
+            self.capacity.set_idle(self.name, False, rebalance=False)
+            self.owner.accept(jobs)
 
     async def _round_trip(self, taken: list[Any], want: int) -> tuple[int, int]:
         sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
         batch = [op for _, _, op in sends]
         if want:
-            batch.append(ops.fetch(self.queue.keys, self.queue.codec, want, self.worker.lease))
-        results = await self.queue._driver.run_all(batch)
+            batch.append(ops.fetch(self.queue.keys, self.queue.codec, want, self.lease))
+        results = await self.queue.run_all(batch)
         for (kind, jobs, _), result in zip(sends, results, strict=False):
             self._check_acks(kind, jobs, result)
         if not want:
@@ -183,17 +224,11 @@ class QueuePump:
         if isinstance(fetched, BaseException):
             raise fetched
         jobs, next_ms, reclaimed = fetched
-        if reclaimed:
-            self.worker.metrics.reclaimed(self.name, reclaimed)
-        if jobs:
-            self.drained = False
-            self.idle = False
-            self.in_hand += len(jobs)
-            self.worker.accept(self, jobs)
+        self._fetched(jobs, reclaimed)
         return len(jobs), next_ms
 
     def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> None:
-        resent = [self.acks.settled(job) for job in jobs]
+        resent = [self.acks.sent_again(job) for job in jobs]
         if isinstance(result, BaseException):
             # the script refused the whole batch (e.g. a corrupted key): the jobs stay
             # leased and come back after their lease; say so loudly
@@ -223,7 +258,7 @@ class QueuePump:
                     self.name,
                     Status(status).name,
                 )
-                self.worker.metrics.lease_lost(self.name)
+                self.metrics.lease_lost(self.name)
 
     async def _pause(self, exc: BaseException) -> None:
         self._failures += 1
@@ -264,28 +299,19 @@ class QueuePump:
             # plans afresh on `changed` and arms again.
             self._wakes += 1
             self._wait_armed.clear()
-            if self.idle:  # there may be work: claim a share of the slots again
-                self.idle = False
-                self.worker.share_changed()
+            # there may be work: claim a share of the slots again
+            self.capacity.set_idle(self.name, False)
             self.changed.set()
 
     async def _wait_and_fetch(self) -> None:
-        want = min(self._wait_want, self.worker.room_for(self), self.worker.config.batch)
-        if want <= 0 or not self.worker.accepting:
-            await self.queue._driver.execute(
-                WaitCall((self.queue.keys.wake,), min(self._wait_timeout, ops.MAX_BLOCK))
-            )
+        want = min(self._wait_want, self.capacity.free_for(self.name), self.batch)
+        if want <= 0 or not self.capacity.open:
+            await self.queue.run(wake.wait(self.queue.keys, min(self._wait_timeout, ops.MAX_BLOCK)))
             return
         op = ops.fetch_after_wait(
-            self.queue.keys, self.queue.codec, want, self.worker.lease, self._wait_timeout
+            self.queue.keys, self.queue.codec, want, self.lease, self._wait_timeout
         )
-        jobs, next_ms, reclaimed = await self.queue._driver.run(op)
-        if reclaimed:
-            self.worker.metrics.reclaimed(self.name, reclaimed)
+        jobs, next_ms, reclaimed = await self.queue.run(op)
         if len(jobs) < want:
             self._emptied = next_ms
-        if jobs:
-            self.drained = False
-            self.idle = False
-            self.in_hand += len(jobs)
-            self.worker.accept(self, jobs)
+        self._fetched(jobs, reclaimed)

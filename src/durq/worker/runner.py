@@ -25,7 +25,6 @@ import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from durq import connection
@@ -36,8 +35,8 @@ from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.protocol.shards import shard_counts
 from durq.server_settings import server_warnings
-from durq.task import Task
 from durq.worker.cancel import cancel_and_wait
+from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import WorkerConfig
 from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
@@ -47,7 +46,7 @@ from durq.worker.registry import WorkerRegistry, new_worker_id
 if TYPE_CHECKING:
     from durq.app import App
 
-__all__ = ["InHand", "Worker", "WorkerState"]
+__all__ = ["Worker", "WorkerState"]
 
 log = logging.getLogger("durq.worker")
 
@@ -59,18 +58,6 @@ class WorkerState(enum.Enum):
     RUNNING = "running"
     DRAINING = "draining"
     STOPPED = "stopped"
-
-
-@dataclass(slots=True)
-class InHand:
-    """A job this worker holds: fetched, maybe running."""
-
-    job: Job
-    pump: QueuePump
-    task: Task[Any, Any] | None
-    started: float | None = None  # monotonic time it started running
-    runner: asyncio.Task[None] | None = None
-    lost: bool = False  # its lease was taken over: send nothing for it
 
 
 class Worker:
@@ -100,20 +87,14 @@ class Worker:
         self.id = self.config.name or new_worker_id()
         self.metrics = metrics or WorkerMetrics()
         self.state = WorkerState.STARTING
-        self.accepting = True
-        # keyed by delivery (queue, id, lease token), not by job: a worker whose lease
-        # lapsed (stalled, partitioned, or past a task's timeout) can be handed the same
-        # job again while its first run is still going; keyed by job, the second
-        # delivery replaced the first, whose end then leaked its pump's count of jobs in
-        # hand (shutdown and burst mode waited forever for it)
-        self.in_hand: dict[tuple[str, str, str], InHand] = {}
+        # the jobs in hand (fetched, maybe running): one slot each
+        self.capacity = Capacity(self.config.concurrency + self.config.prefetch)
         self.pumps: dict[str, QueuePump] = {}
         self._client = client
         self._owns_client = client is None
         self._handle_signals = handle_signals
-        self._waiting: deque[InHand] = deque()
+        self._waiting: deque[Delivery] = deque()  # in hand, waiting to run
         self._running = 0
-        self._capacity = self.config.concurrency + self.config.prefetch
         self._executor = Executor(app, threads=self.config.concurrency)
         self._stop = asyncio.Event()
         self._cut_grace = asyncio.Event()
@@ -123,88 +104,57 @@ class Worker:
 
     # -- called by the pumps and the lease keeper -----------------------------------
 
-    def room(self) -> int:
-        """How many more jobs this worker may fetch now."""
-        if not self.accepting:
-            return 0
-        return max(self._capacity - len(self.in_hand), 0)
-
-    def room_for(self, pump: QueuePump) -> int:
-        """How many more jobs ``pump`` may fetch now. With several queues (or shards)
-        each busy pump is held to an equal share of the slots, so a deep queue cannot
-        starve the others; a pump whose queue is empty (idle) leaves its share to them."""
-        room = self.room()
-        if room == 0 or len(self.pumps) < 2:
-            return room
-        return max(min(room, self._share() - pump.in_hand), 0)
-
-    def _share(self) -> int:
-        busy = sum(1 for p in self.pumps.values() if not p.idle)
-        return -(-self._capacity // max(busy, 1))
-
-    def share_changed(self) -> None:
-        """A pump went idle or busy: wake the busy pumps that may now fetch more."""
-        share = self._share()
-        for pump in self.pumps.values():
-            if not pump.idle and pump.in_hand < share:
-                pump.changed.set()
-
-    def accept(self, pump: QueuePump, jobs: list[Job]) -> None:
+    def accept(self, jobs: list[Job]) -> None:
         """Take fetched jobs into hand and start as many as there are free slots."""
         for job in jobs:
-            held = InHand(job, pump, self._executor.task_of(job))
-            self.in_hand[(job.queue, job.id, job.token)] = held
-            if self.accepting:
-                self._waiting.append(held)
+            delivery = Delivery(job, self._executor.task_of(job))
+            self.capacity.occupy(delivery)
+            if self.capacity.open:
+                self._waiting.append(delivery)
             else:  # fetched by a round trip under way when the worker began to stop
-                self._finish(held, Outcome("defer"), 0.0, held.task.name if held.task else "?")
+                self._finish(delivery, Outcome("defer"), 0.0, _task_name(delivery))
         self._start_waiting()
-        self.metrics.in_hand.set(len(self.in_hand))
+        self.metrics.in_hand.set(self.capacity.in_use())
+
+    def pump_drained(self) -> bool:
+        """Burst mode: stop fetching once every queue is drained and nothing is held."""
+        if self.capacity.in_use() or not all(p.drained for p in self.pumps.values()):
+            return False
+        self.capacity.close()
+        return True
 
     def _start_waiting(self) -> None:
         while self._waiting and self._running < self.config.concurrency:
-            held = self._waiting.popleft()
+            delivery = self._waiting.popleft()
             self._running += 1
-            held.started = time.monotonic()
-            held.runner = asyncio.create_task(self._run(held))
+            delivery.started = time.monotonic()
+            delivery.runner = asyncio.create_task(self._run(delivery))
 
-    def lease_lost(self, held: InHand, why: str) -> None:
+    def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
         it is a coroutine)."""
-        if held.lost:
+        if delivery.lost:
             return
-        held.lost = True
-        self.metrics.lease_lost(held.job.queue)
+        delivery.lost = True
+        job, name = delivery.job, _task_name(delivery)
+        self.metrics.lease_lost(job.queue)
         log.warning(
             "lease lost on job %s (%s) of %s: %s; another worker may be running it",
-            held.job.id,
-            held.task.name if held.task else "?",
-            held.job.queue,
+            job.id,
+            name,
+            job.queue,
             why,
-            extra=_job_fields(held.job, held.task.name if held.task else "?", Outcome("lost")),
+            extra=_job_fields(job, name, Outcome("lost")),
         )
-        if held.runner is not None and held.task is not None and held.task.is_async:
-            held.runner.cancel()
-
-    def notify_all(self) -> None:
-        """Wake every pump (slots freed, or the worker is stopping)."""
-        for pump in self.pumps.values():
-            pump.changed.set()
-
-    def drained(self) -> bool:
-        """Burst mode: every queue drained and nothing in hand."""
-        return not self.in_hand and all(p.drained for p in self.pumps.values())
-
-    def stop_accepting(self) -> None:
-        """Stop fetching (burst mode finished, or shutting down)."""
-        self.accepting = False
-        self.notify_all()
+        task, runner = delivery.task, delivery.runner
+        if runner is not None and task is not None and task.is_async:
+            runner.cancel()
 
     # -- running a job ----------------------------------------------------------------
 
-    async def _run(self, held: InHand) -> None:
-        job = held.job
-        name = held.task.name if held.task else "?"
+    async def _run(self, delivery: Delivery) -> None:
+        job = delivery.job
+        name = _task_name(delivery)
         self.metrics.started(job.queue, name, (job.lease_deadline - self.lease) - job.enqueued_at)
         begun = time.monotonic()
         try:
@@ -216,19 +166,20 @@ class Worker:
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
-        if held.lost:
+        if delivery.lost:
             outcome = Outcome("lost")
-        self._finish(held, outcome, time.monotonic() - begun, name)
+        self._finish(delivery, outcome, time.monotonic() - begun, name)
 
-    def _finish(self, held: InHand, outcome: Outcome, seconds: float, name: str) -> None:
-        job = held.job
-        if self.in_hand.pop((job.queue, job.id, job.token), None) is None:
+    def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float, name: str) -> None:
+        job = delivery.job
+        # frees the slot and wakes the pumps that may fetch now: they run once this
+        # returns, when the outcome is in the acknowledgement buffer
+        if not self.capacity.vacate(delivery):
             return  # already given back during shutdown
-        held.pump.in_hand -= 1
-        held.pump.acks.add(job, outcome)
+        self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
         self.metrics.finished(job.queue, name, outcome.kind, seconds)
-        self.metrics.in_hand.set(len(self.in_hand))
+        self.metrics.in_hand.set(self.capacity.in_use())
         if outcome.kind in ("retry", "dead"):
             if outcome.kind == "dead":
                 log.error(
@@ -260,11 +211,6 @@ class Worker:
                 extra=_job_fields(job, name, outcome),
             )
         self._start_waiting()
-        held.pump.changed.set()
-        if len(self.in_hand) == self._capacity - 1:  # was full: every pump may fetch again
-            self.notify_all()
-        elif len(self.pumps) > 1 and held.pump.in_hand >= self._share():
-            self.share_changed()  # a slot over this pump's share: another pump's turn
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -291,7 +237,15 @@ class Worker:
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
                 source = self.app.async_queue(queue, client=self._client)
-                self.pumps[queue] = QueuePump(self, source)
+                self.pumps[queue] = QueuePump(
+                    source,
+                    self,
+                    self.capacity,
+                    self.metrics,
+                    batch=self.config.batch,
+                    lease=self.lease,
+                    burst=self.config.burst,
+                )
         await self._subscribe()
         await self._check_server()
         registry = WorkerRegistry(
@@ -310,7 +264,13 @@ class Worker:
         if self._handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._on_signal, sig)
-        keeper = LeaseKeeper(self)
+        keeper = LeaseKeeper(
+            self.capacity,
+            {name: pump.queue for name, pump in self.pumps.items()},
+            self.app.tasks.values(),
+            self.lease,
+            self.lease_lost,
+        )
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
@@ -408,13 +368,13 @@ class Worker:
         while True:
             jobs = [
                 {
-                    "queue": h.job.queue,
-                    "id": h.job.id,
-                    "task": h.task.name if h.task else None,
-                    "attempt": h.job.attempt,
-                    "running": h.started is not None,
+                    "queue": d.job.queue,
+                    "id": d.job.id,
+                    "task": d.task.name if d.task else None,
+                    "attempt": d.job.attempt,
+                    "running": d.started is not None,
                 }
-                for h in self.in_hand.values()
+                for d in self.capacity.deliveries.values()
             ]
             try:
                 await registry.beat(3 * interval, jobs, self.metrics.totals())
@@ -443,23 +403,23 @@ class Worker:
 
     async def _drain(self, all_pumps: asyncio.Future[Any]) -> None:
         self.state = WorkerState.DRAINING
-        self.stop_accepting()
+        self.capacity.close()
         # jobs not started yet go back at once, without counting an attempt
         while self._waiting:
-            held = self._waiting.popleft()
-            self._finish(held, Outcome("defer"), 0.0, held.task.name if held.task else "?")
-        runners = [h.runner for h in self.in_hand.values() if h.runner is not None]
+            delivery = self._waiting.popleft()
+            self._finish(delivery, Outcome("defer"), 0.0, _task_name(delivery))
+        runners = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
         if runners:
             log.info("waiting up to %.0fs for %d running jobs", self.config.grace, len(runners))
             await self._wait_runners(runners)
         self._giving_back = True
-        late = [h.runner for h in self.in_hand.values() if h.runner is not None]
+        late = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
         for runner in late:
             runner.cancel()
         if late:
             log.warning("gave back %d unfinished jobs", len(late))
             await asyncio.gather(*late, return_exceptions=True)
-        self.notify_all()
+        self.capacity.wake_all()
         try:
             await asyncio.wait_for(asyncio.shield(all_pumps), timeout=10.0)
         except asyncio.TimeoutError:
@@ -469,6 +429,10 @@ class Worker:
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
+
+
+def _task_name(delivery: Delivery) -> str:
+    return delivery.task.name if delivery.task else "?"
 
 
 def _job_fields(job: Job, task: str, outcome: Outcome | None) -> dict[str, Any]:
