@@ -1,6 +1,6 @@
 """Rendering pages: the Jinja2 environment (autoescaping every value, so job data,
-reasons and group names always show as text) and the response helper that issues the
-CSRF cookie."""
+reasons and group names always show as text), its filters, and the URL builder. A page
+is rendered with a dashboard's state (``durq.dashboard.state.render``)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,15 @@ import datetime
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
 import orjson
-from starlette.requests import Request
-from starlette.responses import HTMLResponse
 
 from durq.dashboard.charts import format_count, format_rate, format_seconds
-from durq.dashboard.security import CSRF_COOKIE, csrf_ok, new_csrf_token
 
-if TYPE_CHECKING:
-    from durq.dashboard.state import Dashboard
-
-__all__ = ["environment", "render", "url_builder"]
+__all__ = ["environment", "url_builder"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -82,36 +76,3 @@ def url_builder(root: str) -> Callable[..., str]:
         return root + path + ("?" + urlencode(query) if query else "")
 
     return url
-
-
-def render(
-    request: Request, dash: Dashboard, name: str, context: dict[str, Any], status: int = 200
-) -> HTMLResponse:
-    """Render template ``name``; sets a CSRF cookie when the browser has no valid one."""
-    root = str(request.scope.get("root_path", "")).rstrip("/")
-    token = request.cookies.get(CSRF_COOKIE)
-    fresh = not csrf_ok(dash.secret, token, token)
-    if fresh:
-        token = new_csrf_token(dash.secret)
-    page = dash.templates.get_template(name).render(
-        root=root,
-        url=url_builder(root),
-        config=dash.config,
-        redis=dash.display_url,
-        csrf_token=token,
-        can_act=not dash.config.read_only,
-        now=time.time(),
-        path=request.url.path,
-        **context,
-    )
-    response = HTMLResponse(page, status_code=status)
-    if fresh and token is not None:
-        response.set_cookie(
-            CSRF_COOKIE,
-            token,
-            path=root or "/",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
-    return response

@@ -1,22 +1,27 @@
 """Everything one dashboard app holds, kept on ``app.state.durq`` (no module globals, so
-several dashboards can live in one process, e.g. mounted for two Redis instances)."""
+several dashboards can live in one process, e.g. mounted for two Redis instances), and
+rendering a page with it."""
 
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import jinja2
 from starlette.requests import Request
+from starlette.responses import HTMLResponse
 
 from durq.connection import redact
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.data import DashboardData
 from durq.dashboard.history import History
-from durq.dashboard.render import environment
+from durq.dashboard.render import environment, url_builder
 from durq.dashboard.sampler import Sampler
+from durq.dashboard.security import CSRF_COOKIE, csrf_ok, new_csrf_token
 
-__all__ = ["Dashboard", "dashboard_of"]
+__all__ = ["Dashboard", "dashboard_of", "render"]
 
 
 @dataclass
@@ -60,3 +65,36 @@ def dashboard_of(request: Request) -> Dashboard:
     dash: Dashboard = request.app.state.durq
     dash.sampler.ensure_started()
     return dash
+
+
+def render(
+    request: Request, dash: Dashboard, name: str, context: dict[str, Any], status: int = 200
+) -> HTMLResponse:
+    """Render template ``name``; sets a CSRF cookie when the browser has no valid one."""
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    token = request.cookies.get(CSRF_COOKIE)
+    fresh = not csrf_ok(dash.secret, token, token)
+    if fresh:
+        token = new_csrf_token(dash.secret)
+    page = dash.templates.get_template(name).render(
+        root=root,
+        url=url_builder(root),
+        config=dash.config,
+        redis=dash.display_url,
+        csrf_token=token,
+        can_act=not dash.config.read_only,
+        now=time.time(),
+        path=request.url.path,
+        **context,
+    )
+    response = HTMLResponse(page, status_code=status)
+    if fresh and token is not None:
+        response.set_cookie(
+            CSRF_COOKIE,
+            token,
+            path=root or "/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+    return response

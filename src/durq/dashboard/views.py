@@ -18,8 +18,7 @@ from durq.dashboard.charts import Chart, format_count, format_rate, format_secon
 from durq.dashboard.data import HeldJob, WorkerEntry
 from durq.dashboard.history import History, Recent
 from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
-from durq.dashboard.render import render
-from durq.dashboard.state import Dashboard, dashboard_of
+from durq.dashboard.state import Dashboard, dashboard_of, render
 from durq.errors import InvalidArgument
 from durq.keys import check_group, check_job_id, check_queue_name
 from durq.models import QueueStats
