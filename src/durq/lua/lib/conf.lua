@@ -1,3 +1,5 @@
+--- @include "lib/keys"
+
 -- Queue settings shared by every client, stored in K_CONF and written by configure.lua,
 -- read at most once per call. Defaults must match durq.protocol.ops.CONF_DEFAULTS.
 --   group_limit   default concurrency per named group; 0 means unlimited
