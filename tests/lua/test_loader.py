@@ -1,8 +1,8 @@
-"""The script loader: includes, contract headers, and recovery from a flushed script cache."""
+"""The script loader: includes, and recovery from a flushed script cache (contract
+headers: test_contracts.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from importlib import resources
@@ -116,17 +116,6 @@ def test_every_library_file_is_used_by_some_script() -> None:
     root = resources.files("durq.lua").joinpath("lib")
     libs = {f"lib/{p.name[:-4]}" for p in root.iterdir() if p.name.endswith(".lua")}
     assert libs - used == set(), "library files no script includes"
-
-
-@pytest.mark.parametrize("name", SCRIPT_NAMES)
-def test_every_script_documents_its_contract_in_its_header(name: str) -> None:
-    script = lua.load(name)
-    header = script.header
-    assert header.startswith(f"{name}:"), header[:40]
-    for section in ("KEYS", "ARGV", "Returns"):
-        assert re.search(rf"^{section}\b", header, re.MULTILINE), f"{name}: no {section}"
-    assert script.sha == hashlib.sha1(script.source.encode()).hexdigest()
-    assert "@include" not in script.source
 
 
 def test_every_script_compiles_on_every_server(server: RedisServer) -> None:

@@ -164,12 +164,29 @@ async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     return replies
 
 
+def _script_cache(home: Any) -> dict[str, set[str]]:
+    """The scripts known to be loaded, as node name ('' without a Cluster) -> SHAs.
+
+    Kept on ``home``, the client's connection pool (a Cluster client itself), which the
+    queues of an App or a worker share: each script is loaded once per pool rather than
+    once per queue object. Server state, not sockets, so a forked child keeps it."""
+    try:
+        cache: dict[str, set[str]] = vars(home).setdefault("durq_scripts", {})
+    except TypeError:  # an object without a __dict__: the cache is the driver's own
+        cache = {}
+    return cache
+
+
 class AsyncDriver:
     """Executes the requests of protocol operations.
 
-    Scripts run with EVALSHA. A script unknown to the server (first use, or after a
-    restart, a failover or SCRIPT FLUSH) is loaded with SCRIPT LOAD and the request sent
-    again from that call on, so that a WAIT after it still follows it on its connection.
+    Scripts run with EVALSHA. Before a request is sent, the scripts it uses that are not
+    yet known to be loaded on its node are loaded with SCRIPT LOAD (one round trip for
+    all of them); what is loaded is remembered per connection pool (``_script_cache``).
+    A NOSCRIPT reply (a restart, a failover or SCRIPT FLUSH emptied the server's script
+    cache) forgets that node's scripts, loads the request's again and resends the request
+    from the call that was not executed, so that a WAIT after it still follows it on its
+    connection.
 
     With a plain ``Redis`` client (Sentinel's included) the commands go straight through
     a pooled connection (redis-py's packer and parser): the client's per-command wrapper
@@ -183,8 +200,9 @@ class AsyncDriver:
 
     def __init__(self, client: AsyncRedis) -> None:
         self.client = client
-        self._loaded: set[tuple[str, str]] = set()  # (node, sha)
         self._cluster = cluster.is_cluster(client)
+        home = client if self._cluster else getattr(client, "connection_pool", None)
+        self._loaded = _script_cache(client if home is None else home)
         self._direct = type(client) is AsyncRedis and client.connection is None
         self._stale = self._cluster  # the slot map must be (re)loaded before use
         self._node_pools: dict[str, Any] = {}  # a Cluster's, by node name
@@ -271,8 +289,9 @@ class AsyncDriver:
         give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
             node = await self._node(key)
+            loaded = self._loaded.get(node, ())
             scripts = [c for c in calls[start:] if isinstance(c, ScriptCall)]
-            missing = {c.script.sha: c for c in scripts if (node, c.script.sha) not in self._loaded}
+            missing = {c.script.sha: c for c in scripts if c.script.sha not in loaded}
             if missing:
                 await self._load(node, list(missing.values()))
             got = await self._send(node, wire[start:])
@@ -285,8 +304,8 @@ class AsyncDriver:
             attempt += 1
             give_up = give_up or time.monotonic() + cluster.REDIRECT_BUDGET
             if isinstance(error, NoScriptError):  # the node lost its script cache
-                self._loaded = {entry for entry in self._loaded if entry[0] != node}
-                if attempt < 3:
+                self._loaded.pop(node, None)
+                if attempt < 3:  # reloaded at once, twice; then as a redirect is followed
                     continue
             if time.monotonic() > give_up:
                 return replies
@@ -323,7 +342,7 @@ class AsyncDriver:
         for reply in await self._send(node, [("SCRIPT", "LOAD", s) for s in sources.values()]):
             if isinstance(reply, Exception):
                 raise reply
-        self._loaded.update((node, sha) for sha in sources)
+        self._loaded.setdefault(node, set()).update(sources)
 
     async def _send(self, node: str, commands: Sequence[Wire]) -> list[Any]:
         """Send ``commands`` to ``node`` in one round trip; error replies in place."""

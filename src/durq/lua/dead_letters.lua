@@ -2,6 +2,7 @@
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  offset, ARGV[2] limit
 Returns  {total, id_1, died_at_1, record_1 or false, reason_1 or false, ...}
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type
 Cost     O(log(dead) + limit).
 ]]
 --- @include "lib/keys"

@@ -12,7 +12,7 @@ Cost     O(n) commands.
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
---- @include "lib/held"
+--- @include "lib/lease"
 --- @include "lib/send_back"
 --- @include "lib/types"
 

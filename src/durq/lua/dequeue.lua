@@ -7,7 +7,7 @@ KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: jobs wanted (>= 1)
 ARGV[2]  lease_ms (>= 1)
 Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, record_k}
-         now and lease_deadline in server ms; records as in lib/record.lua, already
+         now and lease_deadline in server ms; records as in lib/record_layout.lua, already
          updated (state active, attempts and deliveries counted, dequeued_at = now).
          next_ms, when no job was handed out: ms until the next delayed job is due or
          the next lease expires (-1: none), so an idle consumer knows how long to block.
@@ -31,7 +31,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of qu
 --- @include "lib/offer"
 --- @include "lib/slots"
 --- @include "lib/make_ready"
---- @include "lib/finish"
+--- @include "lib/dead_letter"
 --- @include "lib/quarantine"
 --- @include "lib/reason"
 --- @include "lib/expire_done"

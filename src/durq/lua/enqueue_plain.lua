@@ -19,6 +19,7 @@ Cost     O(n) work in O(1 + groups) commands: 9 for one ungrouped job of a queue
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
+--- @include "lib/conf_defaults"
 --- @include "lib/clock"
 --- @include "lib/record_layout"
 --- @include "lib/group_keys"
@@ -101,7 +102,8 @@ for i = 1, #groups do
     if not offer then
       local lim = tonumber(redis.call('HGET', K_GLIMIT, g))
       if lim == nil then
-        group_limit = group_limit or tonumber(redis.call('HGET', K_CONF, 'group_limit')) or 0
+        group_limit = group_limit or tonumber(redis.call('HGET', K_CONF, 'group_limit'))
+          or DEFAULT_GROUP_LIMIT
         lim = group_limit
       end
       offer = lim <= 0 or (tonumber(redis.call('HGET', K_GACTIVE, g)) or 0) < lim

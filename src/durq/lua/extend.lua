@@ -5,12 +5,13 @@ ARGV[1]  lease_ms: the new lease, counted from now
 ARGV[2]  n: number of jobs
 ARGV[3+2i .. 4+2i], for job i: id, lease token
 Returns  {lease_deadline, status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
---- @include "lib/held"
+--- @include "lib/lease"
 --- @include "lib/types"
 
 local lease = tonumber(ARGV[1])

@@ -3,6 +3,7 @@ KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  limit (ignored when names are given)
 ARGV[2..] group names (optional)
 Returns  {total_groups, group_1, ready_1, active_1, limit_1 or false, weight_1 or false, ...}
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type
 Cost     O(log(groups) + limit).
 ]]
 --- @include "lib/keys"

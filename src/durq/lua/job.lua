@@ -3,6 +3,7 @@ KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  id
 Returns  {record or false, reason or false, lease_deadline or false, due or false,
           died_at or false, retained_until or false, now}
+Errors   DURQ_WRONGTYPE when a durq key holds another Redis type
 Cost     O(1).
 ]]
 --- @include "lib/keys"

@@ -1,3 +1,5 @@
+--- @include "lib/keys"
+
 -- Counters are accumulated while a script runs and written once at the end, so a batch
 -- costs one HINCRBY per counter. They are bookkeeping, written after the job changes are
 -- complete and with pcall: a corrupted stats key cannot undo or block a job transition

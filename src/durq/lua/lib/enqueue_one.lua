@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/status"
 --- @include "lib/clock"
 --- @include "lib/conf"

@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/record"
 
 -- Records kept after completion, superseded records and dedup tombstones are removed

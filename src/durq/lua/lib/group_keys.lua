@@ -1,3 +1,5 @@
+--- @include "lib/keys"
+
 -- Ready jobs live per group; the default group '' holds ungrouped jobs. A group has a
 -- list of default-priority ids (FIFO) and a zset of ids with another priority, scored
 -- -priority * 2^44 + seq, so higher priorities come first and FIFO holds within one.

@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/group_keys"
 --- @include "lib/clock"
 

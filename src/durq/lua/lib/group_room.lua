@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/conf"
 --- @include "lib/group_keys"
 

@@ -6,7 +6,7 @@
 -- a missing declared key makes the server redirect (ASK/TRYAGAIN) rather than run the
 -- script on a half-moved queue whose group and result keys it does not declare.
 local K_PREFIX = KEYS[1]   -- durq:{name}:  (a prefix, never a key itself)
-local K_JOBS = KEYS[2]     -- hash   id -> record (lib/record.lua)
+local K_JOBS = KEYS[2]     -- hash   id -> record (lib/record_layout.lua)
 local K_RR = KEYS[3]       -- list   groups with ready jobs and free slots, served in turn
 local K_RRSET = KEYS[4]    -- set    members of K_RR, so a group is never listed twice
 local K_ACTIVE = KEYS[5]   -- zset   id -> lease deadline (ms, server time)

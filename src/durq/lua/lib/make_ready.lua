@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/record"
 --- @include "lib/counters"
 --- @include "lib/group_push"

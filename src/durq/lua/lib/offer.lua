@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/group_room"
 
 -- K_RR lists the groups that are eligible (ready jobs and a free slot); dequeue serves

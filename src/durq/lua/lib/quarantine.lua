@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/counters"
 --- @include "lib/reason"
 

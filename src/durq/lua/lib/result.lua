@@ -1,3 +1,5 @@
+--- @include "lib/keys"
+
 -- A job's result: a one-element list at <prefix>result:<id>, so waiters can block on it
 -- with BLMOVE (the element moves onto the same list: it stays for every waiter).
 local function store_result(id, value, ttl)

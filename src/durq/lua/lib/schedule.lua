@@ -1,3 +1,4 @@
+--- @include "lib/keys"
 --- @include "lib/offer"
 
 local earliest_due = nil -- due time of the first delayed job (false: none), read once

@@ -1,4 +1,5 @@
---- @include "lib/finish"
+--- @include "lib/keys"
+--- @include "lib/dead_letter"
 --- @include "lib/make_ready"
 --- @include "lib/schedule"
 

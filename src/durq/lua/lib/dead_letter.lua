@@ -1,9 +1,14 @@
+--- @include "lib/keys"
 --- @include "lib/record"
 --- @include "lib/counters"
 --- @include "lib/conf"
 --- @include "lib/slots"
 --- @include "lib/offer"
 
+-- Dead-lettering: moving an active job to K_DEAD, and keeping K_DEAD within dead_cap.
+
+-- Evict the oldest dead letters over the cap, at most 100 at a time: after the cap is
+-- lowered, the excess goes over the next dead-letterings, none of which grows with it.
 local function enforce_dead_cap()
   local cap = get_conf().dead_cap
   if cap <= 0 then return end

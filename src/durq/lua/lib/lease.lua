@@ -1,5 +1,9 @@
+--- @include "lib/keys"
 --- @include "lib/status"
 --- @include "lib/record"
+
+-- Lease checks: a worker's call on a job (release, extend, requeue, defer) is fenced by
+-- the lease token it was handed (rec_token in lib/record.lua).
 
 -- Check that a caller still holds the lease `token` on job `id`. Returns the record, or
 -- nil and a status.
