@@ -27,9 +27,9 @@ from durq._sync.queue import Queue
 from durq.errors import InvalidArgument
 from durq.keys import check_shards, shard_name, split_shard
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import ops
+from durq.protocol.args import new_ids
 from durq.protocol.calls import Command, Op
-from durq.protocol.ops import Held
+from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
 __all__ = ["ShardedQueue"]
@@ -106,7 +106,7 @@ class ShardedQueue:
 
     # -- routing ------------------------------------------------------------------
 
-    def shard_of(self, job: Held | str) -> Queue:
+    def shard_of(self, job: Leased | str) -> Queue:
         """The shard a job (by its ``queue``, e.g. ``emails~3``) or shard name is in."""
         queue = job if isinstance(job, str) else getattr(job, "queue", None)
         base, index = split_shard(queue) if isinstance(queue, str) else ("", None)
@@ -157,7 +157,7 @@ class ShardedQueue:
             return []
         if not self._registered:
             self.register()
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
+        fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
         messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
         by_shard: dict[int, list[int]] = {}
         for i, m in enumerate(messages):
@@ -201,7 +201,7 @@ class ShardedQueue:
             if jobs:
                 return jobs
 
-    def _per_shard(self, jobs: Sequence[Held], call: Any) -> list[Any]:
+    def _per_shard(self, jobs: Sequence[Leased], call: Any) -> list[Any]:
         """Run ``call(shard, positions)`` for the jobs of each shard; results in order."""
         by_shard: dict[int, list[int]] = {}
         for i, job in enumerate(jobs):
@@ -212,13 +212,13 @@ class ShardedQueue:
                 out[i] = value
         return out
 
-    def release(self, job: Held, *, keep: float = 0, result: Any = None) -> None:
+    def release(self, job: Leased, *, keep: float = 0, result: Any = None) -> None:
         """The job is done (see ``Queue.release``)."""
         self.shard_of(job).release(job, keep=keep, result=result)
 
     def release_many(
         self,
-        jobs: Sequence[Held],
+        jobs: Sequence[Leased],
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
@@ -246,12 +246,12 @@ class ShardedQueue:
 
         return self._per_shard(jobs, call)
 
-    def extend(self, job: Held, *, lease: float | None = None) -> float:
+    def extend(self, job: Leased, *, lease: float | None = None) -> float:
         """Lengthen the job's lease (see ``Queue.extend``)."""
         return self.shard_of(job).extend(job, lease=lease)
 
     def extend_many(
-        self, jobs: Sequence[Held], *, lease: float | None = None
+        self, jobs: Sequence[Leased], *, lease: float | None = None
     ) -> list[Status]:
         """Extend many leases, one round trip per shard."""
 
@@ -260,7 +260,7 @@ class ShardedQueue:
 
         return self._per_shard(jobs, call)
 
-    def defer(self, job: Held, delay: float = 0) -> None:
+    def defer(self, job: Leased, delay: float = 0) -> None:
         """Put the job back without counting an attempt (see ``Queue.defer``)."""
         self.shard_of(job).defer(job, delay)
 

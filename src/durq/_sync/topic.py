@@ -18,7 +18,8 @@ from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.keys import TopicKeys
 from durq.models import EnqueueResult, Message
-from durq.protocol import ops
+from durq.protocol import lifecycle
+from durq.protocol.args import new_ids
 from durq.protocol.calls import Command
 
 __all__ = ["Topic"]
@@ -141,11 +142,11 @@ class Topic:
         if not messages:
             return {}
         # ids are fixed now so that a retry after a lost reply cannot publish twice
-        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
+        fresh = new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         def attempt() -> dict[str, list[EnqueueResult]]:
-            op = ops.publish(
+            op = lifecycle.publish(
                 self.keys,
                 self.codec,
                 messages,

@@ -21,7 +21,7 @@ from durq._async.queue import AsyncQueue
 from durq.errors import CorruptQueue
 from durq.keys import check_queue_name
 from durq.models import GroupInfo, JobInfo, QueueStats
-from durq.protocol import ops
+from durq.protocol import admin
 
 __all__ = ["DashboardData", "HeldJob", "WorkerEntry"]
 
@@ -189,12 +189,12 @@ class DashboardData:
         """The ``limit`` largest groups of a queue (or the groups named), and how many
         groups have ready jobs."""
         q = self.queue(name)
-        return await q.run(ops.groups(q.keys, limit, names))
+        return await q.run(admin.groups(q.keys, limit, names))
 
     async def dead_letters(self, name: str, offset: int, limit: int) -> tuple[int, list[JobInfo]]:
         """One page of a queue's dead letters, newest first, and their total."""
         q = self.queue(name)
-        return await q.run(ops.dead_letters(q.keys, offset, limit))
+        return await q.run(admin.dead_letters(q.keys, offset, limit))
 
     async def job(self, name: str, job_id: str) -> JobInfo | None:
         """Everything stored about one job."""

@@ -16,7 +16,7 @@ from durq.backoff import exponential
 from durq.errors import PayloadError
 from durq.fanout import TOPIC_MARK
 from durq.models import Job
-from durq.protocol.ops import reason_json
+from durq.protocol.args import reason_json
 from durq.task import (
     Fail,
     Retry,

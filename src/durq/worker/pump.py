@@ -13,8 +13,8 @@ from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
 from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
-from durq.protocol import ops
-from durq.protocol.calls import Command, WaitCall
+from durq.protocol import lifecycle
+from durq.protocol.calls import MAX_BLOCK, Command, WaitCall
 from durq.protocol.status import Status
 from durq.worker.acks import AckBuffer
 from durq.worker.cancel import cancel_and_wait
@@ -43,7 +43,7 @@ class QueuePump:
         # slots are shared among the other pumps (see Worker.room_for)
         self.idle = False
         self._wait_armed = asyncio.Event()
-        self._wait_timeout = ops.MAX_BLOCK
+        self._wait_timeout = MAX_BLOCK
         self._wait_want = 0  # jobs the waiter fetches when its wait ends
         self._in_wait = False  # the waiter's request is in flight: the pump does not fetch
         self._poked = False
@@ -132,7 +132,7 @@ class QueuePump:
         # when this wait ends: so an idle consumer plans again at least once per lease,
         # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
         # MAX_BLOCK later
-        limit = min(ops.MAX_BLOCK, self.worker.lease)
+        limit = min(MAX_BLOCK, self.worker.lease)
         if self.worker.config.burst:
             # drained only once the jobs other workers hold have ended, and nothing
             # wakes this wait when they do: look again soon
@@ -173,7 +173,9 @@ class QueuePump:
         sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
         batch = [op for _, _, op in sends]
         if want:
-            batch.append(ops.fetch(self.queue.keys, self.queue.codec, want, self.worker.lease))
+            batch.append(
+                lifecycle.fetch(self.queue.keys, self.queue.codec, want, self.worker.lease)
+            )
         results = await self.queue._driver.run_all(batch)
         for (kind, jobs, _), result in zip(sends, results, strict=False):
             self._check_acks(kind, jobs, result)
@@ -273,10 +275,10 @@ class QueuePump:
         want = min(self._wait_want, self.worker.room_for(self), self.worker.config.batch)
         if want <= 0 or not self.worker.accepting:
             await self.queue._driver.execute(
-                WaitCall((self.queue.keys.wake,), min(self._wait_timeout, ops.MAX_BLOCK))
+                WaitCall((self.queue.keys.wake,), min(self._wait_timeout, MAX_BLOCK))
             )
             return
-        op = ops.fetch_after_wait(
+        op = lifecycle.fetch_after_wait(
             self.queue.keys, self.queue.codec, want, self.worker.lease, self._wait_timeout
         )
         jobs, next_ms, reclaimed = await self.queue._driver.run(op)

@@ -1,5 +1,5 @@
 -- Queue settings shared by every client, stored in K_CONF and written by configure.lua,
--- read at most once per call. Defaults must match durq.protocol.ops.CONF_DEFAULTS.
+-- read at most once per call. Defaults must match durq.protocol.admin.CONF_DEFAULTS.
 --   group_limit   default concurrency per named group; 0 means unlimited
 --   dedup_window  ms after enqueue during which a finished job's id stays taken
 --   dead_cap      max dead letters kept; 0 means unlimited; evictions are counted
