@@ -2,7 +2,7 @@
 
 This file is the source of truth; ``durq/_sync/queue.py`` (``Queue``) is generated from
 it by ``scripts/unasync.py`` (CI fails when they drift). All logic lives in
-``durq.protocol`` (``lifecycle``, ``admin``); the methods here check
+``durq.protocol`` (``lifecycle``, ``admin``, ``namespace``); the methods here check
 arguments that need the queue's defaults and drive the operations.
 """
 
@@ -20,11 +20,11 @@ from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
-from durq.keys import QueueKeys
+from durq.keys import NamespaceKeys, QueueKeys
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import admin, lifecycle
+from durq.protocol import admin, lifecycle, namespace
 from durq.protocol.args import delay_ms, lease_ms, new_ids, reason_json
-from durq.protocol.calls import Command, Op
+from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
@@ -216,15 +216,8 @@ class AsyncQueue:
         """Add this queue to the namespace's list of queues (for ``durq stats``).
         Raises InvalidArgument if the queue was declared sharded: its jobs belong in its
         shards (``AsyncShardedQueue``), and these keys would never be consumed."""
-        shards = await self._driver.execute(
-            Command(("HGET", f"{self.keys.namespace}:shards", self.name))
-        )
-        if shards is not None:
-            raise InvalidArgument(
-                f"queue {self.name!r} has {int(shards)} shards: use a sharded queue "
-                f"(AsyncShardedQueue, or App(shards={{{self.name!r}: {int(shards)}}}))"
-            )
-        await self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", self.name)))
+        space = NamespaceKeys(self.keys.namespace)
+        await self._driver.run(namespace.register_queue(space, self.name, "AsyncShardedQueue"))
         self._registered = True
 
     # -- consuming ----------------------------------------------------------------

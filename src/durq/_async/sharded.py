@@ -26,10 +26,11 @@ from redis.asyncio import Redis as AsyncRedis
 from durq import connection
 from durq._async.queue import AsyncQueue
 from durq.errors import InvalidArgument
-from durq.keys import check_shards, shard_name, split_shard
+from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
+from durq.protocol import namespace
 from durq.protocol.args import new_ids
-from durq.protocol.calls import Command, Op
+from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
@@ -123,17 +124,8 @@ class AsyncShardedQueue:
     async def register(self) -> None:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
-        driver = self.shards[0]._driver
-        key = f"{self.namespace}:shards"
-        known = await driver.execute(Command(("HGET", key, self.name)))
-        if known is None:  # HGET and HSET: commands the minimal producer ACL allows
-            await driver.execute(Command(("HSET", key, self.name, self.shard_count)))
-        elif int(known) != self.shard_count:
-            raise InvalidArgument(
-                f"queue {self.name!r} has {int(known)} shards in Redis, not "
-                f"{self.shard_count}: the count cannot change while jobs may be queued"
-            )
-        await driver.execute(Command(("SADD", f"{self.namespace}:queues", self.name)))
+        space = NamespaceKeys(self.namespace)
+        await self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------

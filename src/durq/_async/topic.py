@@ -17,9 +17,9 @@ from durq._async.queue import AsyncQueue
 from durq._async.retry import retrying
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
-from durq.keys import TopicKeys
+from durq.keys import NamespaceKeys, TopicKeys
 from durq.models import EnqueueResult, Message
-from durq.protocol import lifecycle
+from durq.protocol import lifecycle, namespace
 from durq.protocol.args import new_ids
 from durq.protocol.calls import Command
 
@@ -97,7 +97,7 @@ class AsyncTopic:
         """Add a subscription (idempotent); returns the name of its queue."""
         name = self.keys.subscription(subscriber)
         await self._driver.execute(Command(("SADD", self.keys.subscribers, subscriber)))
-        await self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", name)))
+        await self._driver.run(namespace.add_queue(NamespaceKeys(self.keys.namespace), name))
         return name
 
     async def unsubscribe(self, subscriber: str) -> None:

@@ -8,6 +8,7 @@ exists once (see docs/design.md, "One protocol, two front ends").
 - ``lifecycle``: a job's way from enqueue (or publish) through dequeue to release,
   requeue, extend or defer, and waiting for its result;
 - ``admin``: inspection and repair (stats, one job, groups, dead letters, settings);
+- ``namespace``: what lives in a namespace (queues, shard counts, live workers);
 - ``args``: the argument checks and encodings the operations share;
 - ``calls``: the requests, and the plumbing between operations and drivers;
 - ``record`` and ``status``: the job record's layout and the scripts' status codes.

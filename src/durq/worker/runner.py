@@ -33,9 +33,10 @@ from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
 from durq.health import server_warnings
+from durq.keys import NamespaceKeys
 from durq.metrics import WorkerMetrics
 from durq.models import Job
-from durq.protocol.shards import shard_counts
+from durq.protocol.namespace import shard_counts
 from durq.task import Task
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.config import WorkerConfig
@@ -362,7 +363,7 @@ class Worker:
         driver = AsyncDriver(self._client)
 
         async def read() -> dict[str, int]:
-            return await driver.run(shard_counts(self.app.namespace))
+            return await driver.run(shard_counts(NamespaceKeys(self.app.namespace)))
 
         known = await retrying(read, 30.0)
         for name in self.queue_names:
