@@ -27,6 +27,7 @@ check: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check
+	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/durq demo

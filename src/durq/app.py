@@ -29,7 +29,7 @@ from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
-from durq.protocol.ops import lease_ms
+from durq.protocol.args import lease_ms
 from durq.task import Call, JobHandle, Task, TaskConfig
 
 __all__ = ["App"]

@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 from redis.cluster import RedisCluster
-from redis.crc import key_slot
 from redis.exceptions import (
     AskError,
     ClusterDownError,
@@ -28,6 +27,7 @@ from redis.exceptions import (
 )
 
 from durq.connection import POOL_WAIT
+from durq.slots import slot_of
 
 __all__ = [
     "REDIRECTS",
@@ -55,11 +55,6 @@ def is_cluster(client: object) -> bool:
     from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
     return isinstance(client, (RedisCluster, AsyncRedisCluster))
-
-
-def slot_of(key: str | bytes) -> int:
-    """The hash slot of ``key`` (honouring ``{hash tags}``)."""
-    return int(key_slot(key.encode() if isinstance(key, str) else key))
 
 
 def redirect_pause(error: Exception, attempt: int) -> float:

@@ -10,6 +10,11 @@ A sharded queue ``emails`` of N shards is N queues, ``emails~0`` .. ``emails~<N-
 each with a hash tag of its own chosen so that shard i's slot falls in the i-th N-th of
 the slot range (``shard_tag``): on a cluster whose primaries own equal slot ranges, the
 shards spread evenly over the primaries.
+
+A namespace's own keys (``NamespaceKeys``) list what lives in it, for tools and workers:
+``<ns>:queues`` (the queue names), ``<ns>:shards`` (sharded queues and their shard
+counts), ``<ns>:workers`` (live worker ids) and ``<ns>:worker:<id>`` (a worker's
+heartbeat).
 """
 
 from __future__ import annotations
@@ -18,16 +23,18 @@ import re
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from durq.cluster import slot_of
 from durq.errors import InvalidArgument
+from durq.slots import SLOTS, slot_of
 
 __all__ = [
     "MAX_SHARDS",
+    "NamespaceKeys",
     "QueueKeys",
     "TopicKeys",
     "check_group",
     "check_job_id",
     "check_key",
+    "check_namespace",
     "check_queue_name",
     "check_shards",
     "shard_name",
@@ -36,7 +43,6 @@ __all__ = [
 ]
 
 MAX_SHARDS = 256
-_SLOTS = 16384
 
 _PART = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
 _QUEUE_NAME = re.compile(rf"^{_PART}(/{_PART})?$")
@@ -60,6 +66,13 @@ VECTOR_PARTS: tuple[str, ...] = (
     "glimit",
     "gweight",
 )
+
+
+def check_namespace(namespace: str) -> str:
+    """Return ``namespace`` if valid: 1-64 letters, digits, '.', '_' or '-'."""
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise InvalidArgument(f"invalid namespace {namespace!r}")
+    return namespace
 
 
 def check_queue_name(name: str) -> str:
@@ -134,9 +147,43 @@ def shard_tag(name: str, index: int, shards: int) -> str:
     tag = f"{name}~{index}"
     for salt in range(100_000):
         candidate = tag if salt == 0 else f"{tag}~{salt}"
-        if slot_of(candidate) * shards // _SLOTS == index:
+        if slot_of(candidate) * shards // SLOTS == index:
             return candidate
     raise AssertionError("no tag found")  # about `shards` tries are needed on average
+
+
+@dataclass(frozen=True)
+class NamespaceKeys:
+    """The Redis key names of a namespace: what lives in it, for tools and workers.
+
+    These keys are in slots of their own (no hash tag): each is read or written by
+    itself, never in one script with a queue's keys.
+    """
+
+    namespace: str = "durq"
+
+    def __post_init__(self) -> None:
+        check_namespace(self.namespace)
+
+    @property
+    def queues(self) -> str:
+        """The set of the namespace's queue names (a sharded queue by its own name)."""
+        return f"{self.namespace}:queues"
+
+    @property
+    def shards(self) -> str:
+        """The hash of sharded queues: queue name -> shard count."""
+        return f"{self.namespace}:shards"
+
+    @property
+    def workers(self) -> str:
+        """The set of the ids of registered workers (some may be dead: see ``worker``)."""
+        return f"{self.namespace}:workers"
+
+    def worker(self, worker_id: str) -> str:
+        """The heartbeat hash of worker ``worker_id``; it expires when the worker stops
+        beating, which is how readers tell a dead worker from a live one."""
+        return f"{self.namespace}:worker:{worker_id}"
 
 
 @dataclass(frozen=True)
@@ -162,8 +209,7 @@ class QueueKeys:
                 )
         else:
             check_queue_name(self.name)
-        if not _NAMESPACE.match(self.namespace):
-            raise InvalidArgument(f"invalid namespace {self.namespace!r}")
+        check_namespace(self.namespace)
 
     @cached_property
     def prefix(self) -> str:

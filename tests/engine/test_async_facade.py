@@ -119,9 +119,9 @@ async def test_many_operations_in_flight_on_one_async_queue_all_complete(
 async def test_an_async_queue_can_run_a_protocol_operation_directly(
     server: RedisServer, queue_name: str
 ) -> None:
-    from durq.protocol import ops
+    from durq.protocol import admin
 
     async with AsyncQueue(queue_name, server.url) as queue:
         await queue.enqueue("x")
-        stats: Any = await queue.run(ops.stats(queue.keys))
+        stats: Any = await queue.run(admin.stats(queue.keys))
         assert stats.pending == 1

@@ -122,9 +122,9 @@ async def test_defer_many_takes_one_delay_per_job(q: Any) -> None:
 async def test_a_long_wait_is_cut_into_bounded_blocks_and_still_returns_the_job(
     q: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from durq.protocol import ops
+    from durq.protocol import calls
 
-    monkeypatch.setattr(ops, "MAX_BLOCK", 0.1)
+    monkeypatch.setattr(calls, "MAX_BLOCK", 0.1)
     await q.enqueue("x", delay=0.25)
     start = time.monotonic()
     job = await q.dequeue(wait=2)
@@ -151,14 +151,14 @@ async def test_a_consumer_told_a_job_is_due_in_a_millisecond_does_not_hang(
 ) -> None:
     """Redis 6.2 reads a 0.001 s block as 0 ms, which means forever."""
     from durq import Queue
-    from durq.protocol import ops
+    from durq.protocol import lifecycle
     from engine.support import later
 
     other = Queue(q.name, server.url)
     try:
         with later(2.0, lambda: other.enqueue("rescue")):  # ends a wait that never would
             start = time.monotonic()
-            jobs = await q.run(_with_next_due(ops.dequeue(q.keys, q.codec, 1, 5.0, 0.2), 1))
+            jobs = await q.run(_with_next_due(lifecycle.dequeue(q.keys, q.codec, 1, 5.0, 0.2), 1))
             elapsed = time.monotonic() - start
     finally:
         other.close()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from durq import EnqueueStatus, JobState, Message
-from durq.protocol.ops import MAX_BATCH
+from durq.protocol.calls import MAX_BATCH
 
 
 async def test_an_enqueued_job_is_created_pending_and_comes_back_with_its_payload(q: Any) -> None:

@@ -167,9 +167,11 @@ async def test_a_delayed_retry_is_not_handed_out_before_its_delay(q: Any) -> Non
 
 @pytest.mark.parametrize("dead", [False, True])
 async def test_a_failure_result_is_stored_only_when_the_job_dies(q: Any, dead: bool) -> None:
-    from durq.protocol import ops
+    from durq.protocol import lifecycle
 
     await q.enqueue("x", id="res")
     job = await q.dequeue()
-    await q.run(ops.requeue(q.keys, [(job, 0, b'{"reason":"x"}', dead)], results=[b"failed!"]))
+    await q.run(
+        lifecycle.requeue(q.keys, [(job, 0, b'{"reason":"x"}', dead)], results=[b"failed!"])
+    )
     assert await q.wait_result("res", 0) == (b"failed!" if dead else None)

@@ -24,9 +24,9 @@ from durq.server import RedisServer
 def _python_side() -> tuple[dict[str, int], dict[str, str]]:
     """The settings' defaults and the key types as the protocol package holds them (the
     one place this file names their module)."""
-    from durq.protocol import ops
+    from durq.protocol import admin
 
-    return ops.CONF_DEFAULTS, ops._KEY_TYPES
+    return admin.CONF_DEFAULTS, admin._KEY_TYPES
 
 
 CONF_DEFAULTS, KEY_TYPES = _python_side()

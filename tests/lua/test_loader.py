@@ -139,7 +139,7 @@ def _flush(server: RedisServer) -> None:
 async def test_a_flushed_script_cache_is_reloaded_on_noscript(
     server: RedisServer, queue_name: str, front: str
 ) -> None:
-    from durq.protocol.ops import MAX_BATCH
+    from durq.protocol.calls import MAX_BATCH
 
     queue: Any = (Queue if front == "sync" else AsyncQueue)(queue_name, server.url)
 

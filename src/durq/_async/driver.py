@@ -20,8 +20,16 @@ from redis.exceptions import ConnectionError, NoScriptError, ResponseError, Time
 from durq import cluster
 from durq.cluster import async_node_pool, async_refresh
 from durq.errors import DurqError
-from durq.protocol.calls import Command, Op, Pipeline, Request, ScriptCall, WaitCall
-from durq.protocol.ops import block_timeout, script_error
+from durq.protocol.calls import (
+    Command,
+    Op,
+    Pipeline,
+    Request,
+    ScriptCall,
+    WaitCall,
+    block_timeout,
+    script_error,
+)
 
 __all__ = ["AsyncDriver"]
 

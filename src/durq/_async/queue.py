@@ -2,8 +2,8 @@
 
 This file is the source of truth; ``durq/_sync/queue.py`` (``Queue``) is generated from
 it by ``scripts/unasync.py`` (CI fails when they drift). All logic lives in
-``durq.protocol.ops``; the methods here check arguments that need the queue's defaults
-and drive the operations.
+``durq.protocol`` (``lifecycle``, ``admin``, ``namespace``); the methods here check
+arguments that need the queue's defaults and drive the operations.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
-from durq.keys import QueueKeys
+from durq.keys import NamespaceKeys, QueueKeys
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import ops
-from durq.protocol.calls import Command, Op
-from durq.protocol.ops import Held, reason_json
+from durq.protocol import admin, lifecycle, namespace
+from durq.protocol.args import delay_ms, lease_ms, new_ids, reason_json
+from durq.protocol.calls import Op
+from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
 __all__ = ["AsyncQueue"]
@@ -96,7 +97,7 @@ class AsyncQueue:
     ) -> None:
         self.keys = QueueKeys(name, namespace, shard_count)
         self.codec = PayloadCodec(serializer, max_payload_bytes)
-        ops.lease_ms(lease)
+        lease_ms(lease)
         if not isinstance(max_attempts, int) or not 1 <= max_attempts <= 10000:
             raise InvalidArgument("max_attempts must be an int in 1..10000")
         self.lease = lease
@@ -124,7 +125,7 @@ class AsyncQueue:
         return f"<{type(self).__name__} {self.name!r}>"
 
     async def run(self, op: Op[T]) -> T:
-        """Run a protocol operation (``durq.protocol.ops``) against this queue's server."""
+        """Run a protocol operation (from ``durq.protocol``) against this queue's server."""
         return await self._driver.run(op)
 
     async def aclose(self) -> None:
@@ -188,13 +189,13 @@ class AsyncQueue:
         if not messages:
             return []
         # ids are fixed now so that a retry after a lost reply cannot enqueue twice
-        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
+        fresh = new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         async def attempt() -> list[EnqueueResult]:
             if not self._registered:
                 await self.register()
-            op = ops.enqueue(
+            op = lifecycle.enqueue(
                 self.keys,
                 self.codec,
                 messages,
@@ -215,15 +216,8 @@ class AsyncQueue:
         """Add this queue to the namespace's list of queues (for ``durq stats``).
         Raises InvalidArgument if the queue was declared sharded: its jobs belong in its
         shards (``AsyncShardedQueue``), and these keys would never be consumed."""
-        shards = await self._driver.execute(
-            Command(("HGET", f"{self.keys.namespace}:shards", self.name))
-        )
-        if shards is not None:
-            raise InvalidArgument(
-                f"queue {self.name!r} has {int(shards)} shards: use a sharded queue "
-                f"(AsyncShardedQueue, or App(shards={{{self.name!r}: {int(shards)}}}))"
-            )
-        await self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", self.name)))
+        space = NamespaceKeys(self.keys.namespace)
+        await self._driver.run(namespace.register_queue(space, self.name, "AsyncShardedQueue"))
         self._registered = True
 
     # -- consuming ----------------------------------------------------------------
@@ -241,9 +235,9 @@ class AsyncQueue:
     ) -> list[Job]:
         """Take up to ``count`` ready jobs in one round trip (see ``dequeue``)."""
         lease = self.lease if lease is None else lease
-        return await self._driver.run(ops.dequeue(self.keys, self.codec, count, lease, wait))
+        return await self._driver.run(lifecycle.dequeue(self.keys, self.codec, count, lease, wait))
 
-    async def release(self, job: Held, *, keep: float = 0, result: Any = None) -> None:
+    async def release(self, job: Leased, *, keep: float = 0, result: Any = None) -> None:
         """The job is done: its data is removed (or kept ``keep`` seconds).
 
         ``result``, when given, is stored for ``result_ttl`` seconds (see ``result``).
@@ -254,14 +248,16 @@ class AsyncQueue:
 
     async def release_many(
         self,
-        jobs: Sequence[Held],
+        jobs: Sequence[Leased],
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
     ) -> list[Status]:
         """Release many jobs in one round trip; returns a status per job (OK,
         LEASE_LOST, NOT_FOUND). ``results`` are encoded payloads, one per job or None."""
-        op = ops.release(self.keys, jobs, keep=keep, results=results, result_ttl=self.result_ttl)
+        op = lifecycle.release(
+            self.keys, jobs, keep=keep, results=results, result_ttl=self.result_ttl
+        )
         return await self._driver.run(op)
 
     async def requeue(
@@ -297,81 +293,85 @@ class AsyncQueue:
             )
             for i, j in enumerate(jobs)
         ]
-        return await self._driver.run(ops.requeue(self.keys, items, result_ttl=self.result_ttl))
+        return await self._driver.run(
+            lifecycle.requeue(self.keys, items, result_ttl=self.result_ttl)
+        )
 
-    async def extend(self, job: Held, *, lease: float | None = None) -> float:
+    async def extend(self, job: Leased, *, lease: float | None = None) -> float:
         """Lengthen the lease to ``lease`` seconds from now; returns the new deadline
         (server time). Raises LeaseLost if the lease was taken over."""
         deadline, statuses = await self._driver.run(
-            ops.extend(self.keys, [job], self.lease if lease is None else lease)
+            lifecycle.extend(self.keys, [job], self.lease if lease is None else lease)
         )
         _raise_for(statuses[0], job.id)
         return deadline
 
     async def extend_many(
-        self, jobs: Sequence[Held], *, lease: float | None = None
+        self, jobs: Sequence[Leased], *, lease: float | None = None
     ) -> list[Status]:
         """Extend many leases in one round trip; returns a status per job."""
         if not jobs:
             return []
         lease = self.lease if lease is None else lease
-        return (await self._driver.run(ops.extend(self.keys, jobs, lease)))[1]
+        return (await self._driver.run(lifecycle.extend(self.keys, jobs, lease)))[1]
 
-    async def defer(self, job: Held, delay: float = 0) -> None:
+    async def defer(self, job: Leased, delay: float = 0) -> None:
         """Put the job back for ``delay`` seconds without counting a failed attempt.
         Raises LeaseLost if the lease was taken over."""
         _raise_for((await self.defer_many([job], delay))[0], job.id)
 
     async def defer_many(
-        self, jobs: Sequence[Held], delay: float | Sequence[float] = 0
+        self, jobs: Sequence[Leased], delay: float | Sequence[float] = 0
     ) -> list[Status]:
         """Defer many jobs in one round trip; ``delay`` is one value or one per job."""
         delays = _per_job("delay", delay, len(jobs))
-        return await self._driver.run(ops.defer(self.keys, list(zip(jobs, delays, strict=True))))
+        return await self._driver.run(
+            lifecycle.defer(self.keys, list(zip(jobs, delays, strict=True)))
+        )
 
     async def wait_result(self, job_id: str, timeout: float) -> bytes | None:
         """The raw result stored for ``job_id`` (see ``release``), waiting up to
         ``timeout`` seconds for it without polling; None if there is none by then."""
-        return await self._driver.run(ops.wait_result(self.keys, job_id, timeout))
+        return await self._driver.run(lifecycle.wait_result(self.keys, job_id, timeout))
 
     # -- inspecting and repairing ------------------------------------------------
 
     async def stats(self) -> QueueStats:
         """Sizes (pending, delayed, active, dead) and lifetime counters."""
-        return await self._driver.run(ops.stats(self.keys))
+        return await self._driver.run(admin.stats(self.keys))
 
     async def job(self, job_id: str) -> JobInfo | None:
         """Everything stored about one job, or None if the queue has no trace of it."""
-        return await self._driver.run(ops.job(self.keys, job_id))
+        return await self._driver.run(admin.job(self.keys, job_id))
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
         """Dead letters, newest first, with their reasons and attempts."""
-        return (await self._driver.run(ops.dead_letters(self.keys, offset, limit)))[1]
+        return (await self._driver.run(admin.dead_letters(self.keys, offset, limit)))[1]
 
     async def replay(self, ids: str | Sequence[str]) -> int:
         """Put dead letters back in the queue with fresh attempts; returns how many."""
-        return await self._driver.run(ops.replay(self.keys, ids))
+        return await self._driver.run(admin.replay(self.keys, ids))
 
     async def replay_all(self) -> int:
         """Replay every dead letter; returns how many."""
-        return await self._driver.run(ops.replay(self.keys, None))
+        return await self._driver.run(admin.replay(self.keys, None))
 
     async def purge(self, ids: str | Sequence[str]) -> int:
         """Delete dead letters for good; returns how many."""
-        return await self._driver.run(ops.purge(self.keys, ids))
+        return await self._driver.run(admin.purge(self.keys, ids))
 
     async def purge_all(self) -> int:
         """Delete every dead letter; returns how many."""
-        return await self._driver.run(ops.purge(self.keys, None))
+        return await self._driver.run(admin.purge(self.keys, None))
 
     async def check(self) -> list[str]:
         """The queue's keys that hold another Redis type than durq expects (written by
         something else); each makes calls fail with CorruptQueue until it is removed."""
-        return await self._driver.run(ops.check(self.keys))
+        return await self._driver.run(admin.check(self.keys))
 
     async def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""
-        return (await self._driver.run(ops.groups(self.keys, limit, names)))[1]
+        return (await self._driver.run(admin.groups(self.keys, limit, names)))[1]
 
     async def configure(
         self,
@@ -396,10 +396,10 @@ class AsyncQueue:
         if group_limit is not None:
             queue["group_limit"] = group_limit
         if dedup_window is not None:
-            queue["dedup_window"] = ops.delay_ms(dedup_window, "dedup_window")
+            queue["dedup_window"] = delay_ms(dedup_window, "dedup_window")
         if dead_cap is not None:
             queue["dead_cap"] = dead_cap
-        op = ops.configure(self.keys, queue=queue, limits=limits, weights=weights)
+        op = admin.configure(self.keys, queue=queue, limits=limits, weights=weights)
         await self._driver.run(op)
 
     # -- for workers ------------------------------------------------------------------

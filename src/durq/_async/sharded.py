@@ -26,11 +26,12 @@ from redis.asyncio import Redis as AsyncRedis
 from durq import connection
 from durq._async.queue import AsyncQueue
 from durq.errors import InvalidArgument
-from durq.keys import check_shards, shard_name, split_shard
+from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import ops
-from durq.protocol.calls import Command, Op
-from durq.protocol.ops import Held
+from durq.protocol import namespace
+from durq.protocol.args import new_ids
+from durq.protocol.calls import Op
+from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
 __all__ = ["AsyncShardedQueue"]
@@ -107,7 +108,7 @@ class AsyncShardedQueue:
 
     # -- routing ------------------------------------------------------------------
 
-    def shard_of(self, job: Held | str) -> AsyncQueue:
+    def shard_of(self, job: Leased | str) -> AsyncQueue:
         """The shard a job (by its ``queue``, e.g. ``emails~3``) or shard name is in."""
         queue = job if isinstance(job, str) else getattr(job, "queue", None)
         base, index = split_shard(queue) if isinstance(queue, str) else ("", None)
@@ -123,17 +124,8 @@ class AsyncShardedQueue:
     async def register(self) -> None:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
-        driver = self.shards[0]._driver
-        key = f"{self.namespace}:shards"
-        known = await driver.execute(Command(("HGET", key, self.name)))
-        if known is None:  # HGET and HSET: commands the minimal producer ACL allows
-            await driver.execute(Command(("HSET", key, self.name, self.shard_count)))
-        elif int(known) != self.shard_count:
-            raise InvalidArgument(
-                f"queue {self.name!r} has {int(known)} shards in Redis, not "
-                f"{self.shard_count}: the count cannot change while jobs may be queued"
-            )
-        await driver.execute(Command(("SADD", f"{self.namespace}:queues", self.name)))
+        space = NamespaceKeys(self.namespace)
+        await self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------
@@ -158,7 +150,7 @@ class AsyncShardedQueue:
             return []
         if not self._registered:
             await self.register()
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
+        fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
         messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
         by_shard: dict[int, list[int]] = {}
         for i, m in enumerate(messages):
@@ -202,7 +194,7 @@ class AsyncShardedQueue:
             if jobs:
                 return jobs
 
-    async def _per_shard(self, jobs: Sequence[Held], call: Any) -> list[Any]:
+    async def _per_shard(self, jobs: Sequence[Leased], call: Any) -> list[Any]:
         """Run ``call(shard, positions)`` for the jobs of each shard; results in order."""
         by_shard: dict[int, list[int]] = {}
         for i, job in enumerate(jobs):
@@ -213,13 +205,13 @@ class AsyncShardedQueue:
                 out[i] = value
         return out
 
-    async def release(self, job: Held, *, keep: float = 0, result: Any = None) -> None:
+    async def release(self, job: Leased, *, keep: float = 0, result: Any = None) -> None:
         """The job is done (see ``AsyncQueue.release``)."""
         await self.shard_of(job).release(job, keep=keep, result=result)
 
     async def release_many(
         self,
-        jobs: Sequence[Held],
+        jobs: Sequence[Leased],
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
@@ -247,12 +239,12 @@ class AsyncShardedQueue:
 
         return await self._per_shard(jobs, call)
 
-    async def extend(self, job: Held, *, lease: float | None = None) -> float:
+    async def extend(self, job: Leased, *, lease: float | None = None) -> float:
         """Lengthen the job's lease (see ``AsyncQueue.extend``)."""
         return await self.shard_of(job).extend(job, lease=lease)
 
     async def extend_many(
-        self, jobs: Sequence[Held], *, lease: float | None = None
+        self, jobs: Sequence[Leased], *, lease: float | None = None
     ) -> list[Status]:
         """Extend many leases, one round trip per shard."""
 
@@ -261,7 +253,7 @@ class AsyncShardedQueue:
 
         return await self._per_shard(jobs, call)
 
-    async def defer(self, job: Held, delay: float = 0) -> None:
+    async def defer(self, job: Leased, delay: float = 0) -> None:
         """Put the job back without counting an attempt (see ``AsyncQueue.defer``)."""
         await self.shard_of(job).defer(job, delay)
 

@@ -25,11 +25,12 @@ from redis import Redis
 from durq import connection
 from durq._sync.queue import Queue
 from durq.errors import InvalidArgument
-from durq.keys import check_shards, shard_name, split_shard
+from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import ops
-from durq.protocol.calls import Command, Op
-from durq.protocol.ops import Held
+from durq.protocol import namespace
+from durq.protocol.args import new_ids
+from durq.protocol.calls import Op
+from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
 __all__ = ["ShardedQueue"]
@@ -106,7 +107,7 @@ class ShardedQueue:
 
     # -- routing ------------------------------------------------------------------
 
-    def shard_of(self, job: Held | str) -> Queue:
+    def shard_of(self, job: Leased | str) -> Queue:
         """The shard a job (by its ``queue``, e.g. ``emails~3``) or shard name is in."""
         queue = job if isinstance(job, str) else getattr(job, "queue", None)
         base, index = split_shard(queue) if isinstance(queue, str) else ("", None)
@@ -122,17 +123,8 @@ class ShardedQueue:
     def register(self) -> None:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
-        driver = self.shards[0]._driver
-        key = f"{self.namespace}:shards"
-        known = driver.execute(Command(("HGET", key, self.name)))
-        if known is None:  # HGET and HSET: commands the minimal producer ACL allows
-            driver.execute(Command(("HSET", key, self.name, self.shard_count)))
-        elif int(known) != self.shard_count:
-            raise InvalidArgument(
-                f"queue {self.name!r} has {int(known)} shards in Redis, not "
-                f"{self.shard_count}: the count cannot change while jobs may be queued"
-            )
-        driver.execute(Command(("SADD", f"{self.namespace}:queues", self.name)))
+        space = NamespaceKeys(self.namespace)
+        self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------
@@ -157,7 +149,7 @@ class ShardedQueue:
             return []
         if not self._registered:
             self.register()
-        fresh = iter(ops.new_ids(sum(1 for m in messages if m.id is None)))
+        fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
         messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
         by_shard: dict[int, list[int]] = {}
         for i, m in enumerate(messages):
@@ -201,7 +193,7 @@ class ShardedQueue:
             if jobs:
                 return jobs
 
-    def _per_shard(self, jobs: Sequence[Held], call: Any) -> list[Any]:
+    def _per_shard(self, jobs: Sequence[Leased], call: Any) -> list[Any]:
         """Run ``call(shard, positions)`` for the jobs of each shard; results in order."""
         by_shard: dict[int, list[int]] = {}
         for i, job in enumerate(jobs):
@@ -212,13 +204,13 @@ class ShardedQueue:
                 out[i] = value
         return out
 
-    def release(self, job: Held, *, keep: float = 0, result: Any = None) -> None:
+    def release(self, job: Leased, *, keep: float = 0, result: Any = None) -> None:
         """The job is done (see ``Queue.release``)."""
         self.shard_of(job).release(job, keep=keep, result=result)
 
     def release_many(
         self,
-        jobs: Sequence[Held],
+        jobs: Sequence[Leased],
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
@@ -246,12 +238,12 @@ class ShardedQueue:
 
         return self._per_shard(jobs, call)
 
-    def extend(self, job: Held, *, lease: float | None = None) -> float:
+    def extend(self, job: Leased, *, lease: float | None = None) -> float:
         """Lengthen the job's lease (see ``Queue.extend``)."""
         return self.shard_of(job).extend(job, lease=lease)
 
     def extend_many(
-        self, jobs: Sequence[Held], *, lease: float | None = None
+        self, jobs: Sequence[Leased], *, lease: float | None = None
     ) -> list[Status]:
         """Extend many leases, one round trip per shard."""
 
@@ -260,7 +252,7 @@ class ShardedQueue:
 
         return self._per_shard(jobs, call)
 
-    def defer(self, job: Held, delay: float = 0) -> None:
+    def defer(self, job: Leased, delay: float = 0) -> None:
         """Put the job back without counting an attempt (see ``Queue.defer``)."""
         self.shard_of(job).defer(job, delay)
 

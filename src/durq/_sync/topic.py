@@ -16,9 +16,10 @@ from durq._sync.queue import Queue
 from durq._sync.retry import retrying
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
-from durq.keys import TopicKeys
+from durq.keys import NamespaceKeys, TopicKeys
 from durq.models import EnqueueResult, Message
-from durq.protocol import ops
+from durq.protocol import lifecycle, namespace
+from durq.protocol.args import new_ids
 from durq.protocol.calls import Command
 
 __all__ = ["Topic"]
@@ -95,7 +96,7 @@ class Topic:
         """Add a subscription (idempotent); returns the name of its queue."""
         name = self.keys.subscription(subscriber)
         self._driver.execute(Command(("SADD", self.keys.subscribers, subscriber)))
-        self._driver.execute(Command(("SADD", f"{self.keys.namespace}:queues", name)))
+        self._driver.run(namespace.add_queue(NamespaceKeys(self.keys.namespace), name))
         return name
 
     def unsubscribe(self, subscriber: str) -> None:
@@ -141,11 +142,11 @@ class Topic:
         if not messages:
             return {}
         # ids are fixed now so that a retry after a lost reply cannot publish twice
-        fresh = ops.new_ids(sum(1 for m in messages if m.id is None))
+        fresh = new_ids(sum(1 for m in messages if m.id is None))
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         def attempt() -> dict[str, list[EnqueueResult]]:
-            op = ops.publish(
+            op = lifecycle.publish(
                 self.keys,
                 self.codec,
                 messages,

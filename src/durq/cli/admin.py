@@ -17,12 +17,14 @@ from rich.console import Console
 from rich.table import Table
 
 from durq import connection
+from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.cli.common import load_app, namespace_option, url_option
 from durq.errors import DurqError
+from durq.keys import NamespaceKeys
 from durq.models import JobInfo
-from durq.protocol.shards import shard_counts
+from durq.protocol.namespace import queue_names, shard_counts
 from durq.worker.registry import list_workers
 
 __all__ = ["dlq", "enqueue", "job", "stats", "workers"]
@@ -32,8 +34,9 @@ P = ParamSpec("P")
 
 
 def _redis_errors(command: Callable[P, None]) -> Callable[P, None]:
-    """Report Redis errors (server unreachable, wrong password, missing permission) in
-    one line, as command errors, rather than as a traceback."""
+    """Report Redis errors (server unreachable, wrong password, missing permission) and
+    durq's (a bad namespace, a key of another type) in one line, as command errors,
+    rather than as a traceback."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
@@ -41,6 +44,8 @@ def _redis_errors(command: Callable[P, None]) -> Callable[P, None]:
             command(*args, **kwargs)
         except RedisError as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+        except DurqError as exc:
+            raise click.ClickException(str(exc)) from None
 
     return run
 
@@ -55,7 +60,7 @@ def _when(ts: float | None) -> str:
 def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue | ShardedQueue]:
     try:
         with Queue(name, url, namespace=namespace) as q:
-            shards = q.run(shard_counts(namespace)).get(name)
+            shards = q.run(shard_counts(NamespaceKeys(namespace))).get(name)
             if shards:  # a sharded queue: its shards, added up
                 yield ShardedQueue(name, client=q.client, shards=shards, namespace=namespace)
             else:
@@ -67,8 +72,9 @@ def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue | Shard
 def _known_queues(url: str | None, namespace: str) -> list[str]:
     client = connection.sync_client(url)
     try:
-        members: Any = client.smembers(f"{namespace}:queues")  # a set of bytes
-        return sorted(m.decode() for m in members)
+        return Driver(client).run(queue_names(NamespaceKeys(namespace)))
+    except DurqError as exc:  # a bad namespace, or something else's key in its place
+        raise click.ClickException(str(exc)) from None
     finally:
         client.close()
 

@@ -13,15 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from redis.asyncio import Redis as AsyncRedis
 
 from durq import connection
+from durq._async.driver import AsyncDriver
 from durq._async.queue import AsyncQueue
+from durq.cluster import is_cluster
 from durq.errors import CorruptQueue
-from durq.keys import check_queue_name
+from durq.keys import NamespaceKeys, check_queue_name
 from durq.models import GroupInfo, JobInfo, QueueStats
-from durq.protocol import ops
+from durq.protocol import admin, namespace
 
 __all__ = ["DashboardData", "HeldJob", "WorkerEntry"]
 
@@ -58,25 +59,13 @@ class WorkerEntry:
     totals: dict[str, list[float]] = field(default_factory=dict)
 
 
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _worker(worker_id: str, raw: dict[bytes, bytes]) -> WorkerEntry:
-    """A WorkerEntry from a heartbeat hash; fields that are missing or malformed (an
+def _worker(worker_id: str, fields: dict[str, Any]) -> WorkerEntry:
+    """A WorkerEntry from a heartbeat's fields; fields that are missing or malformed (an
     older or newer worker) get neutral values instead of failing the page."""
-    fields = {k.decode(errors="replace"): _loads(v) for k, v in raw.items()}
     jobs = [
         HeldJob(
             queue=str(j.get("queue", "")),
@@ -121,9 +110,12 @@ class DashboardData:
 
     def __init__(self, url: str, namespace: str, max_queues: int) -> None:
         self.namespace = namespace
+        self.space = NamespaceKeys(namespace)
         self.max_queues = max_queues
         self.client: AsyncRedis = connection.async_client(url)
         self._queues: dict[str, AsyncQueue] = {}
+        # the namespace's own keys, read through the protocol as the queues' are
+        self._driver = AsyncDriver(self.client)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -142,14 +134,12 @@ class DashboardData:
     async def queue_names(self) -> tuple[list[str], int]:
         """The namespace's queue names, sorted (at most ``max_queues``), and how many
         there are."""
-        members = await self.client.smembers(f"{self.namespace}:queues")
-        names = sorted(_text(m) for m in members)
+        names = await self._driver.run(namespace.queue_names(self.space))
         return names[: self.max_queues], len(names)
 
     async def is_queue(self, name: str) -> bool:
         """True when ``name`` is one of the namespace's queues."""
-        found = await self.client.sismember(f"{self.namespace}:queues", name)
-        return bool(found)
+        return await self._driver.run(namespace.is_queue(self.space, name))
 
     async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
         """Sizes and counters of each queue, read concurrently (O(1) each), a bounded
@@ -172,16 +162,9 @@ class DashboardData:
     async def workers(self) -> list[WorkerEntry]:
         """The live workers, by id. Entries whose heartbeat expired are skipped (the
         workers' own readers prune them; the dashboard writes nothing when browsing)."""
-        set_key = f"{self.namespace}:workers"
-        members = await self.client.smembers(set_key)
-        ids = sorted(_text(m) for m in members)
-        if not ids:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for worker_id in ids:
-            pipe.hgetall(f"{self.namespace}:worker:{worker_id}")
-        replies = await pipe.execute()
-        return [_worker(wid, raw) for wid, raw in zip(ids, replies, strict=True) if raw]
+        op = namespace.live_workers(self.space, batch=not is_cluster(self.client))
+        found = await self._driver.run(op)
+        return [_worker(worker_id, fields) for worker_id, fields in found.items()]
 
     async def groups(
         self, name: str, limit: int, names: Sequence[str] = ()
@@ -189,12 +172,12 @@ class DashboardData:
         """The ``limit`` largest groups of a queue (or the groups named), and how many
         groups have ready jobs."""
         q = self.queue(name)
-        return await q.run(ops.groups(q.keys, limit, names))
+        return await q.run(admin.groups(q.keys, limit, names))
 
     async def dead_letters(self, name: str, offset: int, limit: int) -> tuple[int, list[JobInfo]]:
         """One page of a queue's dead letters, newest first, and their total."""
         q = self.queue(name)
-        return await q.run(ops.dead_letters(q.keys, offset, limit))
+        return await q.run(admin.dead_letters(q.keys, offset, limit))
 
     async def job(self, name: str, job_id: str) -> JobInfo | None:
         """Everything stored about one job."""

@@ -1,4 +1,10 @@
-"""The requests an operation yields to its driver, and the Op generator type."""
+"""The requests an operation yields to its driver, and the plumbing shared by the ops.
+
+The request types (ScriptCall, Command, Pipeline, WaitCall) and the Op generator type;
+how an operation builds its script calls (one per batch of at most MAX_BATCH items, all
+in one round trip); how long a blocking command may block; and how a driver turns a
+script's error reply into a durq exception.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,38 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+from durq import lua
+from durq.errors import CorruptQueue, InvalidArgument
+from durq.keys import QueueKeys
 from durq.lua import Script
 
-__all__ = ["Command", "Op", "Pipeline", "Request", "ScriptCall", "WaitCall"]
+__all__ = [
+    "MAX_BATCH",
+    "MAX_BLOCK",
+    "MIN_BLOCK",
+    "Command",
+    "Op",
+    "Pipeline",
+    "Request",
+    "ScriptCall",
+    "WaitCall",
+    "batched",
+    "block_timeout",
+    "script_call",
+    "script_error",
+    "text",
+]
 
 T = TypeVar("T")
 Arg: TypeAlias = str | bytes | int | float
+
+#: the most items one script call handles; a larger batch is several calls
+MAX_BATCH = 1000
+#: the longest single blocking wait; longer waits are several, so a dead server is noticed
+MAX_BLOCK = 5.0
+#: the shortest server-side block: Redis 6.2 truncates a blocking timeout to whole ms,
+#: and one that truncates to 0 (0.001 s is stored as 0.000999...) means "block forever"
+MIN_BLOCK = 0.002
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +86,64 @@ class WaitCall:
 
 Request: TypeAlias = ScriptCall | Pipeline | WaitCall | Command
 Op = Generator[Request, Any, T]
+
+
+def script_call(name: str, keys: QueueKeys, args: Sequence[Arg]) -> ScriptCall:
+    """A call of script ``name`` (see ``durq.lua``) on the queue ``keys``."""
+    return ScriptCall(lua.load(name), keys.vector, args)
+
+
+def batched(
+    name: str,
+    keys: QueueKeys,
+    head: Sequence[Arg],
+    rows: Sequence[Sequence[Arg]],
+    tail: Command | None = None,
+) -> Op[list[Any]]:
+    """Run a per-item script over ``rows`` in calls of at most MAX_BATCH items, in one
+    round trip; returns the replies in order. ``tail`` (e.g. WAIT) is sent last on the
+    same connection and its reply appended."""
+    chunks = [rows[i : i + MAX_BATCH] for i in range(0, len(rows), MAX_BATCH)] or [[]]
+    calls: tuple[ScriptCall | Command, ...] = tuple(
+        script_call(name, keys, [*head, len(chunk), *(v for row in chunk for v in row)])
+        for chunk in chunks
+    )
+    if tail is not None:
+        calls = (*calls, tail)
+    if len(calls) == 1:
+        return [(yield calls[0])]
+    replies = yield Pipeline(calls)
+    for reply in replies[: len(chunks)]:
+        if isinstance(reply, Exception):
+            raise reply
+    return list(replies)
+
+
+def block_timeout(seconds: float) -> float:
+    """The timeout to send with a blocking command (BZPOPMIN, BLMOVE) for a wait of
+    ``seconds``: between MIN_BLOCK and MAX_BLOCK."""
+    return min(max(seconds, MIN_BLOCK), MAX_BLOCK)
+
+
+def script_error(exc: Exception) -> Exception:
+    """Translate a script's error reply into a durq exception (others pass through)."""
+    message = str(exc)
+    if "DURQ_WRONGTYPE" in message:  # the script found it before changing anything
+        detail = message.split("DURQ_WRONGTYPE", 1)[-1].strip()
+        return CorruptQueue(
+            f"{detail}: something other than durq wrote there; nothing was changed, and "
+            "calls that need the key fail until it is removed (see `durq doctor`)"
+        )
+    if "WRONGTYPE" in message:
+        detail = message.split("DURQ_WRONGTYPE", 1)[-1].strip()
+        return CorruptQueue(
+            f"a durq key holds another Redis type ({detail}); run `durq doctor` to see which"
+        )
+    if "DURQ_ARG" in message:
+        return InvalidArgument(message.split("DURQ_ARG", 1)[-1].strip())
+    return exc
+
+
+def text(value: Any) -> str:
+    """A reply (bytes) as text."""
+    return value.decode() if isinstance(value, bytes) else str(value)

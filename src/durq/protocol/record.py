@@ -49,7 +49,7 @@ def parse_record(raw: bytes, *, errors: str = "strict") -> Record | None:
 
     ``errors`` says how group and key bytes that are not UTF-8 are decoded: with
     "strict" the record is unreadable. The scripts do not look at the encoding, so the
-    records a script hands out are read with "replace" (see ``ops.parse_dequeue``).
+    records a script hands out are read with "replace" (see ``lifecycle.parse_dequeue``).
     """
     if len(raw) < FIXED_SIZE + 2:
         return None

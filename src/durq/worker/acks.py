@@ -9,7 +9,7 @@ from typing import Any
 
 from durq.keys import QueueKeys
 from durq.models import Job
-from durq.protocol import ops
+from durq.protocol import lifecycle
 from durq.protocol.calls import Op
 from durq.worker.executor import Outcome
 
@@ -64,14 +64,14 @@ class AckBuffer:
         if done:
             results = [o.result for _, o in done]
             jobs = [j for j, _ in done]
-            op = ops.release(
+            op = lifecycle.release(
                 keys, jobs, results=results if any(results) else None, result_ttl=result_ttl
             )
             out.append(("release", jobs, op))
         if failed:
             items = [(j, o.delay, o.reason, o.kind == "dead") for j, o in failed]
             results = [o.result for _, o in failed]
-            op = ops.requeue(
+            op = lifecycle.requeue(
                 keys, items, results=results if any(results) else None, result_ttl=result_ttl
             )
             out.append(("requeue", [j for j, _ in failed], op))
@@ -80,7 +80,7 @@ class AckBuffer:
                 (
                     "defer",
                     [j for j, _ in deferred],
-                    ops.defer(keys, [(j, o.delay) for j, o in deferred]),
+                    lifecycle.defer(keys, [(j, o.delay) for j, o in deferred]),
                 )
             )
         return out

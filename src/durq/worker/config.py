@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name
-from durq.protocol.ops import lease_ms
+from durq.protocol.args import lease_ms
 
 __all__ = ["WorkerConfig"]
 

@@ -17,7 +17,7 @@ from durq.context import set_current_job
 from durq.errors import PayloadError
 from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
-from durq.protocol.ops import reason_json
+from durq.protocol.args import reason_json
 from durq.task import Fail, Retry, Task
 from durq.worker.threads import ThreadRunner
 

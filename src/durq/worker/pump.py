@@ -15,7 +15,8 @@ from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
 from durq.metrics import WorkerMetrics
 from durq.models import Job
-from durq.protocol import ops, wake
+from durq.protocol import lifecycle, wake
+from durq.protocol.calls import MAX_BLOCK
 from durq.protocol.status import Status
 from durq.worker.acks import AckBuffer
 from durq.worker.cancel import cancel_and_wait
@@ -78,7 +79,7 @@ class QueuePump:
         capacity.add_queue(queue.name, self.changed.set)
         self.drained = False  # burst mode: nothing ready, running or scheduled
         self._wait_armed = asyncio.Event()
-        self._wait_timeout = ops.MAX_BLOCK
+        self._wait_timeout = MAX_BLOCK
         self._wait_want = 0  # jobs the waiter fetches when its wait ends
         self._in_wait = False  # the waiter's request is in flight: the pump does not fetch
         self._poked = False
@@ -166,7 +167,7 @@ class QueuePump:
         # when this wait ends: so an idle consumer plans again at least once per lease,
         # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
         # MAX_BLOCK later
-        limit = min(ops.MAX_BLOCK, self.lease)
+        limit = min(MAX_BLOCK, self.lease)
         if self.burst:
             # drained only once the jobs other workers hold have ended, and nothing
             # wakes this wait when they do: look again soon
@@ -214,7 +215,7 @@ class QueuePump:
         sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
         batch = [op for _, _, op in sends]
         if want:
-            batch.append(ops.fetch(self.queue.keys, self.queue.codec, want, self.lease))
+            batch.append(lifecycle.fetch(self.queue.keys, self.queue.codec, want, self.lease))
         results = await self.queue.run_all(batch)
         for (kind, jobs, _), result in zip(sends, results, strict=False):
             self._check_acks(kind, jobs, result)
@@ -306,9 +307,9 @@ class QueuePump:
     async def _wait_and_fetch(self) -> None:
         want = min(self._wait_want, self.capacity.free_for(self.name), self.batch)
         if want <= 0 or not self.capacity.open:
-            await self.queue.run(wake.wait(self.queue.keys, min(self._wait_timeout, ops.MAX_BLOCK)))
+            await self.queue.run(wake.wait(self.queue.keys, min(self._wait_timeout, MAX_BLOCK)))
             return
-        op = ops.fetch_after_wait(
+        op = lifecycle.fetch_after_wait(
             self.queue.keys, self.queue.codec, want, self.lease, self._wait_timeout
         )
         jobs, next_ms, reclaimed = await self.queue.run(op)

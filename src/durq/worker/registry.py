@@ -1,10 +1,9 @@
 """Live workers: each registers itself with a heartbeat, so tools can list them.
 
-``<ns>:workers`` is a set of worker ids; ``<ns>:worker:<id>`` a hash (host, pid, queues,
-started, concurrency, jobs in hand as JSON, last beat, and running totals per queue for
-the dashboard's latency charts) that expires three heartbeats after
-the last one. A listed id whose hash expired belongs to a dead worker and is pruned by
-readers.
+The heartbeat (host, pid, queues, started, concurrency, jobs in hand, last beat, and
+running totals per queue for the dashboard's latency charts) expires three heartbeats
+after the last one; its keys and the reads and writes of it are
+``durq.protocol.namespace``'s (``beat_worker``, ``remove_worker``, ``live_workers``).
 """
 
 from __future__ import annotations
@@ -15,8 +14,13 @@ import time
 import uuid
 from typing import Any
 
-import orjson
 from redis.asyncio import Redis as AsyncRedis
+
+from durq._async.driver import AsyncDriver
+from durq._sync.driver import Driver
+from durq.cluster import is_cluster
+from durq.keys import NamespaceKeys
+from durq.protocol.namespace import beat_worker, live_workers, remove_worker
 
 __all__ = ["WorkerRegistry", "list_workers", "new_worker_id"]
 
@@ -34,11 +38,12 @@ class WorkerRegistry:
     def __init__(
         self, client: AsyncRedis, namespace: str, worker_id: str, info: dict[str, Any]
     ) -> None:
-        self.client = client
-        self.set_key = f"{namespace}:workers"
-        self.key = f"{namespace}:worker:{worker_id}"
+        self.space = NamespaceKeys(namespace)
         self.worker_id = worker_id
         self.info = info
+        self._driver = AsyncDriver(client)
+        # a Cluster keeps the registry's keys on different nodes: one request per key
+        self._batch = not is_cluster(client)
 
     async def beat(
         self, ttl: float, jobs: list[dict[str, Any]], totals: dict[str, list[float]] | None = None
@@ -46,40 +51,28 @@ class WorkerRegistry:
         """Refresh the worker's entry; it expires after ``ttl`` seconds without a beat.
         ``totals`` are ``WorkerMetrics.totals()``."""
         fields = {
-            **{k: orjson.dumps(v) for k, v in self.info.items()},
-            "jobs": orjson.dumps(jobs[:_MAX_JOBS_LISTED]),
-            "in_hand": orjson.dumps(len(jobs)),
-            "beat": orjson.dumps(time.time()),
+            **self.info,
+            "jobs": jobs[:_MAX_JOBS_LISTED],
+            "in_hand": len(jobs),
+            "beat": time.time(),
         }
         if totals is not None:
-            fields["totals"] = orjson.dumps(totals)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.sadd(self.set_key, self.worker_id)
-        pipe.hset(self.key, mapping=fields)  # type: ignore[arg-type]
-        pipe.pexpire(self.key, int(ttl * 1000))
-        await pipe.execute()
+            fields["totals"] = totals
+        op = beat_worker(self.space, self.worker_id, fields, ttl, batch=self._batch)
+        await self._driver.run(op)
 
     async def remove(self) -> None:
         """Unregister (on a clean stop)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.srem(self.set_key, self.worker_id)
-        pipe.delete(self.key)
-        await pipe.execute()
+        await self._driver.run(remove_worker(self.space, self.worker_id, batch=self._batch))
 
 
 def list_workers(client: Any, namespace: str = "durq") -> list[dict[str, Any]]:
-    """The live workers (blocking client), pruning the ids of dead ones."""
-    set_key = f"{namespace}:workers"
-    ids = sorted(m.decode() if isinstance(m, bytes) else m for m in client.smembers(set_key))
-    pipe = client.pipeline(transaction=False)
-    for wid in ids:
-        pipe.hgetall(f"{namespace}:worker:{wid}")
-    out = []
-    for wid, raw in zip(ids, pipe.execute(), strict=True):
-        if not raw:
-            client.srem(set_key, wid)
-            continue
-        entry = {k.decode(): orjson.loads(v) for k, v in raw.items()}
-        entry["id"] = wid
-        out.append(entry)
-    return out
+    """The live workers (blocking client), pruning the ids of dead ones: each entry is
+    the worker's heartbeat fields and its ``id``."""
+    op = live_workers(NamespaceKeys(namespace), batch=not is_cluster(client), prune=True)
+    driver = Driver(client)
+    try:
+        found = driver.run(op)
+    finally:
+        driver.release_idle()
+    return [{**fields, "id": worker_id} for worker_id, fields in found.items()]

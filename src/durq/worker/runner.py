@@ -31,9 +31,10 @@ from durq import connection
 from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
+from durq.keys import NamespaceKeys
 from durq.metrics import WorkerMetrics
 from durq.models import Job
-from durq.protocol.shards import shard_counts
+from durq.protocol.namespace import shard_counts
 from durq.server_settings import server_warnings
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
@@ -322,7 +323,7 @@ class Worker:
         driver = AsyncDriver(self._client)
 
         async def read() -> dict[str, int]:
-            return await driver.run(shard_counts(self.app.namespace))
+            return await driver.run(shard_counts(NamespaceKeys(self.app.namespace)))
 
         known = await retrying(read, 30.0)
         for name in self.queue_names:

@@ -1,0 +1,123 @@
+"""Argument checks and encodings shared by the protocol's operations.
+
+Bad input fails here, at the edge (an enqueue, a declaration), with InvalidArgument
+naming the argument, never in a script or a worker: every value a script receives was
+checked and converted (seconds to ms) by one of these.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from durq.errors import InvalidArgument
+from durq.keys import check_job_id
+
+__all__ = [
+    "MAX_ATTEMPTS_RANGE",
+    "MAX_DELAY",
+    "MAX_LEASE",
+    "MAX_REASON_BYTES",
+    "MIN_LEASE",
+    "PRIORITY_RANGE",
+    "delay_ms",
+    "int_in",
+    "job_ids",
+    "lease_ms",
+    "natural",
+    "new_ids",
+    "positive_int",
+    "reason_json",
+    "seconds",
+]
+
+MAX_DELAY = 10 * 365 * 86400.0
+MAX_LEASE = 7 * 86400.0
+MIN_LEASE = 0.05
+MAX_REASON_BYTES = 64 * 1024
+PRIORITY_RANGE = range(-10, 11)
+MAX_ATTEMPTS_RANGE = range(1, 10001)
+
+
+def new_ids(n: int) -> list[str]:
+    """``n`` random job ids: 16 characters (96 random bits) each, from letters, digits,
+    ``_`` and ``.`` (not ``-``, so an id never reads as an option on a command line)."""
+    raw = base64.b64encode(os.urandom(12 * n), altchars=b"._").decode()
+    return [raw[i : i + 16] for i in range(0, 16 * n, 16)]
+
+
+def seconds(name: str, value: Any) -> float:
+    """``value`` as a float number of seconds (finite; not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(f"{name} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def delay_ms(value: Any, name: str = "delay") -> int:
+    """Seconds to ms; 0 <= value <= ten years."""
+    secs = seconds(name, value)
+    if not 0 <= secs <= MAX_DELAY:
+        raise InvalidArgument(f"{name} must be between 0 and {MAX_DELAY:.0f} s, got {value!r}")
+    return round(secs * 1000)
+
+
+def lease_ms(value: Any) -> int:
+    """Seconds to ms; MIN_LEASE <= value <= one week."""
+    secs = seconds("lease", value)
+    if not MIN_LEASE <= secs <= MAX_LEASE:
+        raise InvalidArgument(
+            f"lease must be between {MIN_LEASE} and {MAX_LEASE:.0f} s, got {value!r}"
+        )
+    return round(secs * 1000)
+
+
+def int_in(name: str, value: Any, allowed: range) -> int:
+    """``value`` if it is an int in ``allowed``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value not in allowed:
+        raise InvalidArgument(f"{name} must be an int in {allowed.start}..{allowed.stop - 1}")
+    return value
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def reason_json(reason: str | Mapping[str, Any] | None, **extra: Any) -> bytes:
+    """Encode a failure reason as the JSON object stored with the job."""
+    fields: dict[str, Any] = {}
+    if isinstance(reason, Mapping):
+        fields.update(reason)
+    elif reason is not None:
+        fields["message"] = str(reason)
+    fields.update(extra)
+    fields.setdefault("reason", "failed")
+    data = orjson.dumps(fields, default=str)
+    if len(data) > MAX_REASON_BYTES:  # tracebacks can be huge; keep the head
+        for name in ("traceback", "message"):
+            text = str(fields.get(name, ""))
+            if len(text) > MAX_REASON_BYTES // 4:
+                fields[name] = text[: MAX_REASON_BYTES // 4] + " ...[truncated]"
+        data = orjson.dumps(fields, default=str)[:MAX_REASON_BYTES]
+    return data
+
+
+def natural(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+def job_ids(ids: str | Sequence[str]) -> list[str]:
+    """One job id or several, checked, as a list."""
+    return [check_job_id(ids)] if isinstance(ids, str) else [check_job_id(i) for i in ids]
