@@ -15,7 +15,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from durq.server import FLAVORS, RedisServer, ServerNotFound, find_server_binary
+from durq.dev.server import FLAVORS, RedisServer, ServerNotFound, find_server_binary
 
 ENV_TEST_SERVERS = "DURQ_TEST_SERVERS"
 """Comma list of flavors to test against, e.g. ``valkey`` or ``valkey,redis``."""

@@ -12,8 +12,8 @@ import pytest
 
 from dashboard.apps import build
 from dashboard.support import eventually, running_worker
+from durq.dev.server import RedisServer
 from durq.logs import JsonFormatter
-from durq.server import RedisServer
 
 PASSWORD = "pw-that-must-not-leak"
 SECRET = "4111-1111-1111-1111"

@@ -19,8 +19,8 @@ import durq
 from dashboard.apps import build
 from dashboard.support import LiveServer
 from durq.dashboard import create_app
+from durq.dev.server import RedisServer, free_port
 from durq.metrics import WorkerMetrics
-from durq.server import RedisServer, free_port
 
 TESTS = Path(__file__).parent
 

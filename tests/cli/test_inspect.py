@@ -9,7 +9,7 @@ import pytest
 
 import durq
 from cli.support import durq as run
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from worker.support import Durq, ExecLog, eventually, running_worker
 
 

@@ -11,7 +11,7 @@ import psutil
 import pytest
 import redis
 
-from durq.server import free_port
+from durq.dev.server import free_port
 from worker.support import Durq, eventually, running
 
 
@@ -66,7 +66,9 @@ def test_demo_runs_to_its_expected_end(durq_cli: Durq) -> None:
     assert "dead-lettered" in out and "invoice.exe is not an image" in out
     # nothing left behind: the demo stops its workers and its server
     eventually(
-        lambda: not _started_since(started, "durq.demo_app:app"), 10, "the demo's workers to exit"
+        lambda: not _started_since(started, "durq.dev.demo_app:app"),
+        10,
+        "the demo's workers to exit",
     )
 
 

@@ -4,7 +4,7 @@ import pytest
 from redis.cluster import RedisCluster
 
 from durq import AsyncQueue, InvalidArgument, Queue, connection
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 from engine.test_async_facade import *  # noqa: F403
 from engine.test_concurrency import *  # noqa: F403
 from engine.test_corruption import *  # noqa: F403

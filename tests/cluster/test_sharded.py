@@ -13,7 +13,7 @@ import pytest
 
 import durq
 from durq import AsyncShardedQueue, InvalidArgument, Message, Queue, ShardedQueue
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 from durq.worker.config import WorkerConfig
 from durq.worker.runner import Worker
 

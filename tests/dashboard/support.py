@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 
 import durq
-from durq.server import free_port
+from durq.dev.server import free_port
 from durq.worker import Worker, WorkerConfig, WorkerState
 from helpers import in_ci
 

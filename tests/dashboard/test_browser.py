@@ -15,7 +15,7 @@ import durq
 from dashboard import scenario
 from dashboard.apps import BROKEN, build
 from dashboard.support import LiveServer, eventually, running_worker, screenshot_dir
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 Serve = Callable[..., LiveServer]
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 import durq
 from durq.cli import main
 from durq.cli.dashboard import is_loopback
-from durq.server import RedisServer, free_port
+from durq.dev.server import RedisServer, free_port
 
 TOKEN = "tok-1234567890abcdef"
 PASSWORD = "hunter2-very-secret"

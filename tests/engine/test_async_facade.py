@@ -11,7 +11,7 @@ import redis
 import redis.asyncio
 
 from durq import AsyncQueue, JobState, Queue
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 async def test_an_async_queue_is_an_async_context_manager(

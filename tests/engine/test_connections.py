@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from durq import AsyncQueue, Queue
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def test_a_queue_idle_across_a_server_restart_carries_on(

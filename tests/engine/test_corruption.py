@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from durq import AsyncQueue, CorruptQueue, JobState, LeaseLost, Message, Queue, Status
+from durq.dev.server import RedisServer
 from durq.keys import VECTOR_PARTS
-from durq.server import RedisServer
 from engine.support import drain, keys_of
 
 # -- unreadable records -------------------------------------------------------------

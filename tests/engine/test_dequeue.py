@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from durq import JobState, Queue
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from engine.support import later, server_time
 
 

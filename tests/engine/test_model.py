@@ -24,7 +24,7 @@ from hypothesis.stateful import (
 )
 
 from durq import Job, LeaseLost, Queue, Status, connection
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 GROUPS = ("", "a", "b")  # '' is the default group; 'a' is strictly ordered (limit 1)
 

@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue
+from durq.dev.server import RedisServer
 from durq.protocol.record import FIXED_SIZE, STATE_NAMES, VERSION, parse_record, token_of
-from durq.server import RedisServer
 
 _LAYOUT = struct.Struct(">BBbBHHIHHIHIHIB")
 

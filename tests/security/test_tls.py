@@ -15,7 +15,7 @@ import pytest
 import trustme
 
 import durq
-from durq.server import RedisServer, free_port
+from durq.dev.server import RedisServer, free_port
 from durq.worker import Worker, WorkerConfig
 
 

