@@ -28,7 +28,7 @@ from durq.dev.server import (
     find_server_binary,
     free_port,
 )
-from helpers import flavor_params, sync_client, wait_until
+from helpers import eventually, flavor_params, sync_client
 
 MakeServer = Callable[..., RedisServer]
 
@@ -280,7 +280,7 @@ def test_servers_die_with_a_killed_parent(run_python: RunPython, server_binary: 
     pid, data_dir = proc.stdout.readline().split()
     proc.kill()
     proc.communicate(timeout=10)
-    wait_until(lambda: _process_gone(int(pid)), timeout=10)
+    eventually(lambda: _process_gone(int(pid)), timeout=10)
     # A killed parent cannot remove its temp dir; that is the one thing left behind.
     shutil.rmtree(data_dir)
 

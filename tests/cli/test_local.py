@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from durq.dev.server import free_port
-from worker.support import Durq, eventually, running
+from helpers import eventually
+from worker.support import Durq, running
 
 
 def test_server_starts_answers_ping_keeps_its_data_in_dir_and_stops_on_sigint(

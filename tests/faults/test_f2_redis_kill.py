@@ -23,11 +23,10 @@ from faults.harness import (
     assert_clean,
     check,
     drain,
-    eventually,
     read_ledger,
     record_results,
 )
-from helpers import FLAVOR_IDS, flavor_params
+from helpers import FLAVOR_IDS, eventually, flavor_params
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

@@ -26,11 +26,11 @@ from faults.harness import (
     assert_clean,
     check,
     drain,
-    eventually,
     read_ledger,
     record_results,
 )
 from faults.proxy import ChaosProxy
+from helpers import eventually
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

@@ -32,10 +32,10 @@ from faults.harness import (
     assert_clean,
     check,
     drain,
-    eventually,
     read_ledger,
     record_results,
 )
+from helpers import eventually
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

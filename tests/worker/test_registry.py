@@ -10,8 +10,9 @@ import pytest
 from durq import connection
 from durq.dev.server import RedisServer
 from durq.worker.registry import list_workers
+from helpers import eventually
 from worker.apps import build
-from worker.support import Durq, ExecLog, eventually
+from worker.support import Durq, ExecLog
 
 
 @pytest.fixture
