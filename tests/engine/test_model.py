@@ -202,8 +202,12 @@ class QueueMachine(RuleBasedStateMachine):
 
 @pytest.mark.slow
 def test_random_operations_agree_with_the_reference_model(server: RedisServer) -> None:
+    class OnThisServer(QueueMachine):
+        def __init__(self) -> None:
+            super().__init__(server.url)
+
     run_state_machine_as_test(
-        lambda: QueueMachine(server.url),
+        OnThisServer,
         settings=settings(
             max_examples=30,
             stateful_step_count=35,
