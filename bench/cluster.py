@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from durq import AsyncShardedQueue  # noqa: E402
-from durq.topology import LocalCluster  # noqa: E402
+from durq.dev.topology import LocalCluster  # noqa: E402
 
 BATCH = 200
 TASKS = 3  # asyncio tasks per process

@@ -22,7 +22,7 @@ from pathlib import Path
 import redis
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 HERE = Path(__file__).resolve().parent
 # sent by clients only; every other command in the statistics ran inside a script

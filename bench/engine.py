@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def _repeat(fn: Callable[[], float], times: int) -> dict[str, float]:

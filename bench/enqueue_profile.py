@@ -27,7 +27,7 @@ import redis
 
 import durq
 from durq import lua
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def _server_us(client: redis.Redis, command: str) -> float:

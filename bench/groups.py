@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 import durq
+from durq.dev.server import RedisServer
 from durq.models import Message
-from durq.server import RedisServer
 
 
 def fill_group(q: durq.Queue, group: str, n: int) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import redis
 
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 HERE = Path(__file__).resolve().parent
 

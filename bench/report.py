@@ -200,7 +200,7 @@ def write_markdown(  # noqa: C901
     add(f"- Machine: {m['cpus']} CPUs, {m['platform']}, Python {m['python']}")
     add(
         f"- Server: {srv.get('flavor')} {srv.get('version')} on loopback TCP, started fresh by "
-        f'`durq.server.RedisServer(flavor="valkey")`; {srv.get("config", "")}. Every peer ran '
+        f'`durq.dev.server.RedisServer(flavor="valkey")`; {srv.get("config", "")}. Every peer ran '
         "against this same server, one after another; `FLUSHALL` before each measurement."
     )
     add(

@@ -5,7 +5,7 @@
 
 What it does, in one run:
 
-1. starts ``durq.server.RedisServer(flavor="valkey")`` on a free loopback port;
+1. starts ``durq.dev.server.RedisServer(flavor="valkey")`` on a free loopback port;
 2. calibrates that server with ``redis-benchmark`` (installed from Debian's
    ``redis-tools`` with apt-get if missing, unless ``--no-install``);
 3. for each peer: creates/reuses ``bench/.envs/<env>`` (pip install from PyPI), starts
@@ -509,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.drain_cap is not None:
         s = dataclasses.replace(s, drain_cap=args.drain_cap)
 
-    from durq.server import RedisServer
+    from durq.dev.server import RedisServer
 
     t_start = time.monotonic()
     results: dict[str, Any] = {
@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
             "version": ".".join(map(str, server.version)),
             "url": server.url,
             "binary": server.binary,
-            "config": "durq.server.RedisServer defaults: no persistence (--save '', appendonly no)",
+            "config": "durq.dev.server.RedisServer defaults: no persistence (--save '', appendonly no)",
             "io_threads": info.get("io_threads_active"),
         }
         log(f"server: {server.flavor} {results['server']['version']} at {server.url}")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from helpers import (
     FLAVOR_IDS,
     default_flavor,

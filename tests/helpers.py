@@ -1,4 +1,4 @@
-"""Helpers shared by the test suite: server flavor selection and polling.
+"""Helpers shared by the test suite: server flavor selection, polling, timing slack.
 
 Import as ``from helpers import ...`` (pytest puts tests/ on sys.path).
 """
@@ -15,7 +15,16 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from durq.server import FLAVORS, RedisServer, ServerNotFound, find_server_binary
+from durq.dev.server import FLAVORS, RedisServer, ServerNotFound, find_server_binary
+
+ENV_TEST_SLACK = "DURQ_TEST_SLACK"
+"""Environment variable overriding :data:`SLACK` (seconds), e.g. on a slow CI machine."""
+
+SLACK = float(os.environ.get(ENV_TEST_SLACK, "0.6"))
+"""Seconds a timing assertion allows beyond the time it checks, for scheduling noise
+(processes, threads, event loops) on a loaded machine. Only upper bounds ("soon enough")
+add it; lower bounds ("never early") are promises and get none, and so do bounds a
+document promises (e.g. resuming within 10 s)."""
 
 ENV_TEST_SERVERS = "DURQ_TEST_SERVERS"
 """Comma list of flavors to test against, e.g. ``valkey`` or ``valkey,redis``."""
@@ -104,12 +113,21 @@ def sync_client(server: RedisServer, timeout: float = 5.0) -> redis.Redis:
     )
 
 
-def wait_until(
-    predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02
-) -> None:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+def eventually(
+    predicate: Callable[[], Any],
+    timeout: float = 10.0,
+    what: str | Callable[[], str] = "",
+    interval: float = 0.02,
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy, and return that; fail after
+    ``timeout`` seconds with ``what`` (a text, or a function producing one, e.g. a
+    worker's output, called only on failure)."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while True:
+        value = predicate()
+        if value:
+            return value
         if time.monotonic() >= deadline:
-            pytest.fail(f"condition not met within {timeout:g} s: {predicate!r}")
+            detail = what() if callable(what) else what
+            pytest.fail(f"not within {timeout:g} s: {detail or predicate!r}", pytrace=False)
         time.sleep(interval)

@@ -8,7 +8,7 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from durq import InvalidArgument, connection
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def test_a_cluster_url_lists_its_startup_nodes_and_credentials() -> None:

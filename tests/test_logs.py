@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from dashboard.apps import build
-from dashboard.support import eventually, running_worker
+from dashboard.support import running_worker
+from durq.dev.server import RedisServer
 from durq.logs import JsonFormatter
-from durq.server import RedisServer
+from helpers import eventually
 
 PASSWORD = "pw-that-must-not-leak"
 SECRET = "4111-1111-1111-1111"

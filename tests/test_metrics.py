@@ -3,11 +3,11 @@ dashboard's ``/metrics``, scraped over HTTP and checked against what ran."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,8 +19,9 @@ import durq
 from dashboard.apps import build
 from dashboard.support import LiveServer
 from durq.dashboard import create_app
+from durq.dev.server import RedisServer, free_port
 from durq.metrics import WorkerMetrics
-from durq.server import RedisServer, free_port
+from helpers import eventually
 
 TESTS = Path(__file__).parent
 
@@ -43,12 +44,8 @@ def scrape(url: str) -> str:
     return response.text if response.status_code == 200 else ""
 
 
-def eventually(predicate: Callable[[], object], timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout} s: {what}", pytrace=False)
-        time.sleep(0.05)
+def _serves_metrics(url: str) -> bool:
+    return "durq_jobs_in_hand" in scrape(url)
 
 
 @pytest.fixture
@@ -117,7 +114,7 @@ def test_worker_endpoint_counts_jobs_by_queue_and_task(
                 and value(text, "durq_jobs_dead_lettered_total", **labels, task="crash") == 1
             )
 
-        eventually(settled, what=f"the worker's metrics at {url}")
+        eventually(settled, 20, what=f"the worker's metrics at {url}")
         text = scrape(url)
         assert value(text, "durq_jobs_started_total", **labels, task="echo") == 5
         assert value(text, "durq_jobs_started_total", **labels, task="crash") == 2
@@ -183,7 +180,7 @@ def test_each_supervised_process_serves_metrics_on_its_own_port(
         "--metrics-port", str(port), "--metrics-host", "127.0.0.1",
     )  # fmt: skip
     for p in (port, port + 1):
-        eventually(lambda p=p: "durq_jobs_in_hand" in scrape(f"http://127.0.0.1:{p}/metrics"))
+        eventually(functools.partial(_serves_metrics, f"http://127.0.0.1:{p}/metrics"), 20)
 
 
 def _free(port: int) -> bool:

@@ -106,8 +106,8 @@ def test_no_blocking_method_is_a_coroutine_and_asyncqueue_methods_all_are(
 
 @pytest.mark.parametrize(("async_cls", "sync_cls"), PAIRS, ids=lambda c: c.__name__)
 def test_the_constructors_take_the_same_parameters(async_cls: type, sync_cls: type) -> None:
-    a = inspect.signature(async_cls.__init__).parameters
-    s = inspect.signature(sync_cls.__init__).parameters
+    a = inspect.signature(async_cls).parameters
+    s = inspect.signature(sync_cls).parameters
     assert [(p.name, p.kind, p.default) for p in a.values()] == [
         (p.name, p.kind, p.default) for p in s.values()
     ]

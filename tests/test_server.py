@@ -1,4 +1,4 @@
-"""Tests for durq.server: finding, starting, crashing, pausing and restarting servers."""
+"""Tests for durq.dev.server: finding, starting, crashing, pausing and restarting servers."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from durq.server import (
+from durq.dev.server import (
     ENV_SERVER_BINARY,
     RedisServer,
     ServerNotFound,
@@ -28,7 +28,7 @@ from durq.server import (
     find_server_binary,
     free_port,
 )
-from helpers import flavor_params, sync_client, wait_until
+from helpers import eventually, flavor_params, sync_client
 
 MakeServer = Callable[..., RedisServer]
 
@@ -253,7 +253,7 @@ def test_servers_left_running_are_stopped_when_python_exits(
 ) -> None:
     proc = run_python(
         f"""
-        from durq.server import RedisServer
+        from durq.dev.server import RedisServer
         server = RedisServer(binary={server_binary!r}).start()
         print(server.pid, server.data_dir, flush=True)
         """
@@ -270,7 +270,7 @@ def test_servers_die_with_a_killed_parent(run_python: RunPython, server_binary: 
     proc = run_python(
         f"""
         import time
-        from durq.server import RedisServer
+        from durq.dev.server import RedisServer
         server = RedisServer(binary={server_binary!r}).start()
         print(server.pid, server.data_dir, flush=True)
         time.sleep(60)
@@ -280,7 +280,7 @@ def test_servers_die_with_a_killed_parent(run_python: RunPython, server_binary: 
     pid, data_dir = proc.stdout.readline().split()
     proc.kill()
     proc.communicate(timeout=10)
-    wait_until(lambda: _process_gone(int(pid)), timeout=10)
+    eventually(lambda: _process_gone(int(pid)), timeout=10)
     # A killed parent cannot remove its temp dir; that is the one thing left behind.
     shutil.rmtree(data_dir)
 
@@ -343,7 +343,7 @@ def test_run_foreground_serves_until_sigterm_and_exits_cleanly(
     proc = run_python(
         f"""
         import sys
-        from durq.server import run_foreground
+        from durq.dev.server import run_foreground
         sys.exit(run_foreground({str(tmp_path)!r}, {port}, binary={binary!r}))
         """
     )

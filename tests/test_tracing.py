@@ -15,10 +15,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import durq
 from dashboard.apps import build
-from dashboard.support import eventually, running_worker
+from dashboard.support import running_worker
 from durq import tracing
 from durq.message import parse_call
-from durq.worker import executor
+from helpers import eventually
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_without_a_provider_jobs_carry_no_context_and_runs_make_no_span(
     async def must_not_run(*_args: Any) -> Any:
         raise AssertionError("traced_execution called without a tracer provider")
 
-    monkeypatch.setattr(executor.tracing, "traced_execution", must_not_run)
+    monkeypatch.setattr(tracing, "traced_execution", must_not_run)
     handle = app.tasks["echo"].options(queue=queue_name).enqueue("plain")
     assert len(_payload(app, queue_name, handle.id)) == 3  # [name, args, kwargs]
     with running_worker(app, queues=[queue_name]):

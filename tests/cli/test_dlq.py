@@ -7,7 +7,8 @@ import pytest
 import durq
 from cli.support import durq as run
 from durq.models import JobState
-from worker.support import ExecLog, eventually, running_worker
+from helpers import eventually
+from worker.support import ExecLog, running_worker
 
 
 @pytest.fixture

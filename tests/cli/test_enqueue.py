@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -11,8 +12,9 @@ import pytest
 import durq
 from cli.support import durq as run
 from durq.models import JobState
+from helpers import eventually
 from worker import apps
-from worker.support import Durq, ExecLog, eventually, running_worker
+from worker.support import Durq, ExecLog, running_worker
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +58,7 @@ def test_enqueue_with_app_checks_the_call_and_its_result_can_be_awaited(
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.output.strip().endswith(f"on {queue_name}")
-    handle = durq.JobHandle(
+    handle: durq.JobHandle[Any] = durq.JobHandle(
         app, queue_name, durq.EnqueueResult(_job_id(result.output), durq.EnqueueStatus.CREATED)
     )
     with running_worker(app):

@@ -9,8 +9,9 @@ import pytest
 
 import durq
 from cli.support import durq as run
-from durq.server import RedisServer
-from worker.support import Durq, ExecLog, eventually, running_worker
+from durq.dev.server import RedisServer
+from helpers import eventually
+from worker.support import Durq, ExecLog, running_worker
 
 
 def _row(output: str, first_cell: str) -> list[str]:

@@ -11,8 +11,9 @@ import psutil
 import pytest
 import redis
 
-from durq.server import free_port
-from worker.support import Durq, eventually, running
+from durq.dev.server import free_port
+from helpers import eventually
+from worker.support import Durq, running
 
 
 def test_server_starts_answers_ping_keeps_its_data_in_dir_and_stops_on_sigint(
@@ -66,7 +67,9 @@ def test_demo_runs_to_its_expected_end(durq_cli: Durq) -> None:
     assert "dead-lettered" in out and "invoice.exe is not an image" in out
     # nothing left behind: the demo stops its workers and its server
     eventually(
-        lambda: not _started_since(started, "durq.demo_app:app"), 10, "the demo's workers to exit"
+        lambda: not _started_since(started, "durq.dev.demo_app:app"),
+        10,
+        "the demo's workers to exit",
     )
 
 

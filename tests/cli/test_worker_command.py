@@ -12,7 +12,8 @@ from cli.support import durq as run
 from durq import connection
 from durq.cli.worker import _child_args
 from durq.worker.registry import list_workers
-from worker.support import Durq, ExecLog, eventually
+from helpers import eventually
+from worker.support import Durq, ExecLog
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis.cluster
 
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 from engine.conftest import front, local_q, make_q, q
 from helpers import default_flavor, require_flavor
 from worker.fixtures import app, durq_cli, exec_log

@@ -4,7 +4,7 @@ import pytest
 from redis.cluster import RedisCluster
 
 from durq import AsyncQueue, InvalidArgument, Queue, connection
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 from engine.test_async_facade import *  # noqa: F403
 from engine.test_concurrency import *  # noqa: F403
 from engine.test_corruption import *  # noqa: F403
@@ -33,7 +33,8 @@ async def test_an_asyncio_cluster_client_given_to_a_queue_is_used_and_left_open(
         async with AsyncQueue(queue_name, client=client) as queue:
             await queue.enqueue("x")
         async with AsyncQueue(queue_name, client=client) as again:
-            assert (await again.dequeue()).payload == "x"
+            job = await again.dequeue()
+            assert job is not None and job.payload == "x"
         assert await client.ping()
     finally:
         await client.aclose()
@@ -44,9 +45,11 @@ def test_a_cluster_client_given_to_a_queue_is_used_and_left_open(
 ) -> None:
     client = RedisCluster.from_url(cluster.servers[0].url)
     try:
-        with Queue(queue_name, client=client) as queue:
+        # Queue's annotation names redis.Redis only; a RedisCluster works too (this test)
+        with Queue(queue_name, client=client) as queue:  # type: ignore[arg-type]
             queue.enqueue("x")
-            assert queue.dequeue().payload == "x"
+            job = queue.dequeue()
+            assert job is not None and job.payload == "x"
         assert client.ping()
     finally:
         client.close()
@@ -56,6 +59,6 @@ def test_a_cluster_client_that_decodes_responses_is_refused(cluster: LocalCluste
     client = RedisCluster.from_url(cluster.servers[0].url, decode_responses=True)
     try:
         with pytest.raises(InvalidArgument, match="decode_responses"):
-            Queue("q", client=client)
+            Queue("q", client=client)  # type: ignore[arg-type]  # as above
     finally:
         client.close()

@@ -13,7 +13,7 @@ import pytest
 import durq.cluster
 from durq import AsyncQueue, Message
 from durq.cluster import slot_of
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 
 MOVED_SLOTS = 40
 

@@ -8,7 +8,7 @@ from redis.cluster import RedisCluster
 
 import durq
 from durq import AsyncQueue, AsyncTopic, Durability, Queue, connection
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 
 
 def test_a_cluster_url_gives_a_cluster_client(cluster: LocalCluster) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 import durq
 from durq import AsyncShardedQueue, InvalidArgument, Message, Queue, ShardedQueue
-from durq.topology import LocalCluster
+from durq.dev.topology import LocalCluster
 from durq.worker.config import WorkerConfig
 from durq.worker.runner import Worker
 
@@ -64,7 +64,9 @@ async def test_consumers_drain_every_shard_and_acks_find_their_shard(
         statuses = await queue.requeue_many(jobs[50:], reason="boom")
         assert statuses == [durq.Status.DEAD] * 10
         dead = await queue.dead_letters()
-        assert len(dead) == 10 and dead[0].reason["message"] == "boom"
+        assert len(dead) == 10
+        reason = dead[0].reason
+        assert reason is not None and reason["message"] == "boom"
         assert await queue.replay([d.id for d in dead]) == 10
         assert len(await queue.dequeue_many(20, wait=1)) == 10
         assert await queue.dequeue(wait=0.2) is None

@@ -10,8 +10,7 @@ import asyncio
 import os
 import shutil
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ import pytest
 import uvicorn
 
 import durq
-from durq.server import free_port
+from durq.dev.server import free_port
 from durq.worker import Worker, WorkerConfig, WorkerState
-from helpers import in_ci
+from helpers import eventually, in_ci
 
 CHROMIUM = os.environ.get("DURQ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -37,18 +36,6 @@ CHROMIUM_ARGS = [
 SCREENSHOTS_ENV = "DURQ_SCREENSHOTS_DIR"
 """Where the browser tests save their screenshots (default: the test's tmp_path). CI
 and ``make screenshots`` set it to docs/screenshots."""
-
-
-def eventually(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``predicate`` until it returns something truthy, and return that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            pytest.fail(f"not within {timeout:g} s: {what or predicate!r}", pytrace=False)
-        time.sleep(0.02)
 
 
 def chromium_or_skip() -> str:

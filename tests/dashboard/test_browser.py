@@ -14,8 +14,9 @@ from playwright.sync_api import Error as PlaywrightError
 import durq
 from dashboard import scenario
 from dashboard.apps import BROKEN, build
-from dashboard.support import LiveServer, eventually, running_worker, screenshot_dir
-from durq.server import RedisServer
+from dashboard.support import LiveServer, running_worker, screenshot_dir
+from durq.dev.server import RedisServer
+from helpers import eventually
 
 Serve = Callable[..., LiveServer]
 
@@ -124,7 +125,8 @@ def test_purge_one_then_all_through_the_ui(
         page.goto(f"{dash.url}/queue/job?q={queue_name}&id={ids[0]}")
         page.click("button:text-is('Purge')")  # confirm() is accepted by the fixture
         assert page.locator(".flash").inner_text() == "Purged 1 job."
-        assert queue.job(ids[0]) is None or queue.job(ids[0]).state is not durq.JobState.DEAD
+        purged = queue.job(ids[0])
+        assert purged is None or purged.state is not durq.JobState.DEAD
         assert page.locator("table.dead tbody tr").count() == 3
 
         page.locator(f"input[value='{ids[1]}']").check()

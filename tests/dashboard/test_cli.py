@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,7 +16,8 @@ from click.testing import CliRunner
 import durq
 from durq.cli import main
 from durq.cli.dashboard import is_loopback
-from durq.server import RedisServer, free_port
+from durq.dev.server import RedisServer, free_port
+from helpers import eventually
 
 TOKEN = "tok-1234567890abcdef"
 PASSWORD = "hunter2-very-secret"
@@ -91,15 +91,17 @@ def run_dashboard(tmp_path: Path) -> Iterator[Callable[..., _Dashboard]]:
             )
         dash = _Dashboard(proc, port, log)
         started.append(dash)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+
+        def answers() -> bool:
             assert proc.poll() is None, dash.output()
             try:
                 httpx.get(dash.url + "/static/favicon.svg", timeout=1)
-                return dash
             except httpx.TransportError:
-                time.sleep(0.1)
-        pytest.fail(f"the dashboard did not start:\n{dash.output()}")
+                return False
+            return True
+
+        eventually(answers, 20, lambda: f"the dashboard did not start:\n{dash.output()}", 0.1)
+        return dash
 
     yield start
     for dash in started:

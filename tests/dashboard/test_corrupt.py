@@ -10,7 +10,7 @@ import redis
 
 import durq
 from dashboard.support import LiveServer
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def test_a_corrupt_queue_is_left_out_and_the_others_stay_visible(

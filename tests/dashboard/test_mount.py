@@ -14,8 +14,9 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 import durq
-from dashboard.support import LiveServer, eventually
+from dashboard.support import LiveServer
 from durq.dashboard import create_app
+from helpers import eventually
 
 
 def test_mounted_under_a_prefix(redis_url: str, queue_name: str) -> None:

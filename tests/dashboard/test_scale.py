@@ -15,8 +15,8 @@ import pytest
 
 import durq
 from dashboard.support import LiveServer
+from durq.dev.server import RedisServer
 from durq.models import Message
-from durq.server import RedisServer
 
 JOBS = 1_000_000
 GROUPS = 10_000

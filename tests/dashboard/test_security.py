@@ -13,7 +13,7 @@ from starlette.datastructures import Headers
 import durq
 from dashboard.support import LiveServer
 from durq.dashboard.security import csrf_ok, new_csrf_token, origin_ok, token_matches
-from durq.server import free_port
+from durq.dev.server import free_port
 
 Serve = Callable[..., LiveServer]
 TOKEN = "correct-horse-battery"

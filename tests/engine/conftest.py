@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from engine.support import Blocking
 
 FRONTS = ("async", "sync")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -95,12 +93,3 @@ def later(delay: float, action: Callable[[], object]) -> Iterator[None]:
         thread.join(10)
     if errors:
         raise errors[0]
-
-
-async def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> None:
-    """Poll an async ``predicate`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.01)

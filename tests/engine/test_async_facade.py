@@ -11,7 +11,7 @@ import redis
 import redis.asyncio
 
 from durq import AsyncQueue, JobState, Queue
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 async def test_an_async_queue_is_an_async_context_manager(
@@ -19,13 +19,15 @@ async def test_an_async_queue_is_an_async_context_manager(
 ) -> None:
     async with AsyncQueue(queue_name, server.url) as queue:
         await queue.enqueue("x")
-        assert (await queue.dequeue()).payload == "x"
+        job = await queue.dequeue()
+        assert job is not None and job.payload == "x"
 
 
 def test_a_queue_is_a_context_manager(server: RedisServer, queue_name: str) -> None:
     with Queue(queue_name, server.url) as queue:
         queue.enqueue("x")
-        assert queue.dequeue().payload == "x"
+        job = queue.dequeue()
+        assert job is not None and job.payload == "x"
 
 
 async def test_a_client_given_to_an_async_queue_is_left_open(
@@ -37,7 +39,8 @@ async def test_a_client_given_to_an_async_queue_is_left_open(
             await queue.enqueue("x")
         assert await client.ping()
         async with AsyncQueue(queue_name, client=client) as again:
-            assert (await again.dequeue()).payload == "x"
+            job = await again.dequeue()
+            assert job is not None and job.payload == "x"
     finally:
         await client.aclose()
 
@@ -61,10 +64,12 @@ async def test_jobs_cross_freely_between_the_two_front_ends(
             await async_queue.enqueue({"from": "async"}, id="a")
             first = await async_queue.dequeue()
             second = sync_queue.dequeue()
+            assert first is not None and second is not None
             assert (first.payload, second.payload) == ({"from": "sync"}, {"from": "async"})
             sync_queue.release(first)  # a job taken by one front end, released by the other
             await async_queue.requeue(second, delay=0)
-            assert (await async_queue.job("a")).state is JobState.PENDING
+            info = await async_queue.job("a")
+            assert info is not None and info.state is JobState.PENDING
 
 
 async def test_the_two_front_ends_report_the_same_state(
@@ -89,7 +94,8 @@ async def test_cancelling_a_blocked_dequeue_loses_nothing_and_the_queue_still_wo
         with pytest.raises(asyncio.CancelledError):
             await waiter
         await queue.enqueue("after")
-        assert (await queue.dequeue(wait=1)).payload == "after"
+        job = await queue.dequeue(wait=1)
+        assert job is not None and job.payload == "after"
         assert (await queue.stats()).active == 1
 
 
@@ -110,7 +116,8 @@ async def test_many_operations_in_flight_on_one_async_queue_all_complete(
     async with AsyncQueue(queue_name, server.url) as queue:
         results = await asyncio.gather(*(queue.enqueue(i, id=f"j{i}") for i in range(100)))
         assert all(r.created for r in results)
-        jobs = await asyncio.gather(*(queue.dequeue() for _ in range(100)))
+        taken = await asyncio.gather(*(queue.dequeue() for _ in range(100)))
+        jobs = [j for j in taken if j is not None]
         assert sorted(j.payload for j in jobs) == list(range(100))
         await asyncio.gather(*(queue.release(j) for j in jobs))
         assert (await queue.stats()).completed == 100

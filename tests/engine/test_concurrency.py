@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from durq import AsyncQueue, LeaseLost, Queue, Status
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def _consume_in_thread(url: str, name: str, batch: int, out: list[str], stop: Any) -> None:

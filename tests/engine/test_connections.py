@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from durq import AsyncQueue, Queue
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def test_a_queue_idle_across_a_server_restart_carries_on(
@@ -21,7 +21,8 @@ def test_a_queue_idle_across_a_server_restart_carries_on(
         time.sleep(1.2)  # longer than durq keeps a connection without checking it
         assert queue.stats().pending == 0
         queue.enqueue("after")
-        assert queue.dequeue().payload == "after"
+        job = queue.dequeue()
+        assert job is not None and job.payload == "after"
 
 
 async def test_connections_closed_by_the_pool_while_in_use_are_retried(

@@ -10,11 +10,13 @@ import pytest
 
 from durq import JobState, Status
 from engine.support import server_time
+from helpers import SLACK
 
 # A blocked consumer wakes at the server's timer ticks (hz 10 by default: 100 ms), so
-# "on time" means within about one tick after the due time.
+# "on time" means within one tick after the due time, plus a round trip. That is the
+# promise these tests check, so it does not take the suite's scheduling SLACK.
 TICK = 0.1
-SLACK = TICK + 0.05
+ON_TIME = TICK + 0.05
 
 
 async def test_a_delayed_job_is_not_handed_out_before_it_is_due(q: Any, raw: Any) -> None:
@@ -36,7 +38,7 @@ async def test_a_blocked_dequeue_wakes_for_a_delayed_job_at_its_due_time(q: Any,
     job = await q.dequeue(wait=3)
     got_at = server_time(raw)
     assert job.id == result.id
-    assert due <= got_at < due + SLACK
+    assert due <= got_at < due + ON_TIME
 
 
 async def test_a_blocked_dequeue_wakes_for_a_delay_enqueued_while_it_waits(
@@ -55,7 +57,7 @@ async def test_a_blocked_dequeue_wakes_for_a_delay_enqueued_while_it_waits(
     finally:
         other.close()
     assert job.payload == "soon"
-    assert 0.3 <= time.monotonic() - start < 0.3 + SLACK + 0.05
+    assert 0.3 <= time.monotonic() - start < 0.3 + ON_TIME + 0.05
 
 
 async def test_a_blocked_dequeue_wakes_when_a_lease_runs_out(q: Any, raw: Any) -> None:
@@ -64,7 +66,7 @@ async def test_a_blocked_dequeue_wakes_when_a_lease_runs_out(q: Any, raw: Any) -
     again = await q.dequeue(wait=3)
     got_at = server_time(raw)
     assert again.id == first.id
-    assert first.lease_deadline <= got_at < first.lease_deadline + SLACK
+    assert first.lease_deadline <= got_at < first.lease_deadline + ON_TIME
 
 
 async def test_delayed_jobs_become_ready_in_due_order(q: Any) -> None:
@@ -129,7 +131,7 @@ async def test_a_long_wait_is_cut_into_bounded_blocks_and_still_returns_the_job(
     start = time.monotonic()
     job = await q.dequeue(wait=2)
     assert job.payload == "x"
-    assert time.monotonic() - start < 0.25 + SLACK + 0.1
+    assert time.monotonic() - start < 0.25 + SLACK
 
 
 def _with_next_due(op: Any, next_ms: int) -> Any:
@@ -163,4 +165,4 @@ async def test_a_consumer_told_a_job_is_due_in_a_millisecond_does_not_hang(
     finally:
         other.close()
     assert jobs == []
-    assert elapsed < 0.2 + 0.5
+    assert elapsed < 0.2 + SLACK

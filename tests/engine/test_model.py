@@ -24,7 +24,7 @@ from hypothesis.stateful import (
 )
 
 from durq import Job, LeaseLost, Queue, Status, connection
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 GROUPS = ("", "a", "b")  # '' is the default group; 'a' is strictly ordered (limit 1)
 
@@ -202,8 +202,12 @@ class QueueMachine(RuleBasedStateMachine):
 
 @pytest.mark.slow
 def test_random_operations_agree_with_the_reference_model(server: RedisServer) -> None:
+    class OnThisServer(QueueMachine):
+        def __init__(self) -> None:
+            super().__init__(server.url)
+
     run_state_machine_as_test(
-        lambda: QueueMachine(server.url),
+        OnThisServer,
         settings=settings(
             max_examples=30,
             stateful_step_count=35,

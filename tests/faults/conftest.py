@@ -15,7 +15,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from faults.harness import RECORDED, Fleet
 
 

@@ -52,7 +52,7 @@ import redis
 import durq
 from faults.app import LEDGER_ENV, QUEUE_ENV
 from faults.producer import LedgerFile, Seconds, produce
-from helpers import in_ci
+from helpers import eventually, in_ci
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO_DIR = TESTS_DIR.parent
@@ -63,25 +63,6 @@ FAKETIME_LIBS = (
     "/usr/lib/faketime/libfaketime.so.1",
     "/usr/local/lib/faketime/libfaketime.so.1",
 )
-
-
-def eventually(
-    predicate: Callable[[], Any],
-    timeout: float,
-    what: str | Callable[[], str] = "",
-    interval: float = 0.05,
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy and return it; fail after
-    ``timeout`` s with ``what`` (a text or a function making one, e.g. worker logs)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            detail = what() if callable(what) else what
-            pytest.fail(f"not within {timeout:g} s: {detail or predicate!r}", pytrace=False)
-        time.sleep(interval)
 
 
 def faketime_library() -> str:

@@ -21,7 +21,7 @@ import pytest
 import redis
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from faults.harness import (
     Fleet,
     Producer,

@@ -16,18 +16,17 @@ import pytest
 import redis
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from faults.harness import (
     Fleet,
     Producer,
     assert_clean,
     check,
     drain,
-    eventually,
     read_ledger,
     record_results,
 )
-from helpers import FLAVOR_IDS, flavor_params
+from helpers import FLAVOR_IDS, eventually, flavor_params
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

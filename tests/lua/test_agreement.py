@@ -16,9 +16,9 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue, lua
+from durq.dev.server import RedisServer
 from durq.keys import VECTOR_PARTS, QueueKeys
 from durq.protocol.record import VERSION, parse_record, token_of
-from durq.server import RedisServer
 
 
 def _python_side() -> tuple[dict[str, int], dict[str, str]]:
@@ -185,6 +185,7 @@ async def test_a_dequeued_job_carries_the_token_the_scripts_check(
         await call("enqueue", "x")
         job = await call("dequeue")
         raw = client.hget(queue.keys.prefix + "jobs", job.id)
+        assert isinstance(raw, bytes)
         assert client.eval(_TOKEN_PROBE, 0, raw).decode() == job.token
     finally:
         client.close()

@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue, lua
+from durq.dev.server import RedisServer
 from durq.lua import SCRIPT_NAMES, ScriptLoadError
-from durq.server import RedisServer
 
 
 @pytest.fixture

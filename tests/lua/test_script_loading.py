@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue, connection
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 
 
 def _flush(server: RedisServer) -> None:

@@ -13,12 +13,12 @@ import pytest
 from durq import connection
 from durq._sync.driver import Driver
 from durq.cluster import is_cluster
+from durq.dev.server import RedisServer
 from durq.errors import InvalidArgument
 from durq.keys import NamespaceKeys
 from durq.protocol import namespace
 from durq.protocol.calls import Command
-from durq.server import RedisServer
-from helpers import wait_until
+from helpers import eventually
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_an_expired_heartbeat_drops_out_and_only_a_pruning_reader_forgets_its_id
 ) -> None:
     driver.run(namespace.beat_worker(space, "dead", {"pid": 1}, 0.2, batch=batch))
     driver.run(namespace.beat_worker(space, "live", {"pid": 2}, 30.0, batch=batch))
-    wait_until(lambda: list(driver.run(namespace.live_workers(space, batch=batch))) == ["live"])
+    eventually(lambda: list(driver.run(namespace.live_workers(space, batch=batch))) == ["live"])
     members = driver.execute(Command(("SMEMBERS", space.workers)))
     assert sorted(members) == [b"dead", b"live"]  # the dashboard's reads write nothing
     driver.run(namespace.live_workers(space, batch=batch, prune=True))

@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue
+from durq.dev.server import RedisServer
 from durq.protocol.record import FIXED_SIZE, STATE_NAMES, VERSION, parse_record, token_of
-from durq.server import RedisServer
 
 _LAYOUT = struct.Struct(">BBbBHHIHHIHIHIB")
 
@@ -52,8 +52,11 @@ def _lua_record_source() -> str:
 def test_the_fixed_header_is_33_bytes_in_lua_and_python() -> None:
     source = _lua_record_source()
     assert FIXED_SIZE == 33
-    assert re.search(r"local REC_FIXED = (\d+)", source).group(1) == str(FIXED_SIZE)
-    lua_format = re.search(r"local REC_FMT = '([^']+)'", source).group(1)
+    fixed = re.search(r"local REC_FIXED = (\d+)", source)
+    assert fixed is not None and fixed.group(1) == str(FIXED_SIZE)
+    fmt = re.search(r"local REC_FMT = '([^']+)'", source)
+    assert fmt is not None
+    lua_format = fmt.group(1)
     sizes = {"B": 1, "b": 1, "H": 2, "I": 4}
     total = 0
     for code, width in re.findall(r"([BbHI])(\d*)", lua_format.lstrip(">")):
@@ -111,6 +114,12 @@ def test_unreadable_records_are_none(raw: bytes) -> None:
     assert parse_record(raw) is None
 
 
+def _stored(client: redis.Redis, key: str, field: str) -> bytes:
+    raw = client.hget(key, field)
+    assert isinstance(raw, bytes), f"{key} {field}: {raw!r}"
+    return raw
+
+
 @pytest.mark.parametrize("front", ["sync", "async"])
 async def test_a_record_written_by_the_server_reads_back_as_enqueued_and_dequeued(
     server: RedisServer, queue_name: str, front: str
@@ -126,14 +135,14 @@ async def test_a_record_written_by_the_server_reads_back_as_enqueued_and_dequeue
             return await result if front == "async" else result
 
         await call("enqueue", {"x": 1}, id="r", group="g", key="k", priority=3, max_attempts=4)
-        pending = parse_record(client.hget(queue.keys.prefix + "jobs", "r"))
+        pending = parse_record(_stored(client, queue.keys.prefix + "jobs", "r"))
         assert pending is not None
         assert (STATE_NAMES[pending.state], pending.priority, pending.group, pending.key) == (
             "pending", 3, "g", "k",
         )  # fmt: skip
         assert (pending.attempts, pending.max_attempts, pending.deliveries) == (0, 4, 0)
         job = await call("dequeue")
-        raw = client.hget(queue.keys.prefix + "jobs", "r")
+        raw = _stored(client, queue.keys.prefix + "jobs", "r")
         active = parse_record(raw)
         assert active is not None
         assert STATE_NAMES[active.state] == "active"

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 import redis
 
 import durq
+from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
 
 from .acl_rules import PRODUCER, WORKER
 
 
+def _command(client: redis.Redis, *args: Any) -> Any:
+    return client.execute_command(*args)  # type: ignore[no-untyped-call]  # redis-py: untyped
+
+
 def _user(server_url: str, name: str, rule: str, password: str) -> str:
     admin = redis.Redis.from_url(server_url)
     try:
-        admin.execute_command(
-            "ACL", "SETUSER", name, "reset", *rule.format(password=password).split()
-        )
+        _command(admin, "ACL", "SETUSER", name, "reset", *rule.format(password=password).split())
     finally:
         admin.close()
     host_port = server_url.split("//", 1)[1].split("/", 1)[0]
@@ -28,12 +32,14 @@ def _user(server_url: str, name: str, rule: str, password: str) -> str:
 def _denials(server_url: str) -> list[dict[bytes, object]]:
     admin = redis.Redis.from_url(server_url)
     try:
-        return list(admin.execute_command("ACL", "LOG", 50))
+        return list(_command(admin, "ACL", "LOG", 50))
     finally:
         admin.close()
 
 
-def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(server, queue_name):
+def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(
+    server: RedisServer, queue_name: str
+) -> None:
     producer_url = _user(server.url, "durq-producer", PRODUCER, "p-secret-1")
     worker_url = _user(server.url, "durq-worker", WORKER, "w-secret-1")
     producer = durq.App(producer_url)
@@ -58,19 +64,23 @@ def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(server, que
     ] == []
 
 
-def test_the_producer_user_cannot_touch_keys_outside_durq(server, queue_name):
+def test_the_producer_user_cannot_touch_keys_outside_durq(
+    server: RedisServer, queue_name: str
+) -> None:
     url = _user(server.url, "durq-producer-2", PRODUCER, "p-secret-2")
     client = redis.Redis.from_url(url)
     try:
         with pytest.raises(redis.exceptions.NoPermissionError):
             client.set("not-durq", "x")
         with pytest.raises(redis.exceptions.NoPermissionError):
-            client.execute_command("FLUSHALL")
+            _command(client, "FLUSHALL")
     finally:
         client.close()
 
 
-def test_a_wrong_password_fails_clearly_without_echoing_it(server, queue_name):
+def test_a_wrong_password_fails_clearly_without_echoing_it(
+    server: RedisServer, queue_name: str
+) -> None:
     host_port = server.url.split("//", 1)[1].split("/", 1)[0]
     with (
         durq.Queue(queue_name, f"redis://nobody:wrong-pass-xyz@{host_port}/0") as q,

@@ -10,12 +10,14 @@ import asyncio
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import trustme
 
 import durq
-from durq.server import RedisServer, free_port
+from durq.dev.server import RedisServer, free_port
 from durq.worker import Worker, WorkerConfig
 
 
@@ -33,7 +35,7 @@ def _tls_binary() -> str:
 
 
 @pytest.fixture
-def tls_server(tmp_path):
+def tls_server(tmp_path: Path) -> Iterator[str]:
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1", "localhost")
     ca_file, cert_file, key_file = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
@@ -53,7 +55,7 @@ def tls_server(tmp_path):
         server.close()
 
 
-def test_queues_and_workers_work_over_tls(tls_server, queue_name):
+def test_queues_and_workers_work_over_tls(tls_server: str, queue_name: str) -> None:
     app = durq.App(tls_server)
     seen: list[str] = []
 
@@ -69,7 +71,9 @@ def test_queues_and_workers_work_over_tls(tls_server, queue_name):
     app.close()
 
 
-def test_tls_refuses_a_server_certificate_from_another_ca(tls_server, queue_name, tmp_path):
+def test_tls_refuses_a_server_certificate_from_another_ca(
+    tls_server: str, queue_name: str, tmp_path: Path
+) -> None:
     other = trustme.CA()
     other.cert_pem.write_to_path(str(tmp_path / "other.pem"))
     url = (

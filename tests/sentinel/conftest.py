@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from durq.topology import LocalSentinel
+from durq.dev.topology import LocalSentinel
 from helpers import default_flavor, require_flavor
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import redis
 
 import durq
-from durq.server import RedisServer
-from durq.topology import LocalSentinel
+from durq.dev.server import RedisServer
+from durq.dev.topology import LocalSentinel
 from durq.worker.config import WorkerConfig
 from durq.worker.runner import Worker
 

@@ -8,7 +8,7 @@ import pytest
 
 import durq
 from durq import AsyncQueue, Queue
-from durq.topology import LocalSentinel
+from durq.dev.topology import LocalSentinel
 from sentinel.harness import run_failover
 
 RESUME_WITHIN = 10.0  # seconds: detection (1 s down-after) + election + reconnection

@@ -12,9 +12,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 
 import durq
 from durq.worker import Worker, WorkerConfig, WorkerState
+from helpers import eventually
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 APP_TARGET = "worker.apps:app"
@@ -43,25 +43,6 @@ def durq_env(url: str | None = None) -> dict[str, str]:
     env["COLUMNS"] = "200"
     env["PYTHONUNBUFFERED"] = "1"
     return env
-
-
-def eventually(
-    predicate: Callable[[], Any],
-    timeout: float = 10.0,
-    what: str | Callable[[], str] = "",
-    interval: float = 0.02,
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy, and return that; fail after
-    ``timeout`` seconds with ``what`` (a text, or a function producing one, e.g. logs)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            detail = what() if callable(what) else what
-            pytest.fail(f"not within {timeout:g} s: {detail or predicate!r}", pytrace=False)
-        time.sleep(interval)
 
 
 # ------------------------------------------------------------------------ execution logs
@@ -176,7 +157,7 @@ class DurqProcess:
 def running(proc: psutil.Process) -> bool:
     """True while ``proc`` exists and is not a zombie."""
     try:
-        return proc.status() != psutil.STATUS_ZOMBIE
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 

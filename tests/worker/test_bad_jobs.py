@@ -9,7 +9,8 @@ import pytest
 
 import durq
 from durq.worker import WorkerState
-from worker.support import ExecLog, eventually, running_worker
+from helpers import eventually
+from worker.support import ExecLog, running_worker
 
 
 @pytest.mark.parametrize(

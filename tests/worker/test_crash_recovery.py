@@ -8,7 +8,8 @@ import signal
 import pytest
 
 import durq
-from worker.support import Durq, ExecLog, eventually
+from helpers import eventually
+from worker.support import Durq, ExecLog
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

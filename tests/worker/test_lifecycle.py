@@ -8,11 +8,12 @@ import time
 from collections.abc import Callable
 
 import durq
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from durq.worker import WorkerState
 from durq.worker.cancel import cancel_and_wait
+from helpers import eventually
 from worker.apps import build, record
-from worker.support import ExecLog, eventually, request_stop, running_worker
+from worker.support import ExecLog, request_stop, running_worker
 
 
 def test_a_worker_runs_then_stops_and_unregisters(app: durq.App, queue_name: str) -> None:
@@ -20,7 +21,8 @@ def test_a_worker_runs_then_stops_and_unregisters(app: durq.App, queue_name: str
         assert worker.state is WorkerState.RUNNING
         assert worker.queue_names == [queue_name]
         assert app.tasks["add"].enqueue(1, 2).result(timeout=10) == 3
-    assert worker.state is WorkerState.STOPPED
+    # leaving the block stopped it (mypy keeps the RUNNING it narrowed to above)
+    assert worker.state is WorkerState.STOPPED  # type: ignore[comparison-overlap]
     assert worker.processed == 1
 
 

@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
+from helpers import eventually
 from worker.apps import build
-from worker.support import Durq, ExecLog, eventually
+from worker.support import Durq, ExecLog
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from durq import connection
-from durq.server import RedisServer
+from durq.dev.server import RedisServer
 from durq.worker.registry import list_workers
+from helpers import eventually
 from worker.apps import build
-from worker.support import Durq, ExecLog, eventually
+from worker.support import Durq, ExecLog
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ raise JobFailed for a job that ended in the dead letters."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_result_raises_job_failed_for_a_job_with_arguments_its_task_cannot_take(
     queue = app.queue(queue_name)
     with running_worker(app):
         bad = queue.enqueue(["add", [1, 2, 3], {}])  # enqueued by name, unchecked
-        handle = durq.JobHandle(app, queue_name, bad)
+        handle: durq.JobHandle[Any] = durq.JobHandle(app, queue_name, bad)
         with pytest.raises(JobFailed) as caught:
             handle.result(timeout=10)
     assert caught.value.error["reason"] == "bad_arguments"

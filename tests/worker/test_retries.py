@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 
 import durq
-from worker.support import ExecLog, eventually, running_worker
+from helpers import SLACK, eventually
+from worker.support import ExecLog, running_worker
 
 
 def _gaps(exec_log: ExecLog, key: str) -> list[float]:
@@ -27,7 +28,7 @@ def test_a_failing_job_is_retried_after_its_fixed_backoff_until_it_succeeds(
 
     assert [e["attempt"] for e in exec_log.events("start")] == [1, 2, 3]
     for gap in _gaps(exec_log, "fixed"):
-        assert 0.4 <= gap < 0.4 + 0.6
+        assert 0.4 <= gap < 0.4 + SLACK
     stats = app.queue(queue_name).stats()
     assert (stats.retried, stats.completed, stats.dead) == (2, 1, 0)
 
@@ -40,8 +41,8 @@ def test_exponential_backoff_doubles_the_delay_after_each_failure(
         eventually(lambda: exec_log.count("finish") == 1, 10)
 
     first, second = _gaps(exec_log, "exp")
-    assert 0.25 <= first < 0.25 + 0.6
-    assert 0.5 <= second < 0.5 + 0.6
+    assert 0.25 <= first < 0.25 + SLACK
+    assert 0.5 <= second < 0.5 + SLACK
 
 
 def test_raising_retry_with_a_delay_retries_after_that_delay_and_counts_the_attempt(
@@ -53,7 +54,7 @@ def test_raising_retry_with_a_delay_retries_after_that_delay_and_counts_the_atte
 
     assert [e["attempt"] for e in exec_log.events("start")] == [1, 2]
     (gap,) = _gaps(exec_log, "later")
-    assert 0.6 <= gap < 0.6 + 0.6
+    assert 0.6 <= gap < 0.6 + SLACK
 
 
 def test_a_job_that_keeps_asking_for_retries_is_dead_lettered_when_attempts_run_out(

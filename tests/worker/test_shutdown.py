@@ -11,9 +11,10 @@ import pytest
 
 import durq
 from durq.models import JobState
-from worker.support import Durq, ExecLog, eventually
+from helpers import eventually
+from worker.support import Durq, ExecLog
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault]
 
 
 def _finish_the_rest(durq_cli: Durq, redis_url: str, queue_name: str) -> None:

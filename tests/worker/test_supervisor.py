@@ -9,7 +9,8 @@ import time
 import pytest
 
 import durq
-from worker.support import Durq, ExecLog, eventually, running
+from helpers import eventually
+from worker.support import Durq, ExecLog, running
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 

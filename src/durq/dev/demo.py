@@ -1,7 +1,7 @@
 """``durq demo``: durq handling the hard cases, live, in well under a minute.
 
 It starts an embedded Redis (append-only persistence on), two worker processes running
-``durq.demo_app``, and enqueues uploads for three users (one of them floods the queue)
+``durq.dev.demo_app``, and enqueues uploads for three users (one of them floods the queue)
 plus a slow report. While they run it kills the worker that holds the report with
 SIGKILL, starts a replacement, and shows the report coming back after its lease and
 finishing elsewhere. At the end it sums up what happened.
@@ -23,8 +23,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from durq import demo_app
-from durq.server import RedisServer
+from durq.dev import demo_app
+from durq.dev.server import RedisServer
 from durq.worker.registry import list_workers
 
 __all__ = ["run_demo"]
@@ -54,7 +54,7 @@ def _start_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
         "-m",
         "durq",
         "worker",
-        "durq.demo_app:app",
+        "durq.dev.demo_app:app",
         "-q",
         "uploads",
         "-q",
