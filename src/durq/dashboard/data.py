@@ -24,7 +24,7 @@ from durq.keys import NamespaceKeys, check_queue_name
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.protocol import admin, namespace
 
-__all__ = ["DashboardData", "HeldJob", "WorkerEntry"]
+__all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
 
 log = logging.getLogger("durq.dashboard")
 
@@ -33,7 +33,7 @@ _CONCURRENT_READS = 16
 
 
 @dataclass(frozen=True)
-class HeldJob:
+class WorkerJob:
     """A job in a worker's hands, as its heartbeat lists it."""
 
     queue: str
@@ -55,7 +55,7 @@ class WorkerEntry:
     started: float | None
     beat: float | None
     in_hand: int
-    jobs: list[HeldJob] = field(default_factory=list)
+    jobs: list[WorkerJob] = field(default_factory=list)
     totals: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -67,7 +67,7 @@ def _worker(worker_id: str, fields: dict[str, Any]) -> WorkerEntry:
     """A WorkerEntry from a heartbeat's fields; fields that are missing or malformed (an
     older or newer worker) get neutral values instead of failing the page."""
     jobs = [
-        HeldJob(
+        WorkerJob(
             queue=str(j.get("queue", "")),
             id=str(j.get("id", "")),
             task=None if j.get("task") is None else str(j.get("task")),

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from durq.dashboard.charts import Chart, format_count, format_rate, format_seconds, line_chart
-from durq.dashboard.data import HeldJob, WorkerEntry
+from durq.dashboard.data import WorkerJob, WorkerEntry
 from durq.dashboard.history import History, Recent
 from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
 from durq.dashboard.state import Dashboard, dashboard_of, render
@@ -148,7 +148,7 @@ async def queue_page(request: Request) -> Response:
     if name not in stats:
         return _corrupt(request, dash, name)
     consumers = _consumers(workers, name)
-    held: list[tuple[WorkerEntry, HeldJob]] = [
+    held: list[tuple[WorkerEntry, WorkerJob]] = [
         (w, j) for w in consumers for j in w.jobs if j.queue == name
     ]
     return render(
