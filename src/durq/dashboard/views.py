@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from durq.dashboard.charts import Chart, format_count, format_rate, format_seconds, line_chart
-from durq.dashboard.data import WorkerJob, WorkerEntry
+from durq.dashboard.data import WorkerEntry, WorkerJob
 from durq.dashboard.history import History, Recent
 from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
 from durq.dashboard.state import Dashboard, dashboard_of, render
