@@ -43,6 +43,7 @@ from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
+from durq.worker.schedules import ScheduleKeeper
 
 if TYPE_CHECKING:
     from durq.app import App
@@ -294,6 +295,8 @@ class Worker:
                 self.pumps[queue] = QueuePump(self, source)
         await self._subscribe()
         await self._check_server()
+        schedules = ScheduleKeeper(self)  # upsert the app's schedules before any dequeue
+        await schedules.start()
         registry = WorkerRegistry(
             self._client,
             self.app.namespace,
@@ -314,6 +317,7 @@ class Worker:
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
+            asyncio.create_task(self._forever("schedules", schedules.run)),
         ]
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
