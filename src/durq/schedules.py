@@ -31,7 +31,7 @@ from cronsim import CronSim, CronSimError
 from durq._async.sharded import shard_index
 from durq.codec import check_json
 from durq.errors import InvalidArgument, NotSerializable
-from durq.keys import shard_name
+from durq.keys import shard_name, split_shard
 from durq.protocol import schedules as ops
 from durq.protocol.schedules import CRON_TICKS, ScheduleInfo, ScheduleRow
 
@@ -460,7 +460,14 @@ class Schedules:
         schedules declared in code before that are not any more; with
         ``remove_missing`` remove them."""
         report = SyncReport()
-        for queue, declared in self._plan(queues).items():
+        plan = self._plan(queues)
+        for base in {split_shard(queue)[0] for queue, declared in plan.items() if declared}:
+            # listed in the namespace, so `durq schedules list` and the dashboard see it
+            registered = (
+                self.app.sharded_queue(base) if base in self.app.shards else self.app.queue(base)
+            )
+            registered.register()
+        for queue, declared in plan.items():
             q = self.app.queue(queue)
             for s in declared:
                 report.add(q.run(ops.upsert(q.keys, s.row(), self._source(s))), s.name)
@@ -530,7 +537,13 @@ class Schedules:
     ) -> SyncReport:
         """``sync`` for asyncio code (workers call it on start, for their queues)."""
         report = SyncReport()
-        for queue, declared in self._plan(queues).items():
+        plan = self._plan(queues)
+        for base in {split_shard(queue)[0] for queue, declared in plan.items() if declared}:
+            if base in self.app.shards:
+                await self.app.async_sharded_queue(base).register()
+            else:
+                await self.app.async_queue(base, client=client).register()
+        for queue, declared in plan.items():
             q = self.app.async_queue(queue, client=client)
             for s in declared:
                 report.add(await q.run(ops.upsert(q.keys, s.row(), self._source(s))), s.name)
@@ -609,6 +622,10 @@ def declare(
         raise InvalidArgument(
             f"schedule {name!r}: task must be a task of this app (declared with @app.task), "
             f"got {task!r}"
+        )
+    if task.app is not app:
+        raise InvalidArgument(
+            f"schedule {name!r}: task {task.name!r} is not registered in this app"
         )
     if not isinstance(args, (list, tuple)) or not isinstance(kwargs or {}, Mapping):
         raise InvalidArgument(f"schedule {name!r}: args must be a sequence, kwargs a mapping")
