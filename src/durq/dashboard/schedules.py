@@ -10,12 +10,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from durq._async.driver import AsyncDriver
+from durq._async.queue import AsyncQueue
 from durq.dashboard.actions import _form
 from durq.dashboard.render import render, url_builder
 from durq.dashboard.security import CSRF_COOKIE, CSRF_FIELD, csrf_ok, origin_ok
 from durq.dashboard.state import Dashboard, dashboard_of
 from durq.errors import InvalidArgument
-from durq.keys import check_queue_name
+from durq.keys import check_queue_name, split_shard
 from durq.protocol import schedules as ops
 from durq.protocol.schedules import ScheduleInfo
 from durq.protocol.shards import shard_counts
@@ -24,6 +26,22 @@ __all__ = ["schedule_action", "schedule_metrics", "schedules_of", "schedules_pag
 
 MAX_SCHEDULES = 1000  # per queue, on the page and in the metrics
 ACTIONS = {"pause": "paused", "resume": "resumed", "trigger": "triggered"}
+
+
+def _queue(dash: Dashboard, name: str, shards: int = 0) -> AsyncQueue:
+    """The queue, or the shard (``name~i``) of a sharded queue, that holds schedules."""
+    base, index = split_shard(name)
+    if index is None:
+        return dash.data.queue(name)
+    check_queue_name(base)
+    if not index < shards:
+        raise InvalidArgument(f"{name!r} is not a shard of a sharded queue")
+    return AsyncQueue(name, client=dash.data.client, namespace=dash.config.namespace,
+                      shard_count=shards)  # fmt: skip
+
+
+async def _shard_counts(dash: Dashboard) -> dict[str, int]:
+    return await AsyncDriver(dash.data.client).run(shard_counts(dash.config.namespace))
 
 
 async def schedules_of(dash: Dashboard) -> list[ScheduleInfo]:
@@ -36,7 +54,7 @@ async def schedules_of(dash: Dashboard) -> list[ScheduleInfo]:
     for name in names:
         count = shards.get(name, 0)
         for queue in [f"{name}~{i}" for i in range(count)] if count else [name]:
-            q = dash.data.queue(queue)
+            q = _queue(dash, queue, count)
             _n, items = await q.run(ops.list_page(q.keys, 0, MAX_SCHEDULES))
             found += items
     return found
@@ -70,13 +88,13 @@ async def schedule_action(request: Request) -> Response:
             "missing or invalid CSRF token: reload the page and try again", status_code=403
         )
     queue, name, action = ((form.get(k) or [""])[0] for k in ("q", "s", "action"))
+    counts = await _shard_counts(dash)
     try:
-        check_queue_name(queue)
+        q = _queue(dash, queue, counts.get(split_shard(queue)[0], 0))
         if action not in ACTIONS or not name or len(name) > 128:
             raise InvalidArgument("unknown action or schedule")
     except InvalidArgument as exc:
         return PlainTextResponse(f"bad request: {exc}", status_code=400)
-    q = dash.data.queue(queue)
     if await q.run(ops.control(q.keys, action, name)) is None:
         return PlainTextResponse(f"no schedule {name!r} in {queue!r}", status_code=404)
     root = str(request.scope.get("root_path", "")).rstrip("/")
