@@ -50,7 +50,8 @@ def test_dashboard_page_actions_and_metrics(app: durq.App, redis_url: str) -> No
     app.schedule("hb", "tick", every=30, args=("log",))
     app.sync_schedules()
     q = app.default_queue
-    live = LiveServer(create_app(redis_url)).start()
+    # the shared server holds every test's queues: cover them all, not the first 200
+    live = LiveServer(create_app(redis_url, max_queues=10_000)).start()
     with httpx.Client(base_url=live.url) as client:
         page = client.get("/schedules")
         assert page.status_code == 200

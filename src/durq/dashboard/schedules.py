@@ -4,6 +4,8 @@ read-only mode); and the schedules' Prometheus metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterator, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -16,7 +18,7 @@ from durq.dashboard.actions import _form
 from durq.dashboard.render import render, url_builder
 from durq.dashboard.security import CSRF_COOKIE, CSRF_FIELD, csrf_ok, origin_ok
 from durq.dashboard.state import Dashboard, dashboard_of
-from durq.errors import InvalidArgument
+from durq.errors import CorruptQueue, InvalidArgument
 from durq.keys import check_queue_name, split_shard
 from durq.protocol import schedules as ops
 from durq.protocol.schedules import ScheduleInfo
@@ -24,6 +26,7 @@ from durq.protocol.shards import shard_counts
 
 __all__ = ["schedule_action", "schedule_metrics", "schedules_of", "schedules_page"]
 
+log = logging.getLogger("durq.dashboard")
 MAX_SCHEDULES = 1000  # per queue, on the page and in the metrics
 ACTIONS = {"pause": "paused", "resume": "resumed", "trigger": "triggered"}
 
@@ -45,19 +48,28 @@ async def _shard_counts(dash: Dashboard) -> dict[str, int]:
 
 
 async def schedules_of(dash: Dashboard) -> list[ScheduleInfo]:
-    """The schedules of every queue (every shard of a sharded queue)."""
+    """The schedules of every queue (every shard of a sharded queue), read a bounded
+    number of queues at a time. A queue that cannot be read (keys of another type, an
+    odd name) is left out and logged, so the others stay visible."""
     names, _total = await dash.data.queue_names()
-    shards = (
-        await dash.data.queue(names[0]).run(shard_counts(dash.config.namespace)) if names else {}
-    )
-    found: list[ScheduleInfo] = []
-    for name in names:
-        count = shards.get(name, 0)
-        for queue in [f"{name}~{i}" for i in range(count)] if count else [name]:
-            q = _queue(dash, queue, count)
-            _n, items = await q.run(ops.list_page(q.keys, 0, MAX_SCHEDULES))
-            found += items
-    return found
+    shards = await _shard_counts(dash)
+    gate = asyncio.Semaphore(16)
+
+    async def one(queue: str, count: int) -> list[ScheduleInfo]:
+        async with gate:
+            try:
+                q = _queue(dash, queue, count)
+                return (await q.run(ops.list_page(q.keys, 0, MAX_SCHEDULES)))[1]
+            except (CorruptQueue, InvalidArgument) as exc:
+                log.warning("schedules of queue %s left out: %s", queue, exc)
+                return []
+
+    reads = [
+        one(queue, shards.get(name, 0))
+        for name in names
+        for queue in ([f"{name}~{i}" for i in range(shards[name])] if shards.get(name) else [name])
+    ]
+    return [info for found in await asyncio.gather(*reads) for info in found]
 
 
 async def schedules_page(request: Request) -> Response:
