@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from durq import AsyncShardedQueue  # noqa: E402
-from durq.dev.topology import LocalCluster  # noqa: E402
+from durq import AsyncShardedQueue
+from durq.dev.topology import LocalCluster
 
 BATCH = 200
 TASKS = 3  # asyncio tasks per process

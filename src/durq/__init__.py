@@ -39,6 +39,7 @@ from durq.models import (
     QueueStats,
 )
 from durq.protocol.status import Status
+from durq.schedules import Schedule, ScheduleInfo, SyncReport
 from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
 
 __all__ = [
@@ -51,6 +52,10 @@ __all__ = [
     "Retry",
     "Task",
     "current_job",
+    # periodic jobs
+    "Schedule",
+    "ScheduleInfo",
+    "SyncReport",
     # queues
     "AsyncQueue",
     "Queue",

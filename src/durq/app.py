@@ -30,6 +30,7 @@ from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
 from durq.protocol.args import lease_ms
+from durq.schedules import Schedule, Schedules, SyncReport, declare
 from durq.task import Call, JobHandle, Task, TaskConfig
 
 __all__ = ["App"]
@@ -101,6 +102,7 @@ class App:
         self._async_sharded: dict[str, AsyncShardedQueue] = {}
         self._client: Any = None
         self._async_client: Any = None
+        self.schedules = Schedules(self)  #: declared schedules, and control of any
 
     def __repr__(self) -> str:
         return f"<App {connection.redact(self.url)} tasks={sorted(self.tasks)}>"
@@ -309,6 +311,70 @@ class App:
             self._async_client = None
             self._async_queues.clear()
             self._async_sharded.clear()
+
+    # -- periodic jobs (durq.schedules) -----------------------------------------------
+
+    def schedule(
+        self,
+        name: str,
+        task: Task[Any, Any] | str,
+        *,
+        cron: str | None = None,
+        every: float | None = None,
+        tz: str | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        catch_up: str = "latest",
+        max_catch_up: int = 100,
+        overlap: str = "allow",
+        start_at: Any = None,
+        end_at: Any = None,
+        enabled: bool = True,
+        queue: str | None = None,
+    ) -> Schedule:
+        """Declare a periodic job: ``task(*args, **kwargs)`` at each tick of ``cron`` (5
+        fields or an alias like ``@daily``, in time zone ``tz``, default UTC) or
+        ``every`` seconds (at least 0.1). Checked now: a bad expression, time zone,
+        task or argument list raises InvalidArgument here, not in a worker.
+
+        Args:
+            catch_up: after downtime, fire the newest missed tick (``latest``), every
+                missed tick up to ``max_catch_up`` (``all``), or none (``none``).
+            overlap: ``skip`` a tick while the previous run has not finished, or
+                ``allow`` it.
+            start_at, end_at: aware datetimes or epoch seconds bounding the ticks.
+            enabled: False declares it paused.
+            queue: the queue of its jobs (default: the task's).
+
+        Workers of the queue upsert it when they start (or call ``sync_schedules``).
+        """
+        return declare(
+            self, name, task, cron=cron, every=every, tz=tz, args=args, kwargs=kwargs,
+            catch_up=catch_up, max_catch_up=max_catch_up, overlap=overlap,
+            start_at=start_at, end_at=end_at, enabled=enabled, queue=queue,
+        )  # fmt: skip
+
+    def periodic(
+        self, *, name: str | None = None, **options: Any
+    ) -> Callable[[Callable[P, R]], Task[P, R]]:
+        """``@app.periodic(cron="0 3 * * *")`` on a task (or a plain function, which
+        becomes a task with default options): ``schedule`` it under ``name`` (default:
+        the task's name) with these options."""
+
+        def register(fn: Callable[P, R]) -> Task[P, R]:
+            task = fn if isinstance(fn, Task) else self.task(fn)
+            self.schedule(name or task.name, task, **options)
+            return task
+
+        return register
+
+    def sync_schedules(
+        self, queues: Sequence[str] | None = None, *, remove_missing: bool = False
+    ) -> SyncReport:
+        """Upsert the declared schedules now (workers do it when they start). The report
+        lists schedules declared in code before but not any more; ``remove_missing``
+        removes them."""
+        return self.schedules.sync(queues, remove_missing=remove_missing)
 
     # -- enqueueing -------------------------------------------------------------------
 

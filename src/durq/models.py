@@ -105,6 +105,8 @@ class Job:
         "max_attempts",
         "priority",
         "queue",
+        "schedule",
+        "scheduled_at",
         "token",
     )
 
@@ -141,6 +143,9 @@ class Job:
         self.data = data  #: the payload as stored
         self._codec = codec
         self._payload: Any = _UNSET
+        #: a periodic job's schedule and tick time (server clock; None for other jobs)
+        self.schedule: str | None = None
+        self.scheduled_at: float | None = None
 
     @property
     def attempts(self) -> int:

@@ -43,6 +43,13 @@ class TaskOwner(Protocol):
     """What tasks and job handles use of the App that declared them. Typed by this
     protocol rather than by ``App``, which imports this module: no import circle."""
 
+    #: the App's tasks by name
+    tasks: dict[str, Task[Any, Any]]
+    #: attempts before a job is dead-lettered, for tasks that set none
+    max_attempts: int
+    #: the largest encoded job accepted
+    max_payload_bytes: int
+
     def queue(self, name: str) -> Queue:
         """The blocking Queue ``name``."""
         ...

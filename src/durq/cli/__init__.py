@@ -11,6 +11,7 @@ from durq._version import __version__
 from durq.cli.admin import dlq, doctor, enqueue, job, stats, workers
 from durq.cli.dashboard import dashboard
 from durq.cli.local import demo, server
+from durq.cli.schedules import schedules
 from durq.cli.worker import worker
 
 __all__ = ["main"]
@@ -49,5 +50,7 @@ def main() -> None:
     """
 
 
-for command in (worker, stats, workers, job, dlq, enqueue, doctor, dashboard, server, demo):
+for command in (
+    worker, stats, workers, job, dlq, schedules, enqueue, doctor, dashboard, server, demo,
+):  # fmt: skip
     main.add_command(command)

@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from durq import connection
-from durq.dashboard import actions, views
+from durq.dashboard import actions, schedules, views
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
 from durq.dashboard.security import Guard
@@ -91,6 +91,8 @@ def create_app(
         Route("/queue/dead/replay", actions.replay, methods=["POST"], name="replay"),
         Route("/queue/dead/purge", actions.purge, methods=["POST"], name="purge"),
         Route("/workers", views.workers_page, name="workers"),
+        Route("/schedules", schedules.schedules_page, name="schedules"),
+        Route("/schedules/action", schedules.schedule_action, methods=["POST"], name="schedule"),
         Route("/api/overview", views.api_overview, name="api_overview"),
         Route("/metrics", metrics_endpoint, name="metrics"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -137,6 +137,10 @@ class DashboardData:
         names = await self._driver.run(namespace.queue_names(self.space))
         return names[: self.max_queues], len(names)
 
+    async def shard_counts(self) -> dict[str, int]:
+        """Every sharded queue of the namespace and its shard count."""
+        return await self._driver.run(namespace.shard_counts(self.space))
+
     async def is_queue(self, name: str) -> bool:
         """True when ``name`` is one of the namespace's queues."""
         return await self._driver.run(namespace.is_queue(self.space, name))

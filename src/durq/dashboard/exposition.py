@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from durq.dashboard.data import WorkerEntry
+from durq.dashboard.schedules import schedule_metrics, schedules_of
 from durq.dashboard.state import dashboard_of
 from durq.models import QueueStats
 
@@ -79,6 +80,16 @@ class _Snapshot(Collector):
         yield per_queue
 
 
+class _Fixed(Collector):
+    """Metric families read beforehand (the schedules')."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.metrics
+
+
 def queue_metrics(stats: Sequence[QueueStats]) -> Iterator[Metric]:
     """The metric families of the queues' sizes and counters."""
     jobs = GaugeMetricFamily(
@@ -109,6 +120,7 @@ async def metrics_endpoint(request: Request) -> Response:
     stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot([stats[n] for n in names if n in stats], workers, total))
+    registry.register(_Fixed(list(schedule_metrics(await schedules_of(dash)))))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

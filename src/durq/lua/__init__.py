@@ -34,6 +34,10 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "release",
     "replay",
     "requeue",
+    "schedule_control",
+    "schedule_list",
+    "schedule_refill",
+    "schedule_upsert",
     "stats",
 )
 

@@ -1,6 +1,7 @@
 --[[ dequeue: hand out up to N ready jobs under a lease of L ms.
-First it reclaims expired leases (at most RECLAIM_MAX) and promotes due delayed jobs (at
-most PROMOTE_MAX), then it serves the eligible groups in turn: each group gives up to its
+First it reclaims expired leases (at most RECLAIM_MAX), promotes due delayed jobs (at
+most PROMOTE_MAX) and fires the due ticks of periodic schedules (at most SCHED_MAX
+schedules, lib/schedules_due.lua), then it serves the eligible groups in turn: each group gives up to its
 weight per turn (all that is asked when it is the only eligible group), never more than
 its free slots.
 KEYS     the queue key vector (lib/keys.lua)
@@ -9,15 +10,17 @@ ARGV[2]  lease_ms (>= 1)
 Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, record_k}
          now and lease_deadline in server ms; records as in lib/record_layout.lua, already
          updated (state active, attempts and deliveries counted, dequeued_at = now).
-         next_ms, when no job was handed out: ms until the next delayed job is due or
-         the next lease expires (-1: none), so an idle consumer knows how long to block.
+         next_ms, when no job was handed out: ms until the next delayed job or schedule
+         tick is due or the next lease expires (-1: none), so an idle consumer knows how
+         long to block.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
          (lib/types.lua). Records that cannot be read are quarantined as dead letters
          (reason corrupt_record), and jobs that cannot go back to a group whose keys hold
          another type are dead-lettered (reason corrupt_group: replay them once the keys
          are repaired), so the queue keeps working.
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of queue length
-         and of the number of groups and workers.
+         and of the number of groups and workers; plus O(1) per due schedule (O(cap)
+         for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -36,6 +39,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of qu
 --- @include "lib/reason"
 --- @include "lib/expire_done"
 --- @include "lib/types"
+--- @include "lib/schedules_due"
 
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
@@ -305,15 +309,17 @@ if problem then return wrongtype(problem) end
 local now = now_ms()
 local reclaimed = reclaim(now)
 local promoted = promote(now)
+local ticked = schedules_due(now) -- periodic schedules (lib/schedules_due.lua)
 offer_touched()
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
 local handed = serve(want, now, deadline, out)
 if handed == 0 then
-  if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0 then
+  if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0
+    or ticked == SCHED_MAX then
     out[3] = 0
   else
-    out[3] = next_ms(now)
+    out[3] = schedules_next(now, next_ms(now))
   end
 end
 expire_done(now, EXPIRE_MAX)

@@ -18,6 +18,7 @@ from durq.errors import PayloadError
 from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
 from durq.protocol.args import reason_json
+from durq.schedules import apply_tick
 from durq.task import Fail, Retry, Task
 from durq.worker.threads import ThreadRunner
 
@@ -119,7 +120,7 @@ class Executor:
         """The task and arguments of ``job``, or the dead-letter outcome saying why the
         job cannot run at all."""
         try:
-            name, args, kwargs, _meta = parse_call(job.payload)
+            name, args, kwargs, meta = parse_call(job.payload)
         except PayloadError as exc:
             return self._dead(None, {"reason": "undecodable_payload", "message": str(exc)}, job)
         except ValueError as exc:
@@ -132,6 +133,8 @@ class Executor:
         problem = task.arguments_problem(args, kwargs)
         if problem is not None:
             return self._dead(task, {"reason": "bad_arguments", "message": problem}, job)
+        if "tick" in meta:  # a periodic job: its tick time, for durq.current_job()
+            apply_tick(job, meta)
         return task, args, kwargs
 
     async def execute(self, job: Job) -> Outcome:

@@ -43,6 +43,7 @@ from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
+from durq.worker.schedules import ScheduleKeeper
 
 if TYPE_CHECKING:
     from durq.app import App
@@ -249,6 +250,15 @@ class Worker:
                 )
         await self._subscribe()
         await self._check_server()
+        # upsert the app's schedules before any dequeue
+        schedules = ScheduleKeeper(
+            self.app.schedules,
+            self.queue_names,
+            [pump.queue for pump in self.pumps.values()],
+            self._client,
+            self.config.heartbeat,
+        )
+        await schedules.start()
         registry = WorkerRegistry(
             self._client,
             self.app.namespace,
@@ -275,6 +285,7 @@ class Worker:
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
+            asyncio.create_task(self._forever("schedules", schedules.run)),
         ]
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING

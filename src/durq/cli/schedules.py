@@ -1,0 +1,166 @@
+"""``durq schedules list|pause|resume|remove|trigger``: periodic jobs at run time.
+
+Schedules are declared in code (``app.schedule``) and upserted by workers; these
+commands act on what is stored in Redis, so they need no App. A schedule of a sharded
+queue lives in one shard, chosen by its name (``durq.schedules.pinned_queue``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from durq._sync.queue import Queue
+from durq.cli.admin import _known_queues, _redis_errors, _when
+from durq.cli.common import namespace_option, url_option
+from durq.errors import DurqError
+from durq.keys import NamespaceKeys
+from durq.protocol import schedules as ops
+from durq.protocol.namespace import shard_counts
+from durq.protocol.schedules import ScheduleInfo
+from durq.schedules import pinned_queue
+
+__all__ = ["schedules"]
+
+console = Console()
+
+
+@contextmanager
+def _client(url: str | None, namespace: str) -> Iterator[tuple[Queue, dict[str, int]]]:
+    try:
+        with Queue("default", url, namespace=namespace) as q:
+            yield q, q.run(shard_counts(NamespaceKeys(namespace)))
+    except DurqError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _shard_queues(name: str, shards: dict[str, int]) -> list[str]:
+    count = shards.get(name, 0)
+    return [f"{name}~{i}" for i in range(count)] if count else [name]
+
+
+def _listed(base: Queue, queue: str, namespace: str) -> list[ScheduleInfo]:
+    q = Queue(queue, client=base.client, namespace=namespace)
+    out: list[ScheduleInfo] = []
+    while True:
+        total, items = q.run(ops.list_page(q.keys, len(out), 1000))
+        out += items
+        if not items or len(out) >= total:
+            return out
+
+
+def _every(info: ScheduleInfo) -> str:
+    if info.cron:
+        return f"{info.cron} ({info.tz or 'UTC'})"
+    return f"every {info.every:g}s"
+
+
+def _in(seconds: float | None, now: float) -> str:
+    if seconds is None:
+        return "-"
+    return f"{_when(seconds)} (in {max(seconds - now, 0):.1f}s)"
+
+
+@click.group()
+def schedules() -> None:
+    """List and control periodic jobs (pause, resume, remove, trigger)."""
+
+
+@schedules.command("list")
+@click.option("-q", "--queue", "queues", multiple=True, help="Queue (default: all known).")
+@url_option
+@namespace_option
+@_redis_errors
+def list_(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
+    """Show the schedules: timing, next and last tick, last outcome, counts."""
+    names = list(queues) or _known_queues(url, namespace)
+    table = Table(title="durq schedules", box=box.SIMPLE_HEAD)
+    for col in ("queue", "schedule", "task", "timing", "state", "next tick", "last tick",
+                "last outcome", "fired", "skipped", "missed"):  # fmt: skip
+        table.add_column(col, justify="right" if col in ("fired", "skipped", "missed") else "left")
+    found = 0
+    now = time.time()
+    with _client(url, namespace) as (base, shards):
+        for name in names:
+            for queue in _shard_queues(name, shards):
+                for info in _listed(base, queue, namespace):
+                    found += 1
+                    now = info.server_time
+                    table.add_row(
+                        queue, info.name, info.task, _every(info), info.state,
+                        _in(info.next_due, now), _when(info.last_tick),
+                        info.last_outcome or "-", str(info.fired), str(info.skipped),
+                        str(info.missed),
+                    )  # fmt: skip
+    if not found:
+        console.print("no schedules (workers upsert the schedules their app declares)")
+        return
+    console.print(table)
+
+
+def _control(action: str, name: str, queue: str, url: str | None, namespace: str) -> Any:
+    with _client(url, namespace) as (base, shards):
+        target = pinned_queue(queue, name, shards.get(queue, 0))
+        q = Queue(target, client=base.client, namespace=namespace)
+        result = q.run(ops.control(q.keys, action, name))
+    if result is None:
+        raise click.ClickException(f"no schedule {name!r} in queue {target!r}")
+    return result
+
+
+_queue_option = click.option("-q", "--queue", required=True, help="The schedule's queue.")
+
+
+@schedules.command()
+@click.argument("name")
+@_queue_option
+@url_option
+@namespace_option
+@_redis_errors
+def pause(name: str, queue: str, url: str | None, namespace: str) -> None:
+    """Stop firing a schedule's ticks (worker restarts keep it paused)."""
+    _control("pause", name, queue, url, namespace)
+    console.print(f"paused {name}")
+
+
+@schedules.command()
+@click.argument("name")
+@_queue_option
+@url_option
+@namespace_option
+@_redis_errors
+def resume(name: str, queue: str, url: str | None, namespace: str) -> None:
+    """Fire a paused schedule again from its next tick (the paused ticks are skipped)."""
+    due = _control("resume", name, queue, url, namespace)
+    console.print(f"resumed {name}: next tick {_when(due) if due else 'none (ended)'}")
+
+
+@schedules.command()
+@click.argument("name")
+@_queue_option
+@url_option
+@namespace_option
+@_redis_errors
+def remove(name: str, queue: str, url: str | None, namespace: str) -> None:
+    """Delete a schedule and its state (a worker that declares it creates it anew)."""
+    _control("remove", name, queue, url, namespace)
+    console.print(f"removed {name}")
+
+
+@schedules.command()
+@click.argument("name")
+@_queue_option
+@url_option
+@namespace_option
+@_redis_errors
+def trigger(name: str, queue: str, url: str | None, namespace: str) -> None:
+    """Enqueue a schedule's job now, besides its ticks."""
+    job_id = _control("trigger", name, queue, url, namespace)
+    console.print(f"enqueued {job_id}")

@@ -1,0 +1,90 @@
+"""The worker's part in periodic jobs: upsert the app's schedules on start, and keep
+the cron schedules of its queues supplied with upcoming ticks.
+
+Ticks themselves are fired by the dequeue script (lua/lib/schedules_due.lua), in whichever
+worker dequeues first; nothing here fires a job, so a worker that dies or lags here
+cannot lose or duplicate a tick. Cron times are computed in Python (cronsim) and stored
+ahead; a cron schedule asks for more once half are used, and the keeper looks for such
+requests once per heartbeat (one read per queue), never per job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from durq._async.retry import retrying
+from durq.protocol import schedules as ops
+from durq.schedules import SyncReport, timing_of
+
+if TYPE_CHECKING:
+    from durq._async.queue import AsyncQueue
+    from durq.schedules import Schedules
+
+__all__ = ["ScheduleKeeper"]
+
+log = logging.getLogger("durq.worker")
+
+
+class ScheduleKeeper:
+    """Upserts and refills the schedules of one Worker's queues.
+
+    ``queue_names`` are the queues the worker was told to consume, ``queues`` the queue
+    (or shard) objects it fetches from, ``client`` its asyncio client, and ``interval``
+    the time between refills (the worker's heartbeat)."""
+
+    def __init__(
+        self,
+        schedules: Schedules,
+        queue_names: Sequence[str],
+        queues: Sequence[AsyncQueue],
+        client: Any,
+        interval: float,
+    ) -> None:
+        self.schedules = schedules
+        self.queue_names = list(queue_names)
+        self.queues = list(queues)
+        self.client = client
+        self.interval = interval
+
+    async def start(self) -> None:
+        """Upsert the declared schedules of the worker's queues, say which schedules the
+        code no longer declares, and refill what needs it: before the first dequeue."""
+        if self.schedules.declared:
+
+            async def sync() -> SyncReport:
+                return await self.schedules.async_sync(self.queue_names, client=self.client)
+
+            report = await retrying(sync, 30.0)
+            changed = report.created + report.changed + report.updated
+            if changed:
+                log.info("schedules upserted: %s", ", ".join(changed))
+            for queue, name in report.missing:
+                log.warning(
+                    "schedule %r of queue %s is no longer declared in the code: remove it "
+                    "with `durq schedules remove %s -q %s` (or app.sync_schedules("
+                    "remove_missing=True))",
+                    name, queue, name, queue,
+                )  # fmt: skip
+        await self.refill()
+
+    async def refill(self) -> None:
+        """Store more ticks for the cron schedules that asked for them."""
+        for queue in self.queues:
+            done = await queue.run(ops.refill(queue.keys, timing_of))
+            if done:
+                log.debug("refilled the ticks of %d schedules of %s", done, queue.name)
+
+    async def run(self) -> None:
+        """Refill once per heartbeat interval, for ever (a Redis outage is retried at
+        the next interval)."""
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.refill()
+            except (RedisError, OSError) as exc:
+                log.debug("schedule refill failed: %s", exc)

@@ -1,0 +1,80 @@
+"""Where people meet schedules: current_job() in a task, the CLI, the dashboard page,
+its actions and metrics."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+import durq
+from dashboard.support import LiveServer
+from durq.dashboard import create_app
+from helpers import eventually
+from schedules.apps import read_log
+from worker.support import Durq, running_worker
+
+
+def test_current_job_carries_the_schedule_and_tick(app: durq.App, log_path: str) -> None:
+    app.schedule("hb", "tick", every=0.2, args=(log_path,))
+    with running_worker(app, queues=[app.default_queue], concurrency=2):
+        eventually(lambda: len(read_log(log_path)) >= 6, 10)
+    starts = [e for e in read_log(log_path) if e["event"] == "start"]
+    for e in starts:
+        assert e["schedule"] == "hb"
+        assert e["job"] == f"sched:hb@{round(e['tick'] * 1000)}"
+        assert 0 <= e["time"] - e["tick"] < 2.0
+
+
+def test_cli_lists_and_controls_schedules(app: durq.App, redis_url: str, tmp_path: object) -> None:
+    app.schedule("hb", "tick", every=30, args=("log",))
+    app.schedule("nightly", "add", cron="0 3 * * *", tz="Europe/Berlin", args=(1,))
+    app.sync_schedules()
+    cli = Durq(tmp_path)  # type: ignore[arg-type]
+    q = app.default_queue
+    out = cli.run("schedules", "list", "-q", q, url=redis_url)
+    assert out.code == 0, out
+    assert "hb" in out.stdout and "nightly" in out.stdout and "Europe/Berlin" in out.stdout
+    assert cli.run("schedules", "pause", "hb", "-q", q, url=redis_url).code == 0
+    info = app.schedules.get("hb")
+    assert info is not None and info.paused
+    assert cli.run("schedules", "resume", "hb", "-q", q, url=redis_url).code == 0
+    triggered = cli.run("schedules", "trigger", "nightly", "-q", q, url=redis_url)
+    assert triggered.code == 0 and "sched:nightly@" in triggered.stdout
+    assert cli.run("schedules", "remove", "hb", "-q", q, url=redis_url).code == 0
+    assert app.schedules.get("hb") is None
+    missing = cli.run("schedules", "pause", "hb", "-q", q, url=redis_url)
+    assert missing.code == 1 and "no schedule 'hb'" in missing.stderr
+
+
+def test_dashboard_page_actions_and_metrics(app: durq.App, redis_url: str) -> None:
+    app.schedule("hb", "tick", every=30, args=("log",))
+    app.sync_schedules()
+    q = app.default_queue
+    # the shared server holds every test's queues: cover them all, not the first 200
+    live = LiveServer(create_app(redis_url, max_queues=10_000)).start()
+    with httpx.Client(base_url=live.url) as client:
+        page = client.get("/schedules")
+        assert page.status_code == 200
+        assert "hb" in page.text and "every 30 s" in page.text
+        token = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert token is not None
+        form = {"q": q, "s": "hb", "action": "pause"}
+        assert client.post("/schedules/action", data=form).status_code == 403  # no CSRF
+        done = client.post(
+            "/schedules/action", data={**form, "csrf": token.group(1)}, follow_redirects=False
+        )
+        assert done.status_code == 303
+        info = app.schedules.get("hb")
+        assert info is not None and info.paused
+        assert "Resume" in client.get("/schedules").text
+        metrics = client.get("/metrics").text
+        assert (
+            f'durq_schedule_ticks_total{{outcome="fired",queue="{q}",schedule="hb"}} 0.0' in metrics
+        )
+        assert f'durq_schedule_active{{queue="{q}",schedule="hb"}} 0.0' in metrics
+    live.stop()
+    live = LiveServer(create_app(redis_url, read_only=True)).start()
+    with httpx.Client(base_url=live.url) as client:
+        assert client.post("/schedules/action", data=form).status_code == 403
+    live.stop()
