@@ -32,6 +32,7 @@ from durq import App, AsyncQueue, InvalidArgument
 
 __all__ = [
     "ProtectedDashboard",
+    "close_dashboards",
     "dashboard",
     "get_app",
     "get_queue",
