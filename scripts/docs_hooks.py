@@ -33,9 +33,9 @@ def _undocumented(obj: Any, where: str) -> list[str]:
             if name.startswith("_") or member.is_alias:
                 continue
             is_property = "property" in getattr(member, "labels", set())
-            if member.kind is griffe.Kind.FUNCTION or is_property:
-                if not (member.docstring and member.docstring.value.strip()):
-                    missing.append(f"{where}.{name}")
+            documented = member.docstring and member.docstring.value.strip()
+            if (member.kind is griffe.Kind.FUNCTION or is_property) and not documented:
+                missing.append(f"{where}.{name}")
     return missing
 
 

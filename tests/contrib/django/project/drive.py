@@ -200,6 +200,14 @@ def scenario_enqueue_slow():
     return {"id": slow.enqueue(float(sys.argv[2])).id}
 
 
+def scenario_enqueue_many():
+    return {"ids": [add.enqueue(i, i).id for i in range(int(sys.argv[2]))]}
+
+
+def scenario_results():
+    return {"results": [describe(add.get_result(i)) for i in sys.argv[2:]]}
+
+
 def scenario_wait_running():
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
