@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test check demo bench screenshots clean ci
+.PHONY: venv install test check docs demo bench screenshots clean ci
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -22,12 +22,18 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
 check: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff format --check src tests examples
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
+
+# The documentation site (mkdocs.yml) into site/; `make check` builds it in strict mode,
+# where a broken link or a public name without a docstring fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build
 
 demo: $(STAMP)
 	$(BIN)/durq demo
@@ -42,5 +48,5 @@ bench: $(STAMP)
 ci: check test
 
 clean:
-	rm -rf $(VENV) build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-django6 site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -342,7 +342,8 @@ class App:
                 missed tick up to ``max_catch_up`` (``all``), or none (``none``).
             overlap: ``skip`` a tick while the previous run has not finished, or
                 ``allow`` it.
-            start_at, end_at: aware datetimes or epoch seconds bounding the ticks.
+            start_at: an aware datetime or epoch seconds: no tick before it.
+            end_at: an aware datetime or epoch seconds: no tick after it.
             enabled: False declares it paused.
             queue: the queue of its jobs (default: the task's).
 

@@ -14,6 +14,8 @@ from durq.errors import InvalidArgument
 __all__ = ["Backoff", "exponential", "fixed"]
 
 Backoff = Callable[[int], float]
+"""A retry delay: ``(attempt) -> seconds``, called with the number of the attempt that
+just failed (1 for the first)."""
 
 
 def exponential(

@@ -299,10 +299,12 @@ class Schedule:
 
     @property
     def start_ms(self) -> int:
+        """``start_at`` in epoch ms (0: none)."""
         return _epoch_ms(self.start_at, "start_at")
 
     @property
     def end_ms(self) -> int:
+        """``end_at`` in epoch ms (0: none)."""
         return _epoch_ms(self.end_at, "end_at")
 
     def timing(self) -> CronTiming:
@@ -400,6 +402,7 @@ class SyncReport:
     removed: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, status: str, name: str) -> None:
+        """Record ``name`` under ``status`` (created, changed, updated or unchanged)."""
         getattr(self, status).append(name)
 
 

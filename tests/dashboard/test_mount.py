@@ -9,7 +9,9 @@ import re
 from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
@@ -69,3 +71,55 @@ def test_mounted_under_a_prefix(redis_url: str, queue_name: str) -> None:
         assert queue_name in history.samples[-1].queues
     finally:
         server.stop()
+
+
+def test_mounted_behind_the_host_applications_own_auth(redis_url: str, queue_name: str) -> None:
+    """A FastAPI app's own login guards everything under the mount (pages, static files,
+    metrics, actions); a signed-in user gets the dashboard, CSRF-checked actions work."""
+    fastapi = pytest.importorskip("fastapi")
+    from durq.contrib.fastapi import dashboard, lifespan
+
+    app = durq.App(redis_url)
+    with app.queue(queue_name) as queue:
+        queue.enqueue({"n": 1}, id="dead-one")
+        job = queue.dequeue()
+        assert job is not None
+        queue.requeue(job, reason="boom", dead=True)
+
+    sessions = {"s3cret-session": "ada"}
+
+    def signed_in(request: Request) -> bool:  # the host's own rule, not a dashboard token
+        return sessions.get(request.cookies.get("session", "")) == "ada"
+
+    host = fastapi.FastAPI(lifespan=lifespan(app))
+
+    @host.post("/login")  # type: ignore[untyped-decorator]  # FastAPI's decorators are untyped
+    def login() -> PlainTextResponse:
+        response = PlainTextResponse("hello")
+        response.set_cookie("session", "s3cret-session")
+        return response
+
+    host.mount("/admin/durq", dashboard(app, auth=signed_in, max_queues=10_000))
+    server = LiveServer(host).start()
+    try:
+        with httpx.Client(base_url=server.url) as client:
+            for path in ("/admin/durq/", "/admin/durq/static/durq.css", "/admin/durq/metrics"):
+                assert client.get(path).status_code == 403, path
+            assert client.post("/admin/durq/queue/dead/purge").status_code == 403
+
+            client.post("/login")
+            dead = client.get(f"/admin/durq/queue/dead?q={queue_name}")
+            assert dead.status_code == 200
+            assert 'href="/admin/durq/static/durq.css"' in dead.text
+            token = re.search(r'name="csrf" value="([^"]+)"', dead.text)
+            assert token is not None
+            replayed = client.post(
+                "/admin/durq/queue/dead/replay",
+                data={"q": queue_name, "id": "dead-one", "csrf": token.group(1)},
+            )
+            assert replayed.status_code == 303
+            assert replayed.headers["location"].startswith("/admin/durq/queue/dead?")
+    finally:
+        server.stop()
+    assert getattr(app.queue(queue_name).job("dead-one"), "state", None) is durq.JobState.PENDING
+    app.close()

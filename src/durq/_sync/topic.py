@@ -35,8 +35,10 @@ class Topic:
 
     Args:
         name: the topic name (the rules of queue names, without '/').
-        url, client, namespace, serializer, max_payload_bytes, max_attempts,
-        enqueue_retry_for, durability: as for a queue.
+
+    The other arguments (``url``, ``client``, ``namespace``, ``serializer``,
+    ``max_payload_bytes``, ``max_attempts``, ``enqueue_retry_for``, ``durability``) are
+    those of a queue.
     """
 
     def __init__(

@@ -1,0 +1,1 @@
+"""A FastAPI application that enqueues durq tasks and mounts the dashboard."""

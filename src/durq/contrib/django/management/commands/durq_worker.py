@@ -1,0 +1,112 @@
+"""``python manage.py durq_worker``: run the Django tasks of a durq backend.
+
+The options are those of ``durq worker``; the App is the backend's, and the queues
+default to the backend's ``QUEUES``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import sys
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from durq.contrib.django import runner
+from durq.contrib.django.backend import DurqBackend
+from durq.contrib.django.compat import task_backends
+from durq.errors import DurqError
+from durq.logs import configure_logging
+from durq.metrics import WorkerMetrics, serve_metrics
+from durq.worker import Worker, WorkerConfig
+from durq.worker.supervisor import SLOT_ENV, Supervisor
+
+__all__ = ["Command"]
+
+
+class Command(BaseCommand):
+    """Runs Django tasks from durq's queues until SIGTERM or Ctrl-C (which drain)."""
+
+    help = (
+        "Run the Django tasks of a durq task backend. SIGTERM or Ctrl-C drains: no more "
+        "fetching, running tasks get --grace seconds, the rest go back to the queue."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        add = parser.add_argument
+        add("--backend", default="default", help="TASKS alias of the durq backend.")
+        add("-q", "--queue", dest="queues", action="append", default=[],
+            help="Queue to consume (repeatable). Default: the backend's QUEUES.")  # fmt: skip
+        add("-c", "--concurrency", type=int, default=20,
+            help="Tasks running at once per process, each in a thread (default 20).")  # fmt: skip
+        add("-p", "--processes", type=int, default=1,
+            help="Worker processes, kept running by a supervisor (default 1).")  # fmt: skip
+        add("--url", default=None, help="Redis URL (default: the backend's url option).")
+        add("--lease", type=float, default=None, help="Lease in seconds (default 30).")
+        add("--grace", type=float, default=25.0,
+            help="Seconds running tasks get to finish on SIGTERM/SIGINT (default 25).")  # fmt: skip
+        add("--prefetch", type=int, default=0, help="Jobs held beyond the concurrency.")
+        add("--burst", action="store_true", help="Exit once the queues are drained.")
+        add("--heartbeat", type=float, default=5.0, help="Seconds between heartbeats.")
+        add("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+        add("--log-format", default="text", choices=["text", "json"])
+        add("--metrics-port", type=int, default=None,
+            help="Serve Prometheus metrics on this port (process i of -p N: PORT+i).")  # fmt: skip
+        add("--metrics-host", default="0.0.0.0", help="Address of the metrics endpoint.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        configure_logging(options["log_level"], options["log_format"])
+        backend = task_backends[options["backend"]]
+        if not isinstance(backend, DurqBackend):
+            raise CommandError(f"TASKS[{options['backend']!r}] is not a durq backend")
+        queues = options["queues"] or sorted(backend.queues)
+        if not queues:
+            raise CommandError("the backend's QUEUES is empty: name queues with -q")
+        app = backend.durq_app
+        if options["url"]:
+            app.url = options["url"]
+        name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        try:
+            config = WorkerConfig(
+                queues=queues,
+                concurrency=options["concurrency"],
+                prefetch=options["prefetch"],
+                lease=options["lease"],
+                grace=options["grace"],
+                burst=options["burst"],
+                heartbeat=options["heartbeat"],
+                name=name,
+            )
+        except DurqError as exc:
+            raise CommandError(str(exc)) from None
+        if options["processes"] > 1:
+            argv = [sys.executable, sys.argv[0], "durq_worker", *_child_args(options)]
+            sys.exit(Supervisor(argv, options["processes"], burst=options["burst"]).run())
+        runner.worker_id = name  # the id Django's TaskResult.worker_ids shows
+        metrics = WorkerMetrics()
+        if options["metrics_port"] is not None:
+            slot = int(os.environ.get(SLOT_ENV, "0"))
+            serve_metrics(metrics, options["metrics_port"] + slot, options["metrics_host"])
+        asyncio.run(Worker(app, config, metrics=metrics).run())
+
+
+def _child_args(options: dict[str, Any]) -> list[str]:
+    """The command line of one child process: the same options, one process."""
+    out = ["--backend", options["backend"]]
+    for queue in options["queues"]:
+        out += ["-q", queue]
+    for flag in ("concurrency", "url", "lease", "grace", "prefetch", "heartbeat",
+                 "log_level", "log_format", "metrics_port", "metrics_host"):  # fmt: skip
+        if options[flag] is not None:
+            out += [f"--{flag.replace('_', '-')}", str(options[flag])]
+    if options["burst"]:
+        out.append("--burst")
+    if options.get("settings"):
+        out += ["--settings", options["settings"]]
+    if options.get("pythonpath"):
+        out += ["--pythonpath", options["pythonpath"]]
+    return out
