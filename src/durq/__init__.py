@@ -39,7 +39,8 @@ from durq.models import (
     QueueStats,
 )
 from durq.protocol.status import Status
-from durq.schedules import Schedule, ScheduleInfo, SyncReport
+from durq.schedule_control import SyncReport
+from durq.schedules import Schedule, ScheduleInfo
 from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
 
 __all__ = [

@@ -30,7 +30,8 @@ from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
 from durq.protocol.args import lease_ms
-from durq.schedules import Schedule, Schedules, SyncReport, declare
+from durq.schedule_control import Schedules, SyncReport, declare
+from durq.schedules import Schedule
 from durq.task import Call, JobHandle, Task, TaskConfig
 
 __all__ = ["App"]

@@ -1,4 +1,4 @@
-"""Cron evaluation (durq.schedules.CronTiming, on cronsim): DST in America/New_York and
+"""Cron evaluation (durq.cron.CronTiming, on cronsim): DST in America/New_York and
 Europe/Berlin, catch-up planning. These are the exact functions the refills and upserts
 use; the instant to evaluate from is an argument, so no clock needs faking."""
 
@@ -8,7 +8,7 @@ import itertools
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from durq.schedules import CronTiming
+from durq.cron import CronTiming
 
 
 def ms(text: str, tz: str) -> int:

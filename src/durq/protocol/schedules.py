@@ -46,7 +46,7 @@ _REFILL_BATCH = 20
 
 
 class TickSource(Protocol):
-    """Computes the ticks of a cron schedule (``durq.schedules.CronTiming``)."""
+    """Computes the ticks of a cron schedule (``durq.cron.CronTiming``)."""
 
     def ticks(self, after_ms: int, now_ms: int, keep_past: int) -> tuple[list[int], int, int]:
         """Ticks after ``after_ms``: of those at or before ``now_ms`` only the newest

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from durq._async.retry import retrying
+from durq.cron import timing_of
 from durq.protocol import schedules as ops
-from durq.schedules import SyncReport, timing_of
+from durq.schedule_control import SyncReport
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
-    from durq.schedules import Schedules
+    from durq.schedule_control import Schedules
 
 __all__ = ["ScheduleKeeper"]
 

@@ -1,0 +1,313 @@
+"""The schedules of an App at run time: syncing those declared in code into Redis, and
+pausing, resuming, removing, triggering and listing any schedule (``app.schedules``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from durq.cron import CronTiming
+from durq.errors import InvalidArgument
+from durq.keys import split_shard
+from durq.protocol import schedules as ops
+from durq.protocol.schedules import ScheduleInfo
+from durq.schedules import Schedule, pinned_queue
+from durq.task import Task, TaskOwner
+
+if TYPE_CHECKING:
+    from durq._async.sharded import AsyncShardedQueue
+    from durq._sync.queue import Queue
+    from durq._sync.sharded import ShardedQueue
+
+__all__ = ["ScheduleOwner", "Schedules", "SyncReport", "declare"]
+
+
+@dataclass
+class SyncReport:
+    """What ``app.sync_schedules()`` did, by schedule name."""
+
+    created: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: schedules declared in code earlier but not any more: (queue, name)
+    missing: list[tuple[str, str]] = field(default_factory=list)
+    removed: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, status: str, name: str) -> None:
+        """Record ``name`` under ``status`` (created, changed, updated or unchanged)."""
+        getattr(self, status).append(name)
+
+
+class ScheduleOwner(TaskOwner, Protocol):
+    """What schedules use of the App that declares them. Typed by this protocol rather
+    than by ``App``, which imports this module: no import circle."""
+
+    #: sharded queues by name, and their shard counts
+    shards: dict[str, int]
+    #: the App's schedules
+    schedules: Schedules
+
+    @property
+    def queues(self) -> list[str]:
+        """The queues of the registered tasks, sorted."""
+        ...
+
+    def shard_names(self, name: str) -> list[str]:
+        """The shard queues of ``name`` (``[name]`` when it is not sharded)."""
+        ...
+
+    def sharded_queue(self, name: str) -> ShardedQueue:
+        """The blocking ShardedQueue ``name``."""
+        ...
+
+    def async_sharded_queue(self, name: str) -> AsyncShardedQueue:
+        """The AsyncShardedQueue ``name``."""
+        ...
+
+
+class Schedules:
+    """The schedules of an App: those declared in code (``declared``) and runtime
+    control of any schedule by name (``app.schedules.pause("nightly")``). Every method
+    has an ``a``-prefixed asyncio twin."""
+
+    def __init__(self, app: ScheduleOwner) -> None:
+        self.app = app
+        self.declared: dict[str, Schedule] = {}
+
+    def add(self, schedule: Schedule) -> Schedule:
+        if schedule.name in self.declared:
+            raise InvalidArgument(f"schedule {schedule.name!r} is declared twice")
+        self.declared[schedule.name] = schedule
+        return schedule
+
+    # -- where schedules live
+
+    def queue_of(self, name: str, queue: str | None = None) -> str:
+        """The queue (or shard) holding schedule ``name``: its declared queue, else
+        ``queue``."""
+        if queue is None:
+            declared = self.declared.get(name)
+            if declared is None:
+                raise InvalidArgument(
+                    f"schedule {name!r} is not declared in this app: name its queue"
+                )
+            queue = declared.queue
+        return pinned_queue(queue, name, self.app.shards.get(queue, 0))
+
+    def _queues(self, queues: Sequence[str] | None) -> list[str]:
+        names = (
+            list(queues)
+            if queues is not None
+            else sorted({s.queue for s in self.declared.values()} | set(self.app.queues))
+        )
+        return [q for name in names for q in self.app.shard_names(name)]
+
+    def _plan(self, queues: Sequence[str] | None) -> dict[str, list[Schedule]]:
+        wanted = set(queues) if queues is not None else None
+        plan: dict[str, list[Schedule]] = {q: [] for q in self._queues(queues)}
+        for s in self.declared.values():
+            if wanted is None or s.queue in wanted:
+                plan.setdefault(self.queue_of(s.name), []).append(s)
+        return plan
+
+    @staticmethod
+    def _source(s: Schedule) -> CronTiming | None:
+        return s.timing() if s.cron is not None else None
+
+    # -- blocking
+
+    def sync(
+        self, queues: Sequence[str] | None = None, *, remove_missing: bool = False
+    ) -> SyncReport:
+        """Upsert the declared schedules (of ``queues``, default all) and report the
+        schedules declared in code before that are not any more; with
+        ``remove_missing`` remove them."""
+        report = SyncReport()
+        plan = self._plan(queues)
+        for base in {split_shard(queue)[0] for queue, declared in plan.items() if declared}:
+            # listed in the namespace, so `durq schedules list` and the dashboard see it
+            registered = (
+                self.app.sharded_queue(base) if base in self.app.shards else self.app.queue(base)
+            )
+            registered.register()
+        for queue, declared in plan.items():
+            q = self.app.queue(queue)
+            for s in declared:
+                report.add(q.run(ops.upsert(q.keys, s.row(), self._source(s))), s.name)
+            for info in self._stored(q):
+                if info.origin == "code" and info.name not in self.declared:
+                    report.missing.append((queue, info.name))
+                    if remove_missing and q.run(ops.control(q.keys, "remove", info.name)):
+                        report.removed.append((queue, info.name))
+        return report
+
+    @staticmethod
+    def _stored(q: Queue) -> list[ScheduleInfo]:
+        out: list[ScheduleInfo] = []
+        while True:
+            total, items = q.run(ops.list_page(q.keys, len(out), 1000))
+            out += items
+            if not items or len(out) >= total:
+                return out
+
+    def all(self, queue: str | None = None) -> list[ScheduleInfo]:
+        """Every schedule stored for ``queue`` (default: the app's queues), with state."""
+        out: list[ScheduleInfo] = []
+        for name in self._queues(None if queue is None else [queue]):
+            out += self._stored(self.app.queue(name))
+        return out
+
+    def get(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
+        """Schedule ``name`` as stored, or None."""
+        q = self.app.queue(self.queue_of(name, queue))
+        found = q.run(ops.get(q.keys, [name]))
+        return found[0] if found else None
+
+    def _control(self, action: str, name: str, queue: str | None) -> Any:
+        q = self.app.queue(self.queue_of(name, queue))
+        result = q.run(ops.control(q.keys, action, name))
+        if result is None:
+            raise KeyError(f"no schedule {name!r} in queue {q.name!r}")
+        return result
+
+    def pause(self, name: str, queue: str | None = None) -> None:
+        """Stop firing ticks until ``resume`` (a worker restart does not resume it)."""
+        self._control("pause", name, queue)
+
+    def resume(self, name: str, queue: str | None = None) -> float | None:
+        """Fire again from the next tick (the ticks of the pause are skipped); returns
+        the next tick's time, None if the schedule has ended."""
+        return self._control("resume", name, queue) or None
+
+    def remove(self, name: str, queue: str | None = None) -> None:
+        """Delete the schedule and its state (a worker whose code declares it creates it
+        again, as new)."""
+        self._control("remove", name, queue)
+
+    def trigger(self, name: str, queue: str | None = None) -> str:
+        """Enqueue the schedule's job now, besides its ticks; returns the job id."""
+        job_id: str = self._control("trigger", name, queue)
+        return job_id
+
+    # -- asyncio
+
+    async def async_sync(
+        self,
+        queues: Sequence[str] | None = None,
+        *,
+        remove_missing: bool = False,
+        client: Any = None,
+    ) -> SyncReport:
+        """``sync`` for asyncio code (workers call it on start, for their queues)."""
+        report = SyncReport()
+        plan = self._plan(queues)
+        for base in {split_shard(queue)[0] for queue, declared in plan.items() if declared}:
+            if base in self.app.shards:
+                await self.app.async_sharded_queue(base).register()
+            else:
+                await self.app.async_queue(base, client=client).register()
+        for queue, declared in plan.items():
+            q = self.app.async_queue(queue, client=client)
+            for s in declared:
+                report.add(await q.run(ops.upsert(q.keys, s.row(), self._source(s))), s.name)
+            offset, listed = 0, []
+            while True:
+                total, items = await q.run(ops.list_page(q.keys, offset, 1000))
+                listed += items
+                offset += len(items)
+                if not items or offset >= total:
+                    break
+            for info in listed:
+                if info.origin == "code" and info.name not in self.declared:
+                    report.missing.append((queue, info.name))
+                    if remove_missing and await q.run(ops.control(q.keys, "remove", info.name)):
+                        report.removed.append((queue, info.name))
+        return report
+
+    async def aget(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
+        """``get`` for asyncio code."""
+        q = self.app.async_queue(self.queue_of(name, queue))
+        found = await q.run(ops.get(q.keys, [name]))
+        return found[0] if found else None
+
+    async def _acontrol(self, action: str, name: str, queue: str | None) -> Any:
+        q = self.app.async_queue(self.queue_of(name, queue))
+        result = await q.run(ops.control(q.keys, action, name))
+        if result is None:
+            raise KeyError(f"no schedule {name!r} in queue {q.name!r}")
+        return result
+
+    async def apause(self, name: str, queue: str | None = None) -> None:
+        """``pause`` for asyncio code."""
+        await self._acontrol("pause", name, queue)
+
+    async def aresume(self, name: str, queue: str | None = None) -> float | None:
+        """``resume`` for asyncio code."""
+        return (await self._acontrol("resume", name, queue)) or None
+
+    async def aremove(self, name: str, queue: str | None = None) -> None:
+        """``remove`` for asyncio code."""
+        await self._acontrol("remove", name, queue)
+
+    async def atrigger(self, name: str, queue: str | None = None) -> str:
+        """``trigger`` for asyncio code."""
+        job_id: str = await self._acontrol("trigger", name, queue)
+        return job_id
+
+
+def declare(
+    app: ScheduleOwner,
+    name: str,
+    task: Task[Any, Any] | str,
+    *,
+    cron: str | None,
+    every: float | None,
+    tz: str | None,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None,
+    catch_up: str,
+    max_catch_up: int,
+    overlap: str,
+    start_at: datetime | float | None,
+    end_at: datetime | float | None,
+    enabled: bool,
+    queue: str | None,
+) -> Schedule:
+    """Validate and record one schedule of ``app`` (``App.schedule``)."""
+    if isinstance(task, str):
+        found = app.tasks.get(task)
+        if found is None:
+            raise InvalidArgument(f"schedule {name!r}: no task named {task!r} is registered")
+        task = found
+    if not isinstance(task, Task):
+        raise InvalidArgument(
+            f"schedule {name!r}: task must be a task of this app (declared with @app.task), "
+            f"got {task!r}"
+        )
+    if task.app is not app:
+        raise InvalidArgument(
+            f"schedule {name!r}: task {task.name!r} is not registered in this app"
+        )
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs or {}, Mapping):
+        raise InvalidArgument(f"schedule {name!r}: args must be a sequence, kwargs a mapping")
+    schedule = Schedule(
+        name=name,
+        task=task,
+        queue=queue or task.queue,
+        cron=cron,
+        every=every,
+        tz=tz,
+        args=tuple(args),
+        kwargs=dict(kwargs or {}),
+        catch_up=catch_up,
+        max_catch_up=max_catch_up,
+        overlap=overlap,
+        start_at=start_at,
+        end_at=end_at,
+        enabled=enabled,
+    )
+    return app.schedules.add(schedule)
