@@ -8,7 +8,8 @@ Starts ``P`` processes; each runs its share of ``n`` bodies (``bench/work.py``) 
 threads (``--style sync``), the way a worker with P processes of concurrency C runs
 them. The processes connect and warm up first, then start together at a common time;
 the rate is n / (the last one's end - that start). Prints one JSON line:
-``{"rate": ..., "seconds": ..., "n": ..., ...}``.
+``{"rate": ..., "seconds": ..., "cpu_us_per_job": ..., "n": ..., ...}`` (the CPU time
+of the processes over that window, per body).
 
 The orchestrator runs it through each peer's driver, so it uses that peer's redis-py.
 """
@@ -39,7 +40,7 @@ def _wait_until(t0: float) -> None:
         time.sleep(delay)
 
 
-def _child_sync(n: int, slots: int, body: str, t0: float) -> tuple[float, float]:
+def _child_sync(n: int, slots: int, body: str, t0: float) -> tuple[float, float, float]:
     fn = work.SYNC[body]
     args = (KEY,) if body == "io_redis" else ()
     left = [n]
@@ -57,14 +58,15 @@ def _child_sync(n: int, slots: int, body: str, t0: float) -> tuple[float, float]
     threads = [threading.Thread(target=loop) for _ in range(slots)]
     _wait_until(t0)
     start = time.time()
+    cpu = time.process_time()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return start, time.time()
+    return start, time.time(), time.process_time() - cpu
 
 
-async def _child_async(n: int, slots: int, body: str, t0: float) -> tuple[float, float]:
+async def _child_async(n: int, slots: int, body: str, t0: float) -> tuple[float, float, float]:
     fn = work.ASYNC[body]
     args = (KEY,) if body == "io_redis" else ()
     client = work.async_client()
@@ -80,18 +82,20 @@ async def _child_async(n: int, slots: int, body: str, t0: float) -> tuple[float,
 
     await asyncio.sleep(max(0.0, t0 - time.time()))
     start = time.time()
+    cpu = time.process_time()
     await asyncio.gather(*(loop() for _ in range(slots)))
     end = time.time()
+    cpu = time.process_time() - cpu
     await client.aclose()
-    return start, end
+    return start, end, cpu
 
 
 def child(args: argparse.Namespace) -> None:
     if args.style == "async":
-        start, end = asyncio.run(_child_async(args.n, args.slots, args.body, args.t0))
+        start, end, cpu = asyncio.run(_child_async(args.n, args.slots, args.body, args.t0))
     else:
-        start, end = _child_sync(args.n, args.slots, args.body, args.t0)
-    print(json.dumps({"start": start, "end": end}), flush=True)
+        start, end, cpu = _child_sync(args.n, args.slots, args.body, args.t0)
+    print(json.dumps({"start": start, "end": end, "cpu": cpu}), flush=True)
 
 
 def parent(args: argparse.Namespace) -> dict[str, object]:
@@ -132,6 +136,8 @@ def parent(args: argparse.Namespace) -> dict[str, object]:
     return {
         "rate": args.n / seconds,
         "seconds": seconds,
+        # CPU time the processes spent running the bodies, per body (µs)
+        "cpu_us_per_job": sum(s["cpu"] for s in spans) / args.n * 1e6,
         "n": args.n,
         "procs": args.procs,
         "slots": args.slots,

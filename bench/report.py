@@ -140,7 +140,8 @@ def work_section(results: dict[str, Any]) -> list[str]:
             "",
             f"Limit: {LIMIT_TEXT[scenario]}.",
             "",
-            "| Peer | Worker (processes × jobs at a time) | Jobs/s | Limit (jobs/s) | Of the limit |",
+            "| Peer | Worker (processes × jobs at a time) | Jobs/s | Limit (jobs/s) "
+            "| Of the limit |",
             "|---|---|---|---|---|",
         ]
         for p, e in sorted(rows, key=lambda pe: -(_rate(pe[1]) or 0)):

@@ -459,9 +459,7 @@ def measure_work(
         key = (procs, slots, style)
         if key not in bare_cache:
             runs = [
-                driver.call(
-                    "bare", 660, procs=procs, slots=slots, style=style, n=bare_n
-                )
+                driver.call("bare", 660, procs=procs, slots=slots, style=style, n=bare_n)
                 for _ in range(s.repeat)
             ]
             bare_cache[key] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}

@@ -9,7 +9,11 @@ and by the bare-body runner (``bench/bare.py``).
 
 Standard library and redis-py only (it runs in every peer's venv). Clients are made
 lazily, one per process (sync; redis-py's pool is thread-safe) or per event loop
-(async), and forgotten in a forked child.
+(async), and forgotten in a forked child. They use redis-py's defaults, as a new user's
+would: with redis-py 8 that is a 5 s socket timeout (each async command then runs its
+send under ``asyncio.wait_for``: one more Task per command) and at most 100 connections
+per asyncio pool, so an io_redis configuration runs at most 100 async jobs at a time
+per process (a 101st concurrent command fails with MaxConnectionsError).
 """
 
 from __future__ import annotations

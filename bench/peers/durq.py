@@ -50,6 +50,10 @@ def _build() -> dict[str, Any]:
         def lat(t: float) -> None:
             probe.started(t)
 
+        @app.task(queue=QUEUE)
+        async def noop_async() -> None:  # for bench/worker_profile.py
+            probe.done()
+
         # the "jobs that do real work" scenarios (bench/work.py), as async def and def
         @app.task(queue=QUEUE)
         async def io_redis_async() -> None:
@@ -79,6 +83,7 @@ def _build() -> dict[str, Any]:
             app=app,
             noop=noop,
             lat=lat,
+            noop_async=noop_async,
             io_redis_async=io_redis_async,
             io_redis_sync=io_redis_sync,
             io_sleep_async=io_sleep_async,
