@@ -35,6 +35,15 @@ ENV_URL = "BENCH_REDIS_URL"
 ENV_PROBE_SYNC = "BENCH_PROBE_SYNC"  # "1": write to Redis inside the task (fork-per-job workers)
 QUEUE = "bench"  # queue name used by every peer that lets us choose one
 
+# "Jobs that do real work" (bench/work.py): each drains jobs whose body does what the
+# name says; the rate is compared with a limit (see scenario_limit).
+SCENARIOS = ("io_redis", "io_sleep", "cpu")
+SCENARIO_TITLES = {
+    "io_redis": "datastore-bound: one Redis round trip per job",
+    "io_sleep": "I/O-bound: each job waits 10 ms",
+    "cpu": "CPU-bound: each job burns 2 ms of CPU in Python",
+}
+
 
 @dataclass(frozen=True)
 class PeerMeta:
@@ -142,6 +151,10 @@ class Settings:
     latency_n: int = 500
     latency_interval: float = 0.010
     memory_n: int = 100_000
+    # jobs per drain of each "real work" scenario, and bare bodies run for its limit
+    work_n: dict[str, int] = field(
+        default_factory=lambda: {"io_redis": 20_000, "io_sleep": 20_000, "cpu": 2_000}
+    )
 
     @classmethod
     def quick(cls, repeat: int = 1) -> Settings:
@@ -153,7 +166,24 @@ class Settings:
             drain_cap=10.0,
             latency_n=200,
             memory_n=10_000,
+            work_n={"io_redis": 5_000, "io_sleep": 5_000, "cpu": 1_000},
         )
+
+
+def scenario_limit(
+    scenario: str, procs: int, slots: int, cpus: int, bare_rate: float | None = None
+) -> float | None:
+    """The rate a worker of ``procs`` processes running ``slots`` jobs each could reach:
+    io_redis, the bare body at the same processes and concurrency (measured: bare.py);
+    io_sleep, one job per 10 ms per slot; cpu, 500 jobs/s (2 ms each) per core it can
+    use (one per process, at most the machine's)."""
+    if scenario == "io_redis":
+        return bare_rate
+    if scenario == "io_sleep":
+        return procs * slots * 100.0
+    if scenario == "cpu":
+        return min(procs, cpus) * 500.0
+    raise ValueError(scenario)
 
 
 # --------------------------------------------------------------------------- statistics

@@ -14,15 +14,21 @@ A peer module (``bench/peers/<module>.py``) provides a ``Peer`` class with:
     after_flush()                        # re-create state FLUSHALL removed (e.g. consumer groups)
     enqueue_single(n)                    # n calls of the single-job API, one at a time
     enqueue_bulk(n, batch)               # n jobs through the bulk API, `batch` jobs per call
-    fill(n)                              # queue n no-op jobs as fast as possible (untimed)
+    fill(n, kind="noop")                 # queue n jobs of a task (untimed): "noop", or a
+                                         # "real work" task named in WORK (bench/work.py)
     send_latency()                       # enqueue one latency job carrying time.time()
     queued() -> int                      # jobs waiting in Redis (sanity check)
     worker(mode) -> dict                 # {"argv": [[...], ...], "env": {...}, "desc": "..."}
     close()
 
 and module-level ``worker_specs()`` (every worker configuration by name: "default" plus
-the candidates of the 2-core sweep, ``run.py --tune``) and ``BEST`` (the name that
-``worker("best")`` uses, chosen from that sweep).
+the candidates of the 2-core sweep, ``run.py --tune``; each with ``procs`` processes
+running ``slots`` jobs at a time) and ``BEST`` (the name that ``worker("best")`` uses,
+chosen from that sweep). For the "jobs that do real work" scenarios: ``WORK``
+(scenario -> worker configuration, or a list of ``(label, task kind, configuration,
+style)`` for several variants), ``STYLE`` ("async" or "sync": how the peer's tasks run
+the body) and ``TUNE`` (scenario, or "noop" -> the configurations its sweep tries;
+durq: ``(task kinds, configurations)``).
 
 Any method may be a coroutine function; the driver runs it on one persistent loop.
 """
@@ -47,7 +53,7 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import ENV_URL, KEY_DONE, KEY_LAT, LOGS_DIR, percentile  # noqa: E402
+from common import ENV_URL, KEY_DONE, KEY_LAT, LOGS_DIR, SCENARIOS, percentile  # noqa: E402
 
 POLL = 0.002
 
@@ -193,6 +199,43 @@ class Driver:
 
     # ------------------------------------------------------------------ commands
 
+    def work_entries(self) -> dict[str, list[dict[str, Any]]]:
+        """WORK normalised: per scenario, the variants to drain and their settings."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        specs = self.mod.worker_specs()
+        for scenario, entry in getattr(self.mod, "WORK", {}).items():
+            variants = (
+                [("best", scenario, entry, self.mod.STYLE)] if isinstance(entry, str) else entry
+            )
+            out[scenario] = [
+                {
+                    "label": label,
+                    "task": task,
+                    "mode": mode,
+                    "style": style,
+                    "desc": specs[mode]["desc"],
+                    "procs": specs[mode]["procs"],
+                    "slots": specs[mode]["slots"],
+                }
+                for label, task, mode, style in variants
+            ]
+        return out
+
+    def tune_plan(self) -> dict[str, dict[str, Any]]:
+        """Per sweep ("noop" or a scenario): the task kinds drained and the configurations."""
+        specs = self.mod.worker_specs()
+        tune = getattr(self.mod, "TUNE", {})
+        plan = {}
+        for what in ("noop", *SCENARIOS):
+            entry = tune.get(what, tuple(specs) if what == "noop" else ())
+            kinds, names = entry if entry and isinstance(entry[0], tuple) else ((what,), entry)
+            if names:
+                plan[what] = {
+                    "tasks": list(kinds),
+                    "candidates": {k: specs[k]["desc"] for k in names},
+                }
+        return plan
+
     def cmd_hello(self) -> dict[str, Any]:
         versions = {}
         for dist in self.mod.DISTS:
@@ -212,6 +255,8 @@ class Driver:
             },
             "best": getattr(self.mod, "BEST", None),
             "candidates": {k: v["desc"] for k, v in self.mod.worker_specs().items()},
+            "tune": self.tune_plan(),
+            "work": self.work_entries(),
         }
 
     def cmd_setup(self) -> None:
@@ -252,10 +297,15 @@ class Driver:
             "fill_s": fill_s,
         }
 
-    def cmd_drain(self, mode: str, n: int, cap: float, run: int = 0) -> dict[str, Any]:
+    def cmd_drain(
+        self, mode: str, n: int, cap: float, run: int = 0, kind: str = "noop"
+    ) -> dict[str, Any]:
         self.flush()
         t0 = time.perf_counter()
-        self.call(self.peer.fill, n)
+        if kind == "noop":
+            self.call(self.peer.fill, n)
+        else:
+            self.call(self.peer.fill, n, kind)
         fill_s = time.perf_counter() - t0
         queued = self.call(self.peer.queued)
         if queued != n:
@@ -268,6 +318,7 @@ class Driver:
         result.update(
             {
                 "mode": mode,
+                "kind": kind,
                 "fill_s": fill_s,
                 "desc": self.worker_desc,
                 "loadavg": os.getloadavg()[0],
@@ -318,6 +369,18 @@ class Driver:
         finally:
             self.stop_worker()
         return {"runs": runs, "desc": self.worker_desc}
+
+    def cmd_bare(self, procs: int, slots: int, style: str, n: int) -> dict[str, Any]:
+        """The bare io_redis body, no queue, with this venv's redis-py (bench/bare.py)."""
+        self.flush()
+        argv = [sys.executable, str(BENCH_DIR / "bare.py"), "--procs", str(procs),
+                "--slots", str(slots), "--style", style, "--n", str(n)]  # fmt: skip
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        if out.returncode:
+            raise RuntimeError(f"bare.py failed ({out.returncode}): {out.stderr[-2000:]}")
+        result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+        result["loadavg"] = os.getloadavg()[0]
+        return result
 
     def cmd_stop(self) -> None:
         self.stop_worker()

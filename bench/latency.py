@@ -1,6 +1,6 @@
 """Where durq's pickup latency goes: round trips, thread hand-off, worker paths.
 
-    .venv/bin/python bench/latency.py [--runs 3] [--jobs 500]
+    .venv/bin/python bench/latency.py [--runs 3] [--jobs 500] [--no-floors] [--path DIR]
 
 On a fresh server (Valkey, no persistence): redis-py PING back to back and after 10 ms
 idle; a thread-pool hand-off after 10 ms idle; then one ``durq worker`` (defaults) and,
@@ -62,9 +62,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--no-floors", action="store_true", help="skip the PING/hand-off floors")
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        help="prepend to the worker's PYTHONPATH (repeatable): a scratch copy's src/ with a\n"
+        "prototype change, a --target dir with uvloop",
+    )
     args = parser.parse_args()
     with RedisServer(flavor="valkey") as server, tempfile.TemporaryDirectory() as tmp:
-        _floors(server.url)
+        if not args.no_floors:
+            _floors(server.url)
         out = Path(tmp) / "latency.txt"
         os.environ.update(BENCH_REDIS_URL=server.url, BENCH_LATENCY_OUT=str(out))
         sys.path.insert(0, str(HERE))
@@ -73,7 +82,7 @@ def main() -> None:
         worker = subprocess.Popen(
             [sys.executable, "-m", "durq", "worker", "latency_app:app", "-q", "latency",
              "--url", server.url, "--log-level", "error"],
-            env={**os.environ, "PYTHONPATH": str(HERE)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([*args.path, str(HERE)])},
         )  # fmt: skip
         try:
             time.sleep(2)  # the worker's start

@@ -45,9 +45,11 @@ from common import (
     LOGS_DIR,
     PEERS,
     ROOT_DIR,
+    SCENARIOS,
     PeerMeta,
     Settings,
     env_python,
+    scenario_limit,
     summary,
 )
 
@@ -289,7 +291,17 @@ class Driver:
 # --------------------------------------------------------------------------- per peer
 
 
-def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # noqa: C901
+def measure_peer(  # noqa: C901
+    meta: PeerMeta,
+    url: str,
+    s: Settings,
+    classic: bool = True,
+    scenarios: tuple[str, ...] = SCENARIOS,
+    variant: str | None = None,
+) -> dict[str, Any]:
+    """Measure one peer: the classic figures (enqueue, memory, drain, latency) unless
+    ``classic`` is false, then the "real work" ``scenarios`` (only the variants whose
+    label contains ``variant``, when given)."""
     res: dict[str, Any] = {
         "name": meta.name,
         "display": meta.display,
@@ -338,6 +350,7 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
                 return driver.proc.poll() is None
 
         enq_timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
+        alive = True
 
         def enqueue(kind: str) -> None:
             runs = []
@@ -349,8 +362,9 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
             res[f"enqueue_{kind}"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
             log(f"  enqueue {kind}: " + ", ".join(f"{r['rate']:,.0f}/s" for r in runs))
 
-        alive = step("enqueue single", lambda: enqueue("single"))
-        if alive and hello["bulk_api"]:
+        if classic:
+            alive = step("enqueue single", lambda: enqueue("single"))
+        if classic and alive and hello["bulk_api"]:
             alive = step("enqueue bulk", lambda: enqueue("bulk"))
 
         def memory() -> None:
@@ -361,7 +375,7 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
                 f"{r['keys']} keys, fill {r['fill_s']:.1f} s)"
             )
 
-        if alive:
+        if classic and alive:
             alive = step("memory", memory)
 
         def drain(mode: str) -> None:
@@ -385,10 +399,10 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
         # "default" and "best" are every peer's columns; a peer module may list more
         # configurations (ALSO) to measure in the same run, shown in its details
         also = [m for m in hello["modes"] if m not in ("default", "best")]
-        if also:
+        if also and classic:
             res["drain_also"] = also
         for mode in ("default", "best", *also):
-            if alive:
+            if alive and classic:
                 alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
 
         def latency() -> None:
@@ -410,8 +424,11 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
                 )
             )
 
-        if alive:
-            step("latency", latency)
+        if alive and classic:
+            alive = step("latency", latency)
+        if alive and scenarios:
+            res["work"] = {}
+            measure_work(driver, hello, s, res, scenarios, variant, step)
     except DriverError as exc:
         res["errors"].append(str(exc))
         log(f"  FAILED: {exc}")
@@ -422,11 +439,104 @@ def measure_peer(meta: PeerMeta, url: str, s: Settings) -> dict[str, Any]:  # no
     return res
 
 
+def measure_work(
+    driver: Driver,
+    hello: dict[str, Any],
+    s: Settings,
+    res: dict[str, Any],
+    scenarios: tuple[str, ...],
+    variant: str | None,
+    step: Any,
+) -> None:
+    """The "jobs that do real work" scenarios: drain ``s.work_n[scenario]`` jobs of the
+    scenario's task with each configured variant, and relate the rate to its limit."""
+    cpus = os.cpu_count() or 1
+    bare_cache: dict[tuple[int, int, str], Any] = {}
+    # at least ~1 s of bodies: shorter runs are dominated by the processes' start
+    bare_n = max(s.work_n["io_redis"], 20_000)
+
+    def bare(procs: int, slots: int, style: str) -> Any:
+        key = (procs, slots, style)
+        if key not in bare_cache:
+            runs = [
+                driver.call("bare", 660, procs=procs, slots=slots, style=style, n=bare_n)
+                for _ in range(s.repeat)
+            ]
+            bare_cache[key] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
+            log(
+                f"  bare io_redis body, {procs} process(es) x {slots} {style}: "
+                + ", ".join(f"{r['rate']:,.0f}/s" for r in runs)
+            )
+        return bare_cache[key]
+
+    for scenario in scenarios:
+        entries = hello.get("work", {}).get(scenario)
+        if not entries:
+            res["errors"].append(f"{scenario}: the peer module defines no WORK for it")
+            continue
+        out = res["work"].setdefault(scenario, [])
+        n = s.work_n[scenario]
+        for e in entries:
+            if variant and variant not in e["label"] and variant != e["mode"]:
+                continue
+            entry = dict(e)
+
+            def run_one(
+                entry: dict[str, Any] = entry,
+                scenario: str = scenario,
+                n: int = n,
+                out: list[dict[str, Any]] = out,
+            ) -> None:
+                runs = []
+                for i in range(s.repeat):
+                    timeout = 60 + n / 100 + s.drain_cap + 60
+                    r = driver.call(
+                        "drain",
+                        timeout,
+                        mode=entry["mode"],
+                        n=n,
+                        cap=s.drain_cap,
+                        run=i,
+                        kind=entry["task"],
+                    )
+                    runs.append(r)
+                    flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
+                    log(
+                        f"  {scenario} [{entry['label']}] #{i + 1}: {r['rate'] or 0:,.0f} jobs/s, "
+                        f"startup {r['startup_s'] or 0:.2f} s, drain {r['drain_s']:.2f} s{flag}"
+                    )
+                entry.update(
+                    runs=runs,
+                    rate=summary([r["rate"] for r in runs if r["rate"]]),
+                    complete=all(r["complete"] for r in runs),
+                )
+                bare_rate = None
+                if scenario == "io_redis":
+                    b = bare(entry["procs"], entry["slots"], entry["style"])
+                    entry["bare"] = b
+                    bare_rate = (b["rate"] or {}).get("median")
+                limit = scenario_limit(scenario, entry["procs"], entry["slots"], cpus, bare_rate)
+                entry["limit"] = limit
+                rate = (entry["rate"] or {}).get("median")
+                entry["ratio"] = rate / limit if rate and limit else None
+                if entry["ratio"] is not None:
+                    log(
+                        f"  {scenario} [{entry['label']}]: {rate:,.0f} jobs/s = "
+                        f"{entry['ratio'] * 100:.0f}% of its limit {limit:,.0f}/s "
+                        f"({entry['desc']})"
+                    )
+                out.append(entry)
+
+            if not step(f"{scenario} [{e['label']}]", run_one):
+                return
+
+
 # --------------------------------------------------------------------------- main
 
 
-def tune_peer(meta: PeerMeta, url: str, n: int, cap: float) -> dict[str, Any]:
-    """Drain n jobs once with every worker configuration the peer module lists."""
+def tune_peer(meta: PeerMeta, url: str, n: int, cap: float, what: str = "noop") -> dict[str, Any]:
+    """Drain n jobs once with every worker configuration the peer module lists for
+    ``what`` ("noop", or a scenario: then with each of its task kinds)."""
     res: dict[str, Any] = {"name": meta.name, "display": meta.display, "runs": {}, "errors": []}
     if meta.env is not None:
         err = ensure_env(ENVS_DIR / meta.env, meta.requirements)
@@ -436,20 +546,27 @@ def tune_peer(meta: PeerMeta, url: str, n: int, cap: float) -> dict[str, Any]:
     driver = Driver(meta, url)
     try:
         hello = driver.call("hello", 60)
-        res["best"] = hello["best"]
+        res["best"] = hello["best"] if what == "noop" else hello.get("work", {}).get(what)
         driver.call("setup", 60)
-        for name, desc in hello["candidates"].items():
-            try:
-                r = driver.call("drain", 60 + n / 100 + cap + 60, mode=name, n=n, cap=cap)
-            except DriverError as exc:
-                log(f"  {name}: FAILED {exc}")
-                res["errors"].append(f"{name}: {exc}")
-                if driver.proc.poll() is not None:
-                    break
-                continue
-            res["runs"][name] = r
-            flag = "" if r["complete"] else f" PARTIAL {r['done']}/{n}"
-            log(f"  {name:22s} {r['rate'] or 0:8,.0f} jobs/s  {desc}{flag}")
+        plan = hello["tune"].get(what) or {"tasks": [what], "candidates": {}}
+        if not plan["candidates"]:
+            res["errors"].append(f"no configurations listed for {what} (TUNE)")
+        for kind in plan["tasks"]:
+            for name, desc in plan["candidates"].items():
+                key = name if kind == what else f"{kind} {name}"
+                try:
+                    r = driver.call(
+                        "drain", 60 + n / 100 + cap + 60, mode=name, n=n, cap=cap, kind=kind
+                    )
+                except DriverError as exc:
+                    log(f"  {key}: FAILED {exc}")
+                    res["errors"].append(f"{key}: {exc}")
+                    if driver.proc.poll() is not None:
+                        return res
+                    continue
+                res["runs"][key] = r
+                flag = "" if r["complete"] else f" PARTIAL {r['done']}/{n}"
+                log(f"  {key:34s} {r['rate'] or 0:8,.0f} jobs/s  {desc}{flag}")
     except DriverError as exc:
         res["errors"].append(str(exc))
     finally:
@@ -461,8 +578,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument(
         "--peers",
+        "--only",
+        dest="peers",
         default=",".join(DEFAULT_PEERS),
         help=f"comma-separated, from: {', '.join(PEERS)} (default: all)",
+    )
+    p.add_argument(
+        "--scenario",
+        default=None,
+        help=f"run only these 'real work' scenarios (comma-separated, from: "
+        f"{', '.join(SCENARIOS)}, or 'all'),\nnot the enqueue/memory/drain/latency "
+        "figures nor the calibration; results go to\nbench/.logs/work-results.json "
+        "unless --out is given, and no report is rendered.\nWith --tune: sweep this "
+        "scenario's configurations instead of the no-op drain's",
+    )
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="with --scenario: only the variants whose label contains this text or\n"
+        "whose configuration is named so (durq: 'async def, 1 process', 'p2-c100', ...)",
+    )
+    p.add_argument("--work-n", type=int, default=None, help="jobs per scenario drain")
+    p.add_argument(
+        "--no-work", action="store_true", help="skip the 'real work' scenarios in a full run"
     )
     p.add_argument("--quick", action="store_true", help="small sizes, 1 repeat: a few minutes")
     p.add_argument(
@@ -498,7 +636,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901
     args = parse_args(argv)
     names = [n.strip() for n in args.peers.split(",") if n.strip()]
     unknown = [n for n in names if n not in PEERS]
@@ -508,6 +646,21 @@ def main(argv: list[str] | None = None) -> int:
     s = Settings.quick(args.repeat or 1) if args.quick else Settings(repeat=args.repeat or 3)
     if args.drain_cap is not None:
         s = dataclasses.replace(s, drain_cap=args.drain_cap)
+    scenarios: tuple[str, ...] = () if args.no_work else SCENARIOS
+    only_work = args.scenario is not None
+    if only_work:
+        asked = [x.strip() for x in args.scenario.split(",") if x.strip()]
+        scenarios = SCENARIOS if asked == ["all"] else tuple(asked)
+        bad = [x for x in scenarios if x not in SCENARIOS]
+        if bad:
+            print(f"unknown scenarios: {bad}; known: {list(SCENARIOS)}", file=sys.stderr)
+            return 2
+        if not args.tune:
+            args.no_calibration = args.no_report = True
+            if args.repeat is None and not args.quick:
+                s = dataclasses.replace(s, repeat=1)
+    if args.work_n is not None:
+        s = dataclasses.replace(s, work_n={k: args.work_n for k in SCENARIOS})
 
     from durq.dev.server import RedisServer
 
@@ -542,9 +695,14 @@ def main(argv: list[str] | None = None) -> int:
         }
         log(f"server: {server.flavor} {results['server']['version']} at {server.url}")
         if args.tune:
+            what = scenarios[0] if only_work else "noop"
+            results["tuned"] = what
             for name in names:
-                log(f"== tune {PEERS[name].display}")
-                results["peers"][name] = tune_peer(PEERS[name], server.url, args.tune_n, 30.0)
+                log(f"== tune {PEERS[name].display} ({what})")
+                n = args.tune_n
+                if only_work:  # half a scenario's drain per configuration, or --work-n
+                    n = s.work_n[what] if args.work_n else s.work_n[what] // 2
+                results["peers"][name] = tune_peer(PEERS[name], server.url, n, 30.0, what)
             args.no_report = True
         elif args.no_calibration:
             results["calibration"] = {"skipped": True, "note": "--no-calibration"}
@@ -557,7 +715,9 @@ def main(argv: list[str] | None = None) -> int:
             meta = PEERS[name]
             log(f"== {meta.display}")
             try:
-                results["peers"][name] = measure_peer(meta, server.url, s)
+                results["peers"][name] = measure_peer(
+                    meta, server.url, s, not only_work, scenarios, args.variant
+                )
             except Exception as exc:  # never let one peer stop the run
                 traceback.print_exc()
                 results["peers"][name] = {
@@ -573,7 +733,10 @@ def main(argv: list[str] | None = None) -> int:
         server.close()
     results["seconds"] = time.monotonic() - t_start
     results["loadavg_end"] = os.getloadavg()
-    out = Path(args.out or BENCH_DIR / ("tune.json" if args.tune else "results.json"))
+    default_out = BENCH_DIR / ("tune.json" if args.tune else "results.json")
+    if only_work:
+        default_out = LOGS_DIR / ("tune-work.json" if args.tune else "work-results.json")
+    out = Path(args.out or default_out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     log(f"wrote {out} ({results['seconds']:.0f} s in all)")

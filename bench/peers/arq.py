@@ -6,6 +6,7 @@ import os
 import time
 
 import probe
+import work
 from arq.connections import RedisSettings
 
 DISTS = ("arq", "redis", "hiredis")
@@ -20,18 +21,31 @@ async def lat(ctx, t):
     probe.started(t)
 
 
+async def io_redis(ctx):
+    await work.io_redis_async()
+
+
+async def io_sleep(ctx):
+    await work.io_sleep_async()
+
+
+async def cpu(ctx):
+    await work.cpu_async()
+
+
+FUNCTIONS = (noop, lat, io_redis, io_sleep, cpu)
 REDIS = RedisSettings.from_dsn(os.environ["BENCH_REDIS_URL"])
 
 
 class WorkerSettings:
     """arq defaults: max_jobs=10, poll_delay=0.5 s."""
 
-    functions = (noop, lat)
+    functions = FUNCTIONS
     redis_settings = REDIS
 
 
 def _settings(name, **options):
-    return type(name, (), {"functions": [noop, lat], "redis_settings": REDIS, **options})
+    return type(name, (), {"functions": list(FUNCTIONS), "redis_settings": REDIS, **options})
 
 
 # Candidates for the 2-core sweep (see worker_specs); names are importable by the arq CLI.
@@ -39,6 +53,7 @@ MJ100_P01 = _settings("MJ100_P01", max_jobs=100, poll_delay=0.01, keep_result=0)
 MJ50_P05 = _settings("MJ50_P05", max_jobs=50, poll_delay=0.05, keep_result=0)
 MJ200_P01 = _settings("MJ200_P01", max_jobs=200, poll_delay=0.01, keep_result=0)
 MJ10_P01 = _settings("MJ10_P01", max_jobs=10, poll_delay=0.01, keep_result=0)
+MJ500_P01 = _settings("MJ500_P01", max_jobs=500, poll_delay=0.01, keep_result=0)
 
 
 class Peer:
@@ -58,12 +73,13 @@ class Peer:
         for i in range(n):
             await enqueue("noop", i)
 
-    async def fill(self, n):
+    async def fill(self, n, kind="noop"):
         import asyncio
 
+        args = (lambda i: (i,)) if kind == "noop" else (lambda i: ())
         for start in range(0, n, 200):
             await asyncio.gather(
-                *(self.pool.enqueue_job("noop", i) for i in range(start, min(n, start + 200)))
+                *(self.pool.enqueue_job(kind, *args(i)) for i in range(start, min(n, start + 200)))
             )
 
     async def send_latency(self):
@@ -80,6 +96,26 @@ class Peer:
 
 
 BEST = "MJ100_P01-x1"
+# the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
+STYLE = "async"
+WORK = {"io_redis": "MJ100_P01-x2", "io_sleep": "MJ500_P01-x2", "cpu": "MJ10_P01-x2"}
+TUNE = {
+    "noop": (
+        "default",
+        "default-x2",
+        "MJ100_P01-x2",
+        "MJ50_P05-x2",
+        "MJ200_P01-x2",
+        "MJ10_P01-x2",
+        "MJ100_P01-x1",
+        "MJ100_P01-x3",
+    ),
+    # at most 100 jobs at a time per process: redis-py's asyncio pool refuses a 101st
+    # connection (MaxConnectionsError), see bench/work.py
+    "io_redis": ("MJ100_P01-x1", "MJ100_P01-x2", "MJ100_P01-x3"),
+    "io_sleep": ("MJ100_P01-x2", "MJ200_P01-x2", "MJ500_P01-x2"),
+    "cpu": ("MJ10_P01-x2", "MJ100_P01-x2", "MJ10_P01-x3"),
+}
 
 
 def worker_specs():
@@ -87,10 +123,14 @@ def worker_specs():
         "default": {
             "argv": [["arq", "peers.arq.WorkerSettings"]],
             "desc": "1 × `arq` with default settings (max_jobs 10, poll_delay 0.5 s)",
+            "procs": 1,
+            "slots": 10,
         },
         "default-x2": {
             "argv": [["arq", "peers.arq.WorkerSettings"]] * 2,
             "desc": "2 × `arq` with default settings",
+            "procs": 2,
+            "slots": 10,
         },
     }
     for name, k in (
@@ -100,11 +140,15 @@ def worker_specs():
         ("MJ10_P01", 2),
         ("MJ100_P01", 1),
         ("MJ100_P01", 3),
+        ("MJ10_P01", 3),
+        ("MJ500_P01", 2),
     ):
         cls = globals()[name]
         specs[f"{name}-x{k}"] = {
             "argv": [["arq", f"peers.arq.{name}"]] * k,
             "desc": f"{k} × `arq` with max_jobs {cls.max_jobs}, poll_delay {cls.poll_delay} s, "
             "keep_result 0",
+            "procs": k,
+            "slots": cls.max_jobs,
         }
     return specs

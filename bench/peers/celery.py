@@ -9,6 +9,7 @@ import os
 import time
 
 import probe
+import work
 from celery import Celery, group
 
 DISTS = ("celery", "kombu", "redis", "hiredis")
@@ -32,6 +33,24 @@ def lat(t):
     probe.started(t)
 
 
+@app.task(name="bench.io_redis")
+def io_redis():
+    work.io_redis_sync()
+
+
+@app.task(name="bench.io_sleep")
+def io_sleep():
+    work.io_sleep_sync()
+
+
+@app.task(name="bench.cpu")
+def cpu():
+    work.cpu_sync()
+
+
+TASKS = {"noop": noop, "io_redis": io_redis, "io_sleep": io_sleep, "cpu": cpu}
+
+
 class Peer:
     bulk_api = "group(...).apply_async()"
     bulk_note = "publishes each message with its own LPUSH (no pipelining); adds group metadata"
@@ -53,8 +72,13 @@ class Peer:
         for start in range(0, n, batch):
             group(noop.s(i) for i in range(start, min(n, start + batch))).apply_async()
 
-    def fill(self, n):
-        self.enqueue_single(n)
+    def fill(self, n, kind="noop"):
+        if kind == "noop":
+            self.enqueue_single(n)
+            return
+        delay = TASKS[kind].delay
+        for _ in range(n):
+            delay()
 
     def send_latency(self):
         lat.delay(time.time())
@@ -79,27 +103,62 @@ TUNED = [
 ]
 
 
+# the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
+STYLE = "sync"
+WORK = {
+    "io_redis": "threads-8-x2-tuned",
+    "io_sleep": "threads-64-x2-tuned",
+    "cpu": "prefork-2-tuned",
+}
+TUNE = {
+    "noop": (
+        "default",
+        "prefork-2",
+        "prefork-4-tuned",
+        "solo-x2-tuned",
+        "threads-8-x2-tuned",
+    ),
+    "io_redis": ("prefork-4-tuned", "threads-8-x2-tuned", "threads-16-x2-tuned"),
+    "io_sleep": ("threads-32-x2-tuned", "threads-64-x2-tuned", "prefork-16-tuned"),
+    "cpu": ("prefork-2-tuned", "solo-x2-tuned", "threads-8-x2-tuned"),
+}
+
+
 def worker_specs():
     base = ["celery", "-A", "peers.celery", "worker", "--loglevel", "WARNING"]
-    return {
+    tuned = " ".join(TUNED)
+    specs = {
         "default": {
             "argv": [[*base, "-c", "1"]],
             "desc": "`celery worker -c 1` (prefork pool, 1 child; other options default)",
+            "procs": 1,
+            "slots": 1,
         },
         "prefork-2": {
             "argv": [[*base, "-c", "2"]],
             "desc": "`celery worker -c 2` (prefork; the CLI default on 2 cores)",
-        },
-        "prefork-4-tuned": {
-            "argv": [[*base, "-c", "4", *TUNED]],
-            "desc": "`celery worker -c 4 " + " ".join(TUNED) + "`",
+            "procs": 2,
+            "slots": 1,
         },
         "solo-x2-tuned": {
             "argv": [[*base, "-P", "solo", *TUNED]] * 2,
-            "desc": "2 × `celery worker -P solo " + " ".join(TUNED) + "`",
-        },
-        "threads-8-x2-tuned": {
-            "argv": [[*base, "-P", "threads", "-c", "8", *TUNED]] * 2,
-            "desc": "2 × `celery worker -P threads -c 8 " + " ".join(TUNED) + "`",
+            "desc": f"2 × `celery worker -P solo {tuned}`",
+            "procs": 2,
+            "slots": 1,
         },
     }
+    for c in (2, 4, 16):
+        specs[f"prefork-{c}-tuned"] = {
+            "argv": [[*base, "-c", str(c), *TUNED]],
+            "desc": f"`celery worker -c {c} {tuned}`",
+            "procs": c,
+            "slots": 1,
+        }
+    for t in (8, 16, 32, 64):
+        specs[f"threads-{t}-x2-tuned"] = {
+            "argv": [[*base, "-P", "threads", "-c", str(t), *TUNED]] * 2,
+            "desc": f"2 × `celery worker -P threads -c {t} {tuned}`",
+            "procs": 2,
+            "slots": t,
+        }
+    return specs

@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 import probe
+import work
 
 DISTS = ("durq", "redis", "hiredis")
 NOTES = ["measures the working tree (editable install in .venv)"]
@@ -49,7 +50,47 @@ def _build() -> dict[str, Any]:
         def lat(t: float) -> None:
             probe.started(t)
 
-        _built.update(app=app, noop=noop, lat=lat)
+        @app.task(queue=QUEUE)
+        async def noop_async() -> None:  # for bench/worker_profile.py
+            probe.done()
+
+        # the "jobs that do real work" scenarios (bench/work.py), as async def and def
+        @app.task(queue=QUEUE)
+        async def io_redis_async() -> None:
+            await work.io_redis_async()
+
+        @app.task(queue=QUEUE)
+        def io_redis_sync() -> None:
+            work.io_redis_sync()
+
+        @app.task(queue=QUEUE)
+        async def io_sleep_async() -> None:
+            await work.io_sleep_async()
+
+        @app.task(queue=QUEUE)
+        def io_sleep_sync() -> None:
+            work.io_sleep_sync()
+
+        @app.task(queue=QUEUE)
+        async def cpu_async() -> None:
+            await work.cpu_async()
+
+        @app.task(queue=QUEUE)
+        def cpu_sync() -> None:
+            work.cpu_sync()
+
+        _built.update(
+            app=app,
+            noop=noop,
+            lat=lat,
+            noop_async=noop_async,
+            io_redis_async=io_redis_async,
+            io_redis_sync=io_redis_sync,
+            io_sleep_async=io_sleep_async,
+            io_sleep_sync=io_sleep_sync,
+            cpu_async=cpu_async,
+            cpu_sync=cpu_sync,
+        )
     return _built
 
 
@@ -79,9 +120,14 @@ class Peer:
         for start in range(0, n, batch):
             self.noop.enqueue_many([(i,) for i in range(start, min(n, start + batch))])
 
-    def fill(self, n: int) -> None:
+    def fill(self, n: int, kind: str = "noop") -> None:
         # enqueue_many stores the same jobs as enqueue.
-        self.enqueue_bulk(n, 1000)
+        if kind == "noop":
+            self.enqueue_bulk(n, 1000)
+            return
+        task = _build()[kind]
+        for start in range(0, n, 1000):
+            task.enqueue_many([() for _ in range(start, min(n, start + 1000))])
 
     def send_latency(self) -> None:
         self.lat.enqueue(time.time())
@@ -111,6 +157,33 @@ BEST = "p2-c100"
 ALSO = ("p1-c100",)
 
 
+# The "jobs that do real work" scenarios: (label, task, worker configuration, task style).
+# Both task styles, and for the datastore-bound one 1 and 2 processes (the issue's
+# targets compare both with the fastest peer). Chosen by `--tune --scenario S`.
+WORK = {
+    "io_redis": [
+        ("async def, 1 process", "io_redis_async", "p1-c100", "async"),
+        ("async def, 2 processes", "io_redis_async", "p2-c100", "async"),
+        ("def, 1 process", "io_redis_sync", "p1-c20", "sync"),
+        ("def, 2 processes", "io_redis_sync", "p2-c20", "sync"),
+    ],
+    "io_sleep": [
+        ("async def", "io_sleep_async", "p2-c500", "async"),
+        ("def", "io_sleep_sync", "p2-c200", "sync"),
+    ],
+    "cpu": [
+        ("async def", "cpu_async", "p2-c20", "async"),
+        ("def", "cpu_sync", "p2-c20", "sync"),
+    ],
+}
+# what `--tune --scenario S` drains: both task styles, with these configurations
+TUNE = {
+    "io_redis": (("io_redis_async", "io_redis_sync"), ("p1-c20", "p1-c100", "p2-c20", "p2-c100")),
+    "io_sleep": (("io_sleep_async", "io_sleep_sync"), ("p2-c100", "p2-c200", "p2-c500")),
+    "cpu": (("cpu_async", "cpu_sync"), ("p1-c20", "p2-c20", "p3-c50")),
+}
+
+
 def worker_specs() -> dict[str, dict[str, Any]]:
     url = os.environ["BENCH_REDIS_URL"]
     base = ["durq", "worker", "peers.durq:app", "-q", QUEUE, "--url", url, "--log-level", "warning"]
@@ -118,11 +191,26 @@ def worker_specs() -> dict[str, dict[str, Any]]:
         "default": {
             "argv": [[*base, "-p", "1"]],
             "desc": "`durq worker -p 1` (default concurrency 20)",
+            "procs": 1,
+            "slots": 20,
         },
     }
-    for p, c in ((1, 50), (1, 100), (2, 20), (2, 50), (2, 100), (3, 50)):
+    for p, c in (
+        (1, 20),
+        (1, 50),
+        (1, 100),
+        (2, 20),
+        (2, 50),
+        (2, 100),
+        (3, 50),
+        (2, 200),
+        (2, 500),
+        (1, 500),
+    ):
         specs[f"p{p}-c{c}"] = {
             "argv": [[*base, "-p", str(p), "-c", str(c)]],
             "desc": f"`durq worker -p {p} -c {c}`",
+            "procs": p,
+            "slots": c,
         }
     return specs

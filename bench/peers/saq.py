@@ -6,6 +6,7 @@ import os
 import time
 
 import probe
+import work
 from saq import Queue
 
 DISTS = ("saq", "redis", "hiredis")
@@ -22,10 +23,24 @@ async def lat(ctx, *, t):
     probe.started(t)
 
 
-settings = {"queue": queue, "functions": [noop, lat]}  # concurrency 10 (default)
-settings_c50 = {"queue": queue, "functions": [noop, lat], "concurrency": 50}
-settings_c200 = {"queue": queue, "functions": [noop, lat], "concurrency": 200}
-settings_c20 = {"queue": queue, "functions": [noop, lat], "concurrency": 20}
+async def io_redis(ctx):
+    await work.io_redis_async()
+
+
+async def io_sleep(ctx):
+    await work.io_sleep_async()
+
+
+async def cpu(ctx):
+    await work.cpu_async()
+
+
+FUNCTIONS = [noop, lat, io_redis, io_sleep, cpu]
+settings = {"queue": queue, "functions": FUNCTIONS}  # concurrency 10 (default)
+settings_c50 = {"queue": queue, "functions": FUNCTIONS, "concurrency": 50}
+settings_c200 = {"queue": queue, "functions": FUNCTIONS, "concurrency": 200}
+settings_c20 = {"queue": queue, "functions": FUNCTIONS, "concurrency": 20}
+settings_c500 = {"queue": queue, "functions": FUNCTIONS, "concurrency": 500}
 
 
 class Peer:
@@ -43,12 +58,13 @@ class Peer:
         for i in range(n):
             await enqueue("noop", i=i)
 
-    async def fill(self, n):
+    async def fill(self, n, kind="noop"):
         import asyncio
 
+        kwargs = (lambda i: {"i": i}) if kind == "noop" else (lambda i: {})
         for start in range(0, n, 200):
             await asyncio.gather(
-                *(queue.enqueue("noop", i=i) for i in range(start, min(n, start + 200)))
+                *(queue.enqueue(kind, **kwargs(i)) for i in range(start, min(n, start + 200)))
             )
 
     async def send_latency(self):
@@ -65,6 +81,15 @@ class Peer:
 
 
 BEST = "w2-c20"
+# the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
+STYLE = "async"
+WORK = {"io_redis": "w2-c50", "io_sleep": "w2-c200", "cpu": "w2-c10"}
+TUNE = {
+    "noop": ("default", "w2-c10", "w2-c20", "w2-c50", "w2-c200", "w3-c50", "w4-c50"),
+    "io_redis": ("w2-c20", "w2-c50", "w3-c50", "w4-c50"),
+    "io_sleep": ("w2-c50", "w2-c200", "w2-c500"),
+    "cpu": ("w2-c10", "w2-c20", "w3-c50"),
+}
 
 
 def worker_specs():
@@ -72,12 +97,16 @@ def worker_specs():
         "default": {
             "argv": [["saq", "peers.saq.settings", "--quiet"]],
             "desc": "`saq` defaults: 1 worker process, concurrency 10",
+            "procs": 1,
+            "slots": 10,
         }
     }
-    for w, c in ((2, 10), (2, 20), (2, 50), (2, 200), (3, 50), (4, 50)):
+    for w, c in ((2, 10), (2, 20), (2, 50), (2, 200), (3, 50), (4, 50), (2, 500)):
         name = "settings" if c == 10 else f"settings_c{c}"
         specs[f"w{w}-c{c}"] = {
             "argv": [["saq", f"peers.saq.{name}", "--quiet", "--workers", str(w)]],
             "desc": f"`saq --workers {w}` with concurrency {c}",
+            "procs": w,
+            "slots": c,
         }
     return specs

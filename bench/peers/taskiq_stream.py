@@ -9,6 +9,7 @@ import os
 import time
 
 import probe
+import work
 from taskiq_redis import RedisStreamBroker
 
 DISTS = ("taskiq", "taskiq-redis", "redis", "hiredis")
@@ -29,6 +30,24 @@ async def noop(i: int) -> None:
 @broker.task(task_name="lat")
 async def lat(t: float) -> None:
     probe.started(t)
+
+
+@broker.task(task_name="io_redis")
+async def io_redis() -> None:
+    await work.io_redis_async()
+
+
+@broker.task(task_name="io_sleep")
+async def io_sleep() -> None:
+    await work.io_sleep_async()
+
+
+@broker.task(task_name="cpu")
+async def cpu() -> None:
+    await work.cpu_async()
+
+
+TASKS = {"noop": noop, "io_redis": io_redis, "io_sleep": io_sleep, "cpu": cpu}
 
 
 class Peer:
@@ -52,11 +71,13 @@ class Peer:
         for i in range(n):
             await kiq(i)
 
-    async def fill(self, n):
+    async def fill(self, n, kind="noop"):
         import asyncio
 
+        task = TASKS[kind]
+        args = (lambda i: (i,)) if kind == "noop" else (lambda i: ())
         for start in range(0, n, 200):
-            await asyncio.gather(*(noop.kiq(i) for i in range(start, min(n, start + 200))))
+            await asyncio.gather(*(task.kiq(*args(i)) for i in range(start, min(n, start + 200))))
 
     async def send_latency(self):
         await lat.kiq(time.time())
@@ -73,11 +94,19 @@ class Peer:
 
 
 BEST = "w4-noparse"
+# the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
+STYLE = "async"
+WORK = {"io_redis": "w2-noparse", "io_sleep": "w2-noparse-mat500", "cpu": "w2-noparse"}
+TUNE = {
+    "io_redis": ("w2-noparse", "w3-noparse", "w4-noparse"),
+    "io_sleep": ("w2-noparse", "w2-noparse-mat500", "w4-noparse"),
+    "cpu": ("w2-noparse", "w3-noparse", "w4-noparse"),
+}
 
 
 def worker_specs():
     base = ["taskiq", "worker", f"{__name__}:broker", "--log-level", "WARNING"]
-    return {
+    specs = {
         "default": {
             "argv": [[*base, "--workers", "1"]],
             "desc": "`taskiq worker --workers 1` (other options default: max-async-tasks 100)",
@@ -103,3 +132,7 @@ def worker_specs():
             "desc": "`taskiq worker --workers 4 --no-parse`",
         },
     }
+    for name, spec in specs.items():  # processes, and async tasks at once in each
+        spec["procs"] = 1 if name == "default" else int(name.split("-")[0][1:])
+        spec["slots"] = 500 if name.endswith("mat500") else 100
+    return specs
