@@ -4,18 +4,24 @@ ARGV     triples (scope, name, value):
            scope 'queue': name is group_limit, dedup_window or dead_cap
            scope 'limit': name is a group, value its concurrency limit
            scope 'weight': name is a group, value the jobs it is served per turn
+           scope 'flow': name is rate, group_rate (value: a rate spec 'limit:per_ms:burst')
+             or max_active (flow control, lib/flow_settings.lua)
+           scope 'grate': name is a group, value its own rate spec
          value '' removes the setting (back to the default).
 Returns  OK
-Effects  a group whose limit was raised is offered to the rotation at once.
-Errors   DURQ_ARG for an unknown scope, DURQ_WRONGTYPE when a durq key holds another
+Effects  a group whose limit was raised is offered to the rotation at once; a change of
+         flow control wakes one idle consumer to plan again.
+Errors   DURQ_ARG for an unknown scope or flow setting, DURQ_WRONGTYPE when a durq key holds another
          Redis type; both before any change
 Cost     O(number of settings).
 ]]
 --- @include "lib/keys"
 --- @include "lib/offer"
 --- @include "lib/types"
+--- @include "lib/flow_settings"
 
-local hashes = {queue = K_CONF, limit = K_GLIMIT, weight = K_GWEIGHT}
+local hashes = {queue = K_CONF, limit = K_GLIMIT, weight = K_GWEIGHT,
+  flow = K_PREFIX .. 'flow', grate = K_PREFIX .. 'grate'}
 for i = 1, #ARGV, 3 do
   if not hashes[ARGV[i]] then
     return redis.error_reply('DURQ_ARG unknown setting scope ' .. ARGV[i])
@@ -23,6 +29,8 @@ for i = 1, #ARGV, 3 do
 end
 local problem = keys_error({'conf', 'glimit', 'gweight', 'gactive', 'groups', 'rr', 'rrset'})
 if problem then return wrongtype(problem) end
+local flow_problem = flow_settings_error(ARGV)
+if flow_problem then return flow_problem end
 for i = 1, #ARGV, 3 do
   local h = hashes[ARGV[i]]
   if ARGV[i + 2] == '' then
@@ -40,5 +48,6 @@ for i = 1, #ARGV, 3 do
     for j = 1, #top do group_offer(top[j]) end
   end
 end
+flow_settings_applied(ARGV)
 wake_if_needed()
 return 'OK'

@@ -5,6 +5,7 @@ KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+3i .. 4+3i], for job i: id, lease token, delay_ms (0: ready again now)
 Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Effects  under a max_active (flow control) one idle consumer is woken for the freed place.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
          goes back to included), before any change
 Cost     O(n) commands.
@@ -15,6 +16,7 @@ Cost     O(n) commands.
 --- @include "lib/lease"
 --- @include "lib/send_back"
 --- @include "lib/types"
+--- @include "lib/active_cap"
 
 local n = tonumber(ARGV[1])
 local problem = keys_error({'jobs', 'done', 'active', 'delayed', 'conf', 'gactive', 'glimit',
@@ -38,6 +40,7 @@ for i = 0, n - 1 do
   end
   out[#out + 1] = status
 end
+if n > 0 then cap_freed() end
 offer_touched()
 flush_counters()
 wake_if_needed()

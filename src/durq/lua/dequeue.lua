@@ -7,20 +7,25 @@ its free slots.
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: jobs wanted (>= 1)
 ARGV[2]  lease_ms (>= 1)
+ARGV[3]  consumer id (optional): names the idle consumer that may hold the flow-control
+         alarm (lib/park.lua); without it the consumer plans every wait itself
 Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, record_k}
          now and lease_deadline in server ms; records as in lib/record_layout.lua, already
          updated (state active, attempts and deliveries counted, dequeued_at = now).
          next_ms, when no job was handed out: ms until the next delayed job or schedule
          tick is due or the next lease expires (-1: none), so an idle consumer knows how
          long to block.
+         Under flow control (lib/flow_hooks.lua: rate limits, max_active, pauses) it also
+         counts when a parked group or the queue may start again, for the one consumer
+         that holds the alarm; a consumer leaving with jobs wakes another to take it.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
          (lib/types.lua). Records that cannot be read are quarantined as dead letters
          (reason corrupt_record), and jobs that cannot go back to a group whose keys hold
          another type are dead-lettered (reason corrupt_group: replay them once the keys
          are repaired), so the queue keeps working.
-Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of queue length
-         and of the number of groups and workers; plus O(1) per due schedule (O(cap)
-         for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
+Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
+         queue length and of the number of groups and workers; plus O(1) per due schedule
+         (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -32,6 +37,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX) commands, independent of qu
 --- @include "lib/group_room"
 --- @include "lib/group_pop"
 --- @include "lib/offer"
+--- @include "lib/flow"
 --- @include "lib/slots"
 --- @include "lib/make_ready"
 --- @include "lib/dead_letter"
@@ -205,6 +211,10 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   local counted = limited and g ~= ''
   if counted then quota = free_slots(g, quota) end
   if quota <= 0 then return 0, false end
+  if flow_ctl then
+    quota = flow_ctl.group_quota(g, quota, now)
+    if quota <= 0 then return 0, false, false, false, true end -- parked: over its rate
+  end
   local prio = 0
   if prioritized then
     prio = redis.pcall('ZCARD', ready_prio(g))
@@ -220,6 +230,7 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   end
   local got = 0
   if #ids > 0 then got = take(g, ids, now, deadline, out, hargs, zargs, counted) end
+  if flow_ctl then flow_ctl.group_started(g, got) end
   if garbage then return got, true, true end
   local more = prio > #ids
   if not more and #ids == quota then
@@ -236,6 +247,9 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
     end
   end
   if more and counted then more = free_slots(g, 1) > 0 end
+  if flow_ctl and flow_ctl.group_parked(g, more, now) then
+    return got, false, false, false, true -- parked: more ready, but its rate is spent
+  end
   return got, more, false, false
 end
 
@@ -246,10 +260,12 @@ local function serve(want, now, deadline, out)
   local skipped = 0 -- groups skipped in a row
   while handed < want and budget > 0 do
     local listed = redis.call('LLEN', K_RR)
-    if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none' then
+    if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
+        and not (flow_ctl and flow_ctl.only_parked_listed()) then
       -- K_RRSET (not empty, as it exists) lists the members of K_RR, so something else
       -- deleted K_RR: without a repair, the groups it listed would never be offered again
       redis.call('DEL', K_RRSET)
+      if flow_ctl then flow_ctl.relist_parked() end
       group_offer('')
       local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
       if type(named) == 'table' then
@@ -272,12 +288,12 @@ local function serve(want, now, deadline, out)
           if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
           if w < quota then quota = w end
         end
-        local got, more, garbage, restored = turn(g, quota, limited, prioritized, now,
-          deadline, out, hargs, zargs)
+        local got, more, garbage, restored, parked = turn(g, quota, limited, prioritized,
+          now, deadline, out, hargs, zargs)
         if restored then prioritized = true end
         handed = handed + got
         if garbage then skipped = skipped + 1 else skipped = 0 end
-        if more then keep[#keep + 1] = g else drop[#drop + 1] = g end
+        if more then keep[#keep + 1] = g elseif not parked then drop[#drop + 1] = g end
       end
     end
     for j = #front, 1, -1 do redis.call('LPUSH', K_RR, front[j]) end
@@ -305,6 +321,7 @@ local want = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local problem = keys_error({'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf',
   'rr', 'rrset', 'gactive', 'glimit', 'gweight'})
+problem = problem or flow_prepare()
 if problem then return wrongtype(problem) end
 local now = now_ms()
 local reclaimed = reclaim(now)
@@ -313,7 +330,7 @@ local ticked = schedules_due(now) -- periodic schedules (lib/schedules_due.lua)
 offer_touched()
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed = serve(want, now, deadline, out)
+local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out)
 if handed == 0 then
   if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0
     or ticked == SCHED_MAX then
@@ -322,10 +339,13 @@ if handed == 0 then
     out[3] = schedules_next(now, next_ms(now))
   end
 end
+if flow_ctl then out[3] = flow_ctl.finish(now, handed, out[3], ARGV[3] or '') end
 expire_done(now, EXPIRE_MAX)
 flush_counters()
 -- more groups are eligible: wake another consumer (only after progress, so that a
 -- skipped group cannot keep idle consumers spinning)
-if handed > 0 and redis.call('LLEN', K_RR) > 0 then need_wake = true end
+if handed > 0 and not (flow_ctl and flow_ctl.blocked()) and redis.call('LLEN', K_RR) > 0 then
+  need_wake = true
+end
 wake_if_needed()
 return out

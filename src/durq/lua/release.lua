@@ -8,7 +8,8 @@ Returns  {status_1, ..., status_n}: OK, LEASE_LOST (the lease expired and the jo
          handed out again, or it is no longer active), NOT_FOUND, CORRUPT.
          A refused item changes nothing.
 Effects  a released job's id stays taken until its dedup window (from its enqueue) ends;
-         a result is stored at <prefix>result:<id> (a one-element list) with its TTL.
+         a result is stored at <prefix>result:<id> (a one-element list) with its TTL;
+         under a max_active (flow control) one idle consumer is woken for the freed place.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
 Cost     O(n) commands.
 ]]
@@ -23,6 +24,7 @@ Cost     O(n) commands.
 --- @include "lib/expire_done"
 --- @include "lib/result"
 --- @include "lib/types"
+--- @include "lib/active_cap"
 
 local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
@@ -95,6 +97,7 @@ if #gone > 0 then
   redis.call('ZREM', K_ACTIVE, unpack(gone))
   for g, n in pairs(freed) do slot_add(g, -n) end
   count('completed', #gone)
+  cap_freed()
 end
 if missing then
   -- a finished job leaves a tombstone: its late holder lost the lease, the id is known

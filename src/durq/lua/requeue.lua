@@ -8,6 +8,7 @@ ARGV[3+6i .. 8+6i], for job i: id, lease token, delay_ms, reason (JSON), dead ('
          result ('' = none): stored like release's results if the job is dead-lettered,
          so a caller waiting for the result learns of the failure
 Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRUPT.
+Effects  under a max_active (flow control) one idle consumer is woken for the freed place.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
          goes back to included), before any change
 Cost     O(n) commands.
@@ -20,6 +21,7 @@ Cost     O(n) commands.
 --- @include "lib/send_back"
 --- @include "lib/result"
 --- @include "lib/types"
+--- @include "lib/active_cap"
 
 local result_ttl = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
@@ -54,6 +56,7 @@ for i = 0, n - 1 do
   end
   out[#out + 1] = status
 end
+if n > 0 then cap_freed() end
 offer_touched()
 flush_counters()
 wake_if_needed()
