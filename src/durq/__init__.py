@@ -28,6 +28,7 @@ from durq.errors import (
     PayloadRefused,
     PayloadTooLarge,
 )
+from durq.flow import FlowInfo, ParkedGroup, Rate, RateLimited
 from durq.models import (
     EnqueueResult,
     EnqueueStatus,
@@ -57,6 +58,11 @@ __all__ = [
     "Schedule",
     "ScheduleInfo",
     "SyncReport",
+    # flow control
+    "Rate",
+    "RateLimited",
+    "FlowInfo",
+    "ParkedGroup",
     # queues
     "AsyncQueue",
     "Queue",

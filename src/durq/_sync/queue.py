@@ -9,6 +9,7 @@ arguments that need the queue's defaults and drive the operations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from types import EllipsisType
 from typing import Any, TypeVar
 
 from redis import Redis
@@ -20,9 +21,10 @@ from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
+from durq.flow import FlowInfo, Rate
 from durq.keys import NamespaceKeys, QueueKeys
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import admin, lifecycle, namespace
+from durq.protocol import admin, flow, lifecycle, namespace
 from durq.protocol.args import delay_ms, lease_ms, new_ids, reason_json
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
@@ -367,7 +369,8 @@ class Queue:
     def check(self) -> list[str]:
         """The queue's keys that hold another Redis type than durq expects (written by
         something else); each makes calls fail with CorruptQueue until it is removed."""
-        return self._driver.run(admin.check(self.keys))
+        found = self._driver.run(admin.check(self.keys))
+        return found + self._driver.run(flow.check(self.keys))
 
     def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""
@@ -381,6 +384,10 @@ class Queue:
         dead_cap: int | None = None,
         limits: Mapping[str, int | None] | None = None,
         weights: Mapping[str, int | None] | None = None,
+        rate: Rate | EllipsisType | None = ...,
+        group_rate: Rate | EllipsisType | None = ...,
+        group_rates: Mapping[str, Rate | None] | None = None,
+        max_active: int | EllipsisType | None = ...,
     ) -> None:
         """Change settings shared by every client of this queue.
 
@@ -391,6 +398,14 @@ class Queue:
             dead_cap: dead letters kept at most (0: unlimited); evictions are counted.
             limits: per-group concurrency limits (None removes one).
             weights: per-group jobs served per turn (None removes one).
+            rate: at most this many job starts for the whole queue (a ``durq.Rate``;
+                None removes it). Flow control: see docs/flow-control.md.
+            group_rate: the rate of each named group that has none of its own (None
+                removes it).
+            group_rates: rates of single groups, overriding ``group_rate`` (None
+                removes one).
+            max_active: at most this many jobs of the queue leased at once, across all
+                workers (None removes the cap).
         """
         queue: dict[str, int | None] = {}
         if group_limit is not None:
@@ -399,8 +414,22 @@ class Queue:
             queue["dedup_window"] = delay_ms(dedup_window, "dedup_window")
         if dead_cap is not None:
             queue["dead_cap"] = dead_cap
+        settings: dict[str, flow.FlowSetting] = {}
+        if not isinstance(rate, EllipsisType):
+            settings["rate"] = rate
+        if not isinstance(group_rate, EllipsisType):
+            settings["group_rate"] = group_rate
+        if not isinstance(max_active, EllipsisType):
+            settings["max_active"] = max_active
+        flow_op = flow.configure(self.keys, settings, group_rates)  # checked before sending
         op = admin.configure(self.keys, queue=queue, limits=limits, weights=weights)
         self._driver.run(op)
+        self._driver.run(flow_op)
+
+    def limits(self, limit: int = 20) -> FlowInfo:
+        """Flow control at a glance: the limits, the current rate, pauses, and the
+        groups parked by their rate (the ``limit`` that start again first)."""
+        return self._driver.run(flow.flow_info(self.keys, limit))
 
     # -- for workers ------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from redis import Redis
 from durq import connection
 from durq._sync.queue import Queue
 from durq.errors import InvalidArgument
+from durq.flow import FlowInfo, merge_flow, shard_settings
 from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
 from durq.protocol import namespace
@@ -317,6 +318,14 @@ class ShardedQueue:
         return found if names else found[:limit]
 
     def configure(self, **settings: Any) -> None:
-        """Change shared settings on every shard (see ``Queue.configure``)."""
-        for shard in self.shards:
-            shard.configure(**settings)
+        """Change shared settings on every shard (see ``Queue.configure``). The
+        queue's ``rate`` and ``max_active`` are shared out among the shards, so they hold
+        for the whole queue (docs/flow-control.md, "Sharded queues")."""
+        count = len(self.shards)
+        shared = [shard_settings(settings, count, i) for i in range(count)]  # checked first
+        for shard, own in zip(self.shards, shared, strict=True):
+            shard.configure(**own)
+
+    def limits(self, limit: int = 20) -> FlowInfo:
+        """Flow control at a glance, the shards' states added up."""
+        return merge_flow(self.name, [shard.limits(limit) for shard in self.shards])

@@ -247,28 +247,39 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
     return jobs
 
 
-def dequeue_call(keys: QueueKeys, count: int, lease: float) -> ScriptCall:
-    """The script call behind one dequeue attempt (for pipelining with other calls)."""
-    return script_call("dequeue", keys, (positive_int("count", count), lease_ms(lease)))
+def dequeue_call(keys: QueueKeys, count: int, lease: float, consumer: str = "") -> ScriptCall:
+    """The script call behind one dequeue attempt (for pipelining with other calls).
+    ``consumer`` names a worker's consumer, which may then hold the flow-control alarm
+    (see src/durq/lua/lib/park.lua)."""
+    args: tuple[Arg, ...] = (positive_int("count", count), lease_ms(lease))
+    return script_call("dequeue", keys, (*args, consumer) if consumer else args)
 
 
 def fetch(
-    keys: QueueKeys, codec: PayloadCodec, count: int, lease: float
+    keys: QueueKeys, codec: PayloadCodec, count: int, lease: float, consumer: str = ""
 ) -> Op[tuple[list[Job], int, int]]:
     """One dequeue attempt for workers: the jobs, the ms until there may be more work
     (-1: nothing scheduled), and how many expired leases it reclaimed."""
-    reply = yield dequeue_call(keys, count, lease)
+    reply = yield dequeue_call(keys, count, lease, consumer)
     return parse_dequeue(reply, keys.name, codec), int(reply[2]), int(reply[3])
 
 
 def fetch_after_wait(
-    keys: QueueKeys, codec: PayloadCodec, count: int, lease: float, timeout: float
+    keys: QueueKeys,
+    codec: PayloadCodec,
+    count: int,
+    lease: float,
+    timeout: float,
+    consumer: str = "",
+    ring: str = "",
 ) -> Op[tuple[list[Job], int, int]]:
     """Block on the wake marker up to ``timeout`` seconds, then fetch (``fetch``): both in
     one round trip, so a job enqueued to an idle queue is in hand one round trip after
-    the enqueue (the server runs the fetch as soon as the wait ends)."""
-    block = Command(("BZPOPMIN", keys.wake, block_timeout(min(timeout, MAX_BLOCK))))
-    replies = yield Pipeline((block, dequeue_call(keys, count, lease)))
+    the enqueue (the server runs the fetch as soon as the wait ends). ``ring``: a marker
+    of this consumer's own (same slot) that also ends the wait."""
+    markers = (keys.wake, ring) if ring else (keys.wake,)
+    block = Command(("BZPOPMIN", *markers, block_timeout(min(timeout, MAX_BLOCK))))
+    replies = yield Pipeline((block, dequeue_call(keys, count, lease, consumer)))
     for reply in replies:
         if isinstance(reply, BaseException):
             raise reply
