@@ -172,7 +172,7 @@ class WorkerMetrics:
         """A job finished with outcome ``kind`` after ``seconds``."""
         key = (queue, task)
         self._run.observe(key, seconds)
-        if kind not in ("lost", "defer"):  # runs cut short or given back: no run time
+        if kind not in ("lost", "defer", "limited"):  # cut short or given back: no run time
             totals = self._totals_of(queue)
             totals[2] += 1
             totals[3] += seconds
@@ -184,7 +184,7 @@ class WorkerMetrics:
         elif kind == "dead":
             self._failed.inc(key)
             self._dead.inc(key)
-        elif kind == "defer":
+        elif kind in ("defer", "limited"):  # limited: durq.RateLimited
             self._deferred.inc(key)
 
     def reclaimed(self, queue: str, n: int) -> None:

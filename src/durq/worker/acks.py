@@ -9,7 +9,7 @@ from typing import Any
 
 from durq.keys import QueueKeys
 from durq.models import Job
-from durq.protocol import lifecycle
+from durq.protocol import flow, lifecycle
 from durq.protocol.calls import Op
 from durq.worker.executor import Outcome
 
@@ -60,6 +60,7 @@ class AckBuffer:
         done = [(j, o) for j, o in taken if o.kind == "done"]
         failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead")]
         deferred = [(j, o) for j, o in taken if o.kind == "defer"]
+        limited = [(j, o) for j, o in taken if o.kind == "limited"]
         out: list[tuple[str, list[Job], Op[Any]]] = []
         if done:
             results = [o.result for _, o in done]
@@ -83,4 +84,7 @@ class AckBuffer:
                     lifecycle.defer(keys, [(j, o.delay) for j, o in deferred]),
                 )
             )
+        if limited:
+            paused = [(j, o.delay, o.scope) for j, o in limited]
+            out.append(("rate_limited", [j for j, _ in limited], flow.rate_limited(keys, paused)))
         return out

@@ -15,6 +15,7 @@ from durq import tracing
 from durq.backoff import exponential
 from durq.context import set_current_job
 from durq.errors import PayloadError
+from durq.flow import RateLimited
 from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
 from durq.protocol.args import reason_json
@@ -35,11 +36,12 @@ _DEFAULT_BACKOFF = exponential()
 class Outcome:
     """What to tell the queue about a job."""
 
-    kind: Literal["done", "retry", "dead", "defer", "lost"]
+    kind: Literal["done", "retry", "dead", "defer", "limited", "lost"]
     result: bytes | None = None  # done: the stored result; dead: the stored error
     delay: float = 0.0
     reason: bytes = b""
     summary: str = ""  # one line for the log: what went wrong
+    scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
 
 
 def _safe_text(value: Any) -> str:
@@ -156,6 +158,8 @@ class Executor:
                 value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
             else:
                 value = await self.threads.run(task.fn, args, kwargs, timeout)
+        except RateLimited as exc:  # no attempt counted, however often (see flow.py)
+            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
             fields = {"reason": "retry_requested", "message": exc.reason}
             return self._failed(task, fields, job, exc.delay)

@@ -19,6 +19,7 @@ from durq.protocol import lifecycle, wake
 from durq.protocol.calls import MAX_BLOCK
 from durq.protocol.status import Status
 from durq.worker.acks import AckBuffer
+from durq.worker.alarm import Alarm
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity
 
@@ -27,6 +28,7 @@ __all__ = ["PumpOwner", "QueuePump"]
 log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError)
 _BURST_RECHECK = 0.5  # seconds
+_RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (worker.alarm)
 
 
 class PumpOwner(Protocol):
@@ -75,11 +77,13 @@ class QueuePump:
         self.lease = lease
         self.burst = burst
         self.acks = AckBuffer()
+        self.alarm = Alarm(queue)  # this consumer's id and its own wake marker
         self.changed = asyncio.Event()
         capacity.add_queue(queue.name, self.changed.set)
         self.drained = False  # burst mode: nothing ready, running or scheduled
         self._wait_armed = asyncio.Event()
         self._wait_timeout = MAX_BLOCK
+        self._wait_precise = False
         self._wait_want = 0  # jobs the waiter fetches when its wait ends
         self._in_wait = False  # the waiter's request is in flight: the pump does not fetch
         self._poked = False
@@ -100,7 +104,7 @@ class QueuePump:
         try:
             await self._loop()
         finally:
-            await cancel_and_wait(waiter)
+            await cancel_and_wait(waiter, *self.alarm.pending())
 
     async def _loop(self) -> None:
         while True:
@@ -173,6 +177,7 @@ class QueuePump:
             # wakes this wait when they do: look again soon
             limit = min(limit, _BURST_RECHECK)
         self._wait_timeout = limit if next_ms < 0 else min(max(next_ms / 1000, 0.001), limit)
+        self._wait_precise = 0 <= next_ms < limit * 1000  # work is due then (worker.alarm)
         self._wait_want = want
         self._wait_armed.set()
 
@@ -215,7 +220,11 @@ class QueuePump:
         sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
         batch = [op for _, _, op in sends]
         if want:
-            batch.append(lifecycle.fetch(self.queue.keys, self.queue.codec, want, self.lease))
+            batch.append(
+                lifecycle.fetch(
+                    self.queue.keys, self.queue.codec, want, self.lease, self.alarm.consumer
+                )
+            )
         results = await self.queue.run_all(batch)
         for (kind, jobs, _), result in zip(sends, results, strict=False):
             self._check_acks(kind, jobs, result)
@@ -309,10 +318,20 @@ class QueuePump:
         if want <= 0 or not self.capacity.open:
             await self.queue.run(wake.wait(self.queue.keys, min(self._wait_timeout, MAX_BLOCK)))
             return
+        # the server ends a blocking wait up to 1/hz s late: a local timer rings this
+        # consumer's own marker on time, and the server's timeout is only the fallback
+        timeout, precise = self._wait_timeout, self._wait_precise
         op = lifecycle.fetch_after_wait(
-            self.queue.keys, self.queue.codec, want, self.lease, self._wait_timeout
+            self.queue.keys,
+            self.queue.codec,
+            want,
+            self.lease,
+            timeout + _RING_FALLBACK if precise else timeout,
+            self.alarm.consumer,
+            self.alarm.ring_key if precise else "",
         )
-        jobs, next_ms, reclaimed = await self.queue.run(op)
+        async with self.alarm.ring_after(timeout if precise else None):
+            jobs, next_ms, reclaimed = await self.queue.run(op)
         if len(jobs) < want:
             self._emptied = next_ms
         self._fetched(jobs, reclaimed)
