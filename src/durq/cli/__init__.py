@@ -10,6 +10,7 @@ import click
 from durq._version import __version__
 from durq.cli.admin import dlq, doctor, enqueue, job, stats, workers
 from durq.cli.dashboard import dashboard
+from durq.cli.limits import limits
 from durq.cli.local import demo, server
 from durq.cli.schedules import schedules
 from durq.cli.worker import worker
@@ -51,6 +52,7 @@ def main() -> None:
 
 
 for command in (
-    worker, stats, workers, job, dlq, schedules, enqueue, doctor, dashboard, server, demo,
+    worker, stats, limits, workers, job, dlq, schedules, enqueue, doctor, dashboard, server,
+    demo,
 ):  # fmt: skip
     main.add_command(command)

@@ -21,6 +21,7 @@ from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.cli.common import load_app, namespace_option, url_option
+from durq.cli.flow_tables import flow_tables
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys
 from durq.models import JobInfo
@@ -126,12 +127,14 @@ def stats(
     if rate:
         time.sleep(1.0)
     group_rows: list[tuple[str, Any]] = []
+    flow_infos = []  # flow control of the queues that use it (durq limits)
     rows: dict[str, dict[str, Any]] = {}
     for name in names:
         with _queue(name, url, namespace) as q:
             s = q.stats() if rate else first[name]
             if top_groups:
                 group_rows += [(name, g) for g in q.groups(top_groups)]
+            flow_infos.append(q.limits())
         row = {col: getattr(s, col.replace("-", "_")) for col in (*_NOW, *_TOTALS)}
         if rate:
             elapsed = max(s.server_time - first[name].server_time, 1e-3)
@@ -163,6 +166,8 @@ def stats(
                 str(g.weight or "-"),
             )
         console.print(gt)
+    for flow_table in flow_tables([info for info in flow_infos if info.limited]):
+        console.print(flow_table)
 
 
 @click.command()

@@ -17,6 +17,7 @@ from durq import connection
 from durq.dashboard import actions, schedules, views
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
+from durq.dashboard.flow import flow_page
 from durq.dashboard.security import Guard
 from durq.dashboard.state import Dashboard
 from durq.errors import CorruptQueue
@@ -88,6 +89,7 @@ def create_app(
         Route("/queue", views.queue_page, name="queue"),
         Route("/queue/job", views.job_page, name="job"),
         Route("/queue/dead", views.dead_page, name="dead"),
+        Route("/queue/flow", flow_page, name="flow"),
         Route("/queue/dead/replay", actions.replay, methods=["POST"], name="replay"),
         Route("/queue/dead/purge", actions.purge, methods=["POST"], name="purge"),
         Route("/workers", views.workers_page, name="workers"),

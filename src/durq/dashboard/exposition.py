@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from durq.dashboard.data import WorkerEntry
+from durq.dashboard.flow import FlowCollector, flow_infos
 from durq.dashboard.schedules import schedule_metrics, schedules_of
 from durq.dashboard.state import dashboard_of
 from durq.models import QueueStats
@@ -121,6 +122,7 @@ async def metrics_endpoint(request: Request) -> Response:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot([stats[n] for n in names if n in stats], workers, total))
     registry.register(_Fixed(list(schedule_metrics(await schedules_of(dash)))))
+    registry.register(FlowCollector(await flow_infos(dash, [n for n in names if n in stats])))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )
