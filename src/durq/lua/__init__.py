@@ -35,6 +35,8 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "replay",
     "requeue",
     "stats",
+    "workflow_deliver",
+    "workflow_submit",
 )
 
 

@@ -3,6 +3,7 @@
 --- @include "lib/conf"
 --- @include "lib/slots"
 --- @include "lib/offer"
+--- @include "lib/fan_in_dead"
 
 local function enforce_dead_cap()
   local cap = get_conf().dead_cap
@@ -26,5 +27,6 @@ local function kill(id, r, now)
   r.flags = 0
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   count('dead_lettered', 1)
+  fan_in_dead(id, r, now)
   enforce_dead_cap()
 end
