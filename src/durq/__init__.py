@@ -40,6 +40,17 @@ from durq.models import (
 )
 from durq.protocol.status import Status
 from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
+from durq.workflows import (
+    Chain,
+    Group,
+    StepInfo,
+    WorkflowFailed,
+    WorkflowHandle,
+    WorkflowInfo,
+    chain,
+    group,
+    step_error,
+)
 
 __all__ = [
     # tasks
@@ -51,6 +62,16 @@ __all__ = [
     "Retry",
     "Task",
     "current_job",
+    # workflows
+    "Chain",
+    "Group",
+    "StepInfo",
+    "WorkflowFailed",
+    "WorkflowHandle",
+    "WorkflowInfo",
+    "chain",
+    "group",
+    "step_error",
     # queues
     "AsyncQueue",
     "Queue",

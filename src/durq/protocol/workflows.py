@@ -1,0 +1,370 @@
+"""Workflows as IO-free operations: compile a tree of steps into the arguments of
+``workflow_submit.lua``, deliver outbox entries, read a workflow's status.
+
+A workflow is a tree: steps (task calls) are the leaves, groups run their children in
+parallel and chains one after another. Compiling numbers the nodes depth first (1, 2,
+...), gives each node its *target* (what happens when it completes: count as a member
+of the enclosing group's barrier, start the next element of the enclosing chain, or end
+the workflow) and parks every step that does not start at once, with its payload split
+around the place where its input goes. The engine that runs it is in Lua
+(``lua/lib/fan_in.lua``); this module only prepares and reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import orjson
+
+from durq import lua
+from durq.errors import InvalidArgument
+from durq.keys import QueueKeys, vector_of, workflow_key
+from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
+from durq.protocol.record import STATE_NAMES, parse_record
+from durq.protocol.status import Status
+
+__all__ = [
+    "MAX_NODES",
+    "POLICIES",
+    "ChainSpec",
+    "Compiled",
+    "GroupSpec",
+    "NodeSpec",
+    "StepInfo",
+    "StepSpec",
+    "WorkflowInfo",
+    "compile_workflow",
+    "counters",
+    "deliver_call",
+    "entry_target",
+    "info",
+    "running",
+    "submit",
+]
+
+POLICIES = ("fail", "ignore", "wait")
+MAX_NODES = 100_000
+_SEP = b"\0"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One task call of a workflow, ready to be stored.
+
+    ``payload`` is the job payload (JSON) when the step gets no input; a step that gets
+    one (``mutable``) is ``head + input + tail``."""
+
+    queue: str
+    prefix: str
+    task: str
+    payload: bytes
+    head: bytes
+    tail: bytes
+    mutable: bool
+    group: str = ""
+    priority: int = 0
+    max_attempts: int = 5
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """Children run in parallel; the result is the list of their results, in order."""
+
+    children: tuple[NodeSpec, ...]
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """Children run one after another; each gets the previous one's result."""
+
+    children: tuple[NodeSpec, ...]
+
+
+NodeSpec: TypeAlias = StepSpec | GroupSpec | ChainSpec
+
+
+@dataclass
+class Compiled:
+    """The arguments of workflow_submit.lua, and what the client needs to know."""
+
+    home: str  # the home queue's prefix
+    home_queue: str
+    plan: Any
+    fields: list[tuple[str, Arg]] = field(default_factory=list)
+    bars: list[int] = field(default_factory=list)
+    by_queue: dict[str, list[int]] = field(default_factory=dict)
+    starts: list[tuple[str, int, StepSpec]] = field(default_factory=list)
+    steps: int = 0
+
+
+def _flatten(node: NodeSpec) -> NodeSpec:
+    """Chains inside chains are one chain; a chain of one element is that element."""
+    if isinstance(node, StepSpec):
+        return node
+    children = tuple(_flatten(c) for c in node.children)
+    if isinstance(node, ChainSpec):
+        flat: list[NodeSpec] = []
+        for c in children:
+            flat.extend(c.children if isinstance(c, ChainSpec) else (c,))
+        return flat[0] if len(flat) == 1 else ChainSpec(tuple(flat))
+    return GroupSpec(children)
+
+
+def _home(steps: list[StepSpec]) -> StepSpec:
+    """The home of a workflow: a queue of the slot (hash tag) that holds most of its
+    steps, so that most completions count in one script, without the outbox."""
+    tags = Counter(s.prefix.partition("{")[2].partition("}")[0] for s in steps)
+    best = max(tags.values())
+    return next(s for s in steps if tags[s.prefix.partition("{")[2].partition("}")[0]] == best)
+
+
+def _leaves(node: NodeSpec, out: list[StepSpec]) -> list[StepSpec]:
+    if isinstance(node, StepSpec):
+        out.append(node)
+    else:
+        for c in node.children:
+            _leaves(c, out)
+    return out
+
+
+def compile_workflow(root: NodeSpec) -> Compiled:
+    """Number the nodes, assign targets, park what does not start at once."""
+    root = _flatten(root)
+    steps = _leaves(root, [])
+    if len(steps) > MAX_NODES:
+        raise InvalidArgument(f"a workflow has at most {MAX_NODES} steps, not {len(steps)}")
+    home = _home(steps)
+    out = Compiled(home=home.prefix, home_queue=home.queue, plan=None)
+    counter = [0]
+
+    def walk(node: NodeSpec, parked: bool) -> tuple[int, list[int], Any]:
+        """Number ``node`` and its descendants; returns the index of the node whose
+        completion is ``node``'s (a chain's is its last element's), the leaves that
+        start it, and its plan. The caller sets that node's target."""
+        counter[0] += 1
+        n = counter[0]
+        if isinstance(node, StepSpec):
+            out.by_queue.setdefault(node.prefix, []).append(n)
+            out.steps += 1
+            if parked:
+                spec = _SEP.join(
+                    (
+                        node.prefix.encode(), node.group.encode(), b"%d" % node.priority,
+                        b"%d" % node.max_attempts, b"%d" % node.delay_ms,
+                        b"1" if node.mutable else b"0",
+                        node.head if node.mutable else node.payload,
+                        node.tail if node.mutable else b"",
+                    )
+                )  # fmt: skip
+                out.fields.append((f"p{n}", spec))
+            else:
+                out.starts.append((node.prefix, n, node))
+            plan = {"k": "step", "n": n, "task": node.task, "queue": node.queue, "p": node.prefix}
+            return n, [n], plan
+        if isinstance(node, GroupSpec):
+            out.bars.append(n)
+            members: list[int] = []
+            starts: list[int] = []
+            plans = []
+            for child in node.children:
+                done, first, plan = walk(child, parked)
+                out.fields.append((f"t{done}", f"m:{n}"))
+                members.append(done)
+                starts.extend(first)
+                plans.append(plan)
+            out.fields.append((f"B{n}", ",".join(map(str, members))))
+            out.fields.append((f"L{n}", ",".join(map(str, starts))))
+            return n, starts, {"k": "group", "n": n, "c": plans}
+        # a chain (numbered, though no field names it): element i completes into the
+        # start of element i + 1, which is that element's own node (a step, or a group
+        # whose L field lists its leaves: chains in chains were flattened)
+        walked = [walk(child, parked or i > 0) for i, child in enumerate(node.children)]
+        for (done, _, _), (nxt, _, _) in itertools.pairwise(walked):
+            out.fields.append((f"t{done}", f"s:{nxt}"))
+        return walked[-1][0], walked[0][1], {"k": "chain", "n": n, "c": [w[2] for w in walked]}
+
+    done, _first, out.plan = walk(root, False)
+    out.fields.append((f"t{done}", "e"))
+    return out
+
+
+def submit(
+    home: QueueKeys, workflow_id: str, policy: str, ttl_ms: int, compiled: Compiled
+) -> Op[bool]:
+    """Create the workflow (one script call in its home slot); False when a workflow
+    with this id exists already (nothing changed)."""
+    if policy not in POLICIES:
+        raise InvalidArgument(f"on_failure must be one of {', '.join(POLICIES)}, not {policy!r}")
+    args: list[Arg] = [
+        workflow_id,
+        policy,
+        ttl_ms,
+        orjson.dumps(compiled.plan),
+        orjson.dumps(compiled.by_queue),
+        ",".join(map(str, compiled.bars)),
+        len(compiled.fields),
+    ]
+    for name, value in compiled.fields:
+        args += (name, value)
+    args.append(len(compiled.starts))
+    for prefix, n, step in compiled.starts:
+        args += (prefix, n, step.group, step.priority, step.max_attempts, step.delay_ms,
+                 step.payload)  # fmt: skip
+    reply = yield ScriptCall(lua.load("workflow_submit"), home.vector, args)
+    return Status(reply[0]) is Status.CREATED
+
+
+def entry_target(entry: bytes) -> str:
+    """The prefix of the queue an outbox entry is for (its second field)."""
+    parts = entry.split(_SEP, 2)
+    if len(parts) < 3:
+        raise ValueError("not a workflow outbox entry")
+    return parts[1].decode()
+
+
+def deliver_call(entry: bytes) -> ScriptCall:
+    """The script call that applies outbox ``entry`` in its target slot."""
+    return ScriptCall(lua.load("workflow_deliver"), vector_of(entry_target(entry)), (entry,))
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One step of a workflow: its node number, task, queue, job id and state
+    (``waiting``: not started yet; ``cancelled``: it never ran, its workflow failed;
+    ``done``: finished and gone; else its job's state: pending, active, dead...)."""
+
+    node: int
+    task: str
+    queue: str
+    job_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    """A workflow as stored: ``state`` is running, completed or failed; ``waiting_on``
+    maps each open group (node) to how many of its members are still open; ``dead``
+    lists the steps whose death the workflow waits out (policy "wait")."""
+
+    id: str
+    queue: str
+    state: str
+    policy: str
+    created_at: float
+    finished_at: float | None
+    error: dict[str, Any] | None
+    steps: list[StepInfo]
+    waiting_on: dict[int, int]
+    dead: dict[int, Any]
+    plan: Any
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many steps are in each state."""
+        return dict(Counter(s.state for s in self.steps))
+
+
+def _walk_steps(plan: Any, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if plan.get("k") == "step":
+        out.append(plan)
+    for child in plan.get("c", ()):
+        _walk_steps(child, out)
+    return out
+
+
+def _bars(plan: Any, out: list[int]) -> list[int]:
+    if plan.get("k") == "group":
+        out.append(plan["n"])
+    for child in plan.get("c", ()):
+        _bars(child, out)
+    return out
+
+
+def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
+    """Read workflow ``workflow_id`` of home queue ``home`` (None if unknown or expired):
+    one round trip to its home, then one per queue of its steps."""
+    wk = workflow_key(home.prefix, workflow_id)
+    head = yield Command(
+        ("HMGET", wk, "state", "policy", "created", "finished", "error", "plan", "cancelled")
+    )
+    if head[0] is None:
+        return None
+    plan = orjson.loads(head[5] or b"{}")
+    leaves = _walk_steps(plan, [])
+    bars = _bars(plan, [])
+    state = head[0].decode()
+    parked: list[Any] = []
+    dead: dict[int, Any] = {}
+    open_counts: dict[int, int] = {}
+    if state == "running" and leaves:
+        fields = [f"p{s['n']}" for s in leaves] + [f"w{s['n']}" for s in leaves]
+        calls: list[Command | ScriptCall] = [Command(("HMGET", wk, *fields))]
+        calls += [Command(("SCARD", f"{wk}:o:{b}")) for b in bars]
+        replies = yield Pipeline(tuple(calls))
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        values = replies[0]
+        parked = values[: len(leaves)]
+        for s, reason in zip(leaves, values[len(leaves) :], strict=True):
+            if reason is not None:
+                dead[s["n"]] = orjson.loads(reason)
+        open_counts = {b: int(n) for b, n in zip(bars, replies[1:], strict=True) if int(n)}
+    else:
+        parked = [None] * len(leaves)
+    cancelled = set((head[6] or b"").decode().split(","))
+    # the steps' jobs, per queue (one slot per request)
+    by_queue: dict[str, list[int]] = {}
+    for i, s in enumerate(leaves):
+        by_queue.setdefault(s["p"], []).append(i)
+    states: list[str] = ["done"] * len(leaves)
+    for prefix, indexes in by_queue.items():
+        ids = [f"{workflow_id}.{leaves[i]['n']}" for i in indexes]
+        records = yield Command(("HMGET", prefix + "jobs", *ids))
+        for i, raw in zip(indexes, records, strict=True):
+            rec = parse_record(raw, errors="replace") if raw is not None else None
+            if parked[i] is not None:
+                states[i] = "waiting"
+            elif rec is not None:
+                states[i] = STATE_NAMES[rec.state]
+                if states[i] == "superseded":  # what cancelling a started step leaves
+                    states[i] = "cancelled"
+            elif str(leaves[i]["n"]) in cancelled:
+                states[i] = "cancelled"
+    steps = [
+        StepInfo(s["n"], s["task"], s["queue"], f"{workflow_id}.{s['n']}", states[i])
+        for i, s in enumerate(leaves)
+    ]
+    return WorkflowInfo(
+        id=workflow_id,
+        queue=home.name,
+        state=state,
+        policy=(head[1] or b"fail").decode(),
+        created_at=int(head[2] or 0) / 1000,
+        finished_at=int(head[3]) / 1000 if head[3] else None,
+        error=orjson.loads(head[4]) if head[4] else None,
+        steps=steps,
+        waiting_on=open_counts,
+        dead=dead,
+        plan=plan,
+    )
+
+
+def running(home: QueueKeys, limit: int = 100) -> Op[list[tuple[str, float]]]:
+    """The running workflows of home queue ``home``, oldest first: (id, started at)."""
+    reply = yield Command(("ZRANGE", home.prefix + "wfr", 0, limit - 1, "WITHSCORES"))
+    return [(reply[i].decode(), float(reply[i + 1]) / 1000) for i in range(0, len(reply), 2)]
+
+
+def counters(home: QueueKeys) -> Op[dict[str, int]]:
+    """The queue's workflow counters: started, completed, failed (as a home queue)."""
+    names = ("started", "completed", "failed")
+    reply = yield Command(("HMGET", home.prefix + "stats", *(f"wf_{n}" for n in names)))
+    return {n: int(v or 0) for n, v in zip(names, reply, strict=True)}
