@@ -298,29 +298,57 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
         return None
     plan = orjson.loads(head[5] or b"{}")
     leaves = _walk_steps(plan, [])
-    bars = _bars(plan, [])
     state = head[0].decode()
-    parked: list[Any] = []
+    parked: list[Any] = [None] * len(leaves)
     dead: dict[int, Any] = {}
     open_counts: dict[int, int] = {}
     if state == "running" and leaves:
-        fields = [f"p{s['n']}" for s in leaves] + [f"w{s['n']}" for s in leaves]
-        calls: list[Command | ScriptCall] = [Command(("HMGET", wk, *fields))]
-        calls += [Command(("SCARD", f"{wk}:o:{b}")) for b in bars]
-        replies = yield Pipeline(tuple(calls))
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-        values = replies[0]
-        parked = values[: len(leaves)]
-        for s, reason in zip(leaves, values[len(leaves) :], strict=True):
-            if reason is not None:
-                dead[s["n"]] = orjson.loads(reason)
-        open_counts = {b: int(n) for b, n in zip(bars, replies[1:], strict=True) if int(n)}
-    else:
-        parked = [None] * len(leaves)
+        parked, dead, open_counts = yield from _progress(wk, leaves, _bars(plan, []))
     cancelled = set((head[6] or b"").decode().split(","))
-    # the steps' jobs, per queue (one slot per request)
+    states = yield from _step_states(workflow_id, leaves, parked, cancelled)
+    return WorkflowInfo(
+        id=workflow_id,
+        queue=home.name,
+        state=state,
+        policy=(head[1] or b"fail").decode(),
+        created_at=int(head[2] or 0) / 1000,
+        finished_at=int(head[3]) / 1000 if head[3] else None,
+        error=orjson.loads(head[4]) if head[4] else None,
+        steps=[
+            StepInfo(s["n"], s["task"], s["queue"], f"{workflow_id}.{s['n']}", states[i])
+            for i, s in enumerate(leaves)
+        ],
+        waiting_on=open_counts,
+        dead=dead,
+        plan=plan,
+    )
+
+
+def _progress(
+    wk: str, leaves: list[dict[str, Any]], bars: list[int]
+) -> Op[tuple[list[Any], dict[int, Any], dict[int, int]]]:
+    """A running workflow's parked steps, dead steps waited for, open barriers."""
+    fields = [f"p{s['n']}" for s in leaves] + [f"w{s['n']}" for s in leaves]
+    calls: list[Command | ScriptCall] = [Command(("HMGET", wk, *fields))]
+    calls += [Command(("SCARD", f"{wk}:o:{b}")) for b in bars]
+    replies = yield Pipeline(tuple(calls))
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    values = replies[0]
+    dead = {
+        s["n"]: orjson.loads(reason)
+        for s, reason in zip(leaves, values[len(leaves) :], strict=True)
+        if reason is not None
+    }
+    open_counts = {b: int(n) for b, n in zip(bars, replies[1:], strict=True) if int(n)}
+    return values[: len(leaves)], dead, open_counts
+
+
+def _step_states(
+    workflow_id: str, leaves: list[dict[str, Any]], parked: list[Any], cancelled: set[str]
+) -> Op[list[str]]:
+    """Each step's state: from its job record, one request per queue (one slot each)."""
     by_queue: dict[str, list[int]] = {}
     for i, s in enumerate(leaves):
         by_queue.setdefault(s["p"], []).append(i)
@@ -333,28 +361,12 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
             if parked[i] is not None:
                 states[i] = "waiting"
             elif rec is not None:
-                states[i] = STATE_NAMES[rec.state]
-                if states[i] == "superseded":  # what cancelling a started step leaves
-                    states[i] = "cancelled"
+                # cancelling a started step leaves it superseded until dequeue passes
+                name = STATE_NAMES[rec.state]
+                states[i] = "cancelled" if name == "superseded" else name
             elif str(leaves[i]["n"]) in cancelled:
                 states[i] = "cancelled"
-    steps = [
-        StepInfo(s["n"], s["task"], s["queue"], f"{workflow_id}.{s['n']}", states[i])
-        for i, s in enumerate(leaves)
-    ]
-    return WorkflowInfo(
-        id=workflow_id,
-        queue=home.name,
-        state=state,
-        policy=(head[1] or b"fail").decode(),
-        created_at=int(head[2] or 0) / 1000,
-        finished_at=int(head[3]) / 1000 if head[3] else None,
-        error=orjson.loads(head[4]) if head[4] else None,
-        steps=steps,
-        waiting_on=open_counts,
-        dead=dead,
-        plan=plan,
-    )
+    return states
 
 
 def running(home: QueueKeys, limit: int = 100) -> Op[list[tuple[str, float]]]:

@@ -263,11 +263,15 @@ local function wf_reset_helpers()
 end
 
 -- Cancel a step of workflow wid in the queue K_* name (policy "fail"): only while it is
--- linked (not finished) and not started; like a superseded job, its id stays listed
--- and is skipped when dequeue reaches it.
+-- linked (not finished) and not running; like a superseded job, its id stays listed
+-- and is skipped when dequeue reaches it. A running step keeps its link: it finishes,
+-- and its release reports to the ended workflow, which ignores it.
 local function wf_cancel_one(wid, id, now)
-  if redis.call('HDEL', K_PREFIX .. WF_LINKS, id) == 0 then return end
+  local lk = K_PREFIX .. WF_LINKS
+  if redis.call('HEXISTS', lk, id) == 0 then return end
   local r = rec_decode(redis.call('HGET', K_JOBS, id))
+  if r and r.state == ST_ACTIVE then return end
+  redis.call('HDEL', lk, id)
   if not r or (r.state ~= ST_PENDING and r.state ~= ST_DELAYED) then return end
   local window_end = r.enq + get_conf().dedup_window
   if r.state == ST_DELAYED then
