@@ -23,6 +23,7 @@ See docs/workflows.md for the guarantees and the failure policies.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import reprlib
 import secrets
@@ -371,15 +372,17 @@ class _Builder:
                 f"{task.name}: payload is {len(payload)} bytes; the limit is "
                 f"{app.max_payload_bytes} (max_payload_bytes)"
             )
+        # the input goes first in the argument list: ["name",[<input>,args...],...]
         head = b"[" + orjson.dumps(task.name) + b",["
-        marked = orjson.dumps(build_call(task.name, [0, *args], call.kwargs, meta))
+        rest = payload[len(head) :]
+        tail = rest if rest.startswith(b"]") else b"," + rest
         return wf.StepSpec(
             queue=queue,
             prefix=keys.prefix,
             task=task.name,
             payload=payload,
             head=head,
-            tail=marked[len(head) + 1 :],
+            tail=tail,
             mutable=not call.immutable,
             group=o.group or "",
             priority=o.priority or 0,
@@ -392,8 +395,13 @@ class _Builder:
 
 
 def _hints(task: Task[Any, Any]) -> dict[str, Any]:
+    return _hints_of(task.fn)
+
+
+@functools.lru_cache(maxsize=1024)
+def _hints_of(fn: Any) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(task.fn)
+        return typing.get_type_hints(fn)
     except Exception:  # unresolvable annotations: nothing to check
         return {}
 

@@ -45,11 +45,11 @@ def test_a_group_of_1000_under_kills_calls_back_once(
     t = wapp.tasks
     n = 1000
     handle = (
-        durq.group([t["square"].s(log, i, 0.01) for i in range(n)])
+        durq.group([t["square"].s(log, i, 0.03) for i in range(n)])
         .then(t["collect"].s(log))
         .enqueue()
     )
-    fleet = _fleet(fleets, durq_cli, wapp.url, [wapp.default_queue]).killing(1.0)
+    fleet = _fleet(fleets, durq_cli, wapp.url, [wapp.default_queue], concurrency=4).killing(1.0)
     try:
         assert handle.result(120) == n
     except TimeoutError:

@@ -12,10 +12,14 @@ ARGV[1]  the entry, NUL-separated fields, the first naming the order:
                                          NUL-joined id, group, priority, max_attempts,
                                          delay_ms, link, payload
            X prefix wid id...            cancel the steps (policy "fail")
+           R home wid node continue      go on starting a large node (lib/fan_in.lua
+                                         wf_start); continue '1': push the next 'R'
+                                         when more remain ('0': the client sends them)
          home / prefix is KEYS[1]: the queue the entry is for
 Returns  'OK'
 Errors   DURQ_ARG for an entry of an unknown kind or for another slot
-Cost     C, D: O(1), plus the barrier's members when it fires; S, X: O(items)
+Cost     C, D: O(1), plus the barrier's members when it fires; S, X: O(items);
+         R: O(START_CHUNK)
 ]]
 --- @include "lib/status"
 --- @include "lib/fan_in"
@@ -35,6 +39,8 @@ elseif op == 'S' then
     wf_enqueue(f[2], {f[i], f[i + 6], tonumber(f[i + 4]), tonumber(f[i + 2]), tonumber(f[i + 3]),
       f[i + 1], f[i + 5]})
   end
+elseif op == 'R' then
+  wf_resume(f[2], f[3], f[4], f[5] == '1')
 elseif op == 'X' then
   for i = 4, #f do wf_cancel(f[2], f[3], f[i]) end
 else

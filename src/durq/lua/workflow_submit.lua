@@ -1,9 +1,14 @@
 --[[ workflow_submit: create a workflow in its home queue's slot and start its first steps.
-The whole workflow is written in this one call: its structure (lib/fan_in.lua), the
-open sets of its barriers, and its first steps, enqueued at once when their queue shares
-the home's slot and otherwise handed to the home queue's outbox (the other slots' starts
-are delivered from there at least once, by workflow_deliver.lua): a client that dies
-after this call leaves a workflow that runs to its end, one that dies before, none.
+The client sends, in one round trip: HSETs of the workflow's structure (lib/fan_in.lua:
+targets, barriers, parked steps) into a staging hash of its own (with a TTL), then this
+call, which makes the staging hash the workflow (RENAME, O(1)), creates the open sets
+of its barriers and starts the first of its first steps (enqueued at once when their
+queue shares the home's slot, else handed to the home queue's outbox, delivered from
+there at least once by workflow_deliver.lua), then, for a workflow with more first
+steps than START_CHUNK, 'R' orders of workflow_deliver that start the rest. Each call is
+short; this one is the commit: a client that dies before it leaves a staging hash that
+expires, one that dies after it a workflow that runs to its end (an outbox entry
+continues the first steps the client did not start).
 KEYS     the home queue's key vector (lib/keys.lua)
 ARGV[1]  wid: the workflow id (its steps' job ids are <wid>.<node>)
 ARGV[2]  policy: fail | ignore | wait
@@ -11,30 +16,32 @@ ARGV[3]  ttl_ms: how long the result and summary are kept once it ended
 ARGV[4]  plan: JSON, the structure as shown by status
 ARGV[5]  Q: JSON object, queue prefix -> the leaf nodes of that queue
 ARGV[6]  bars: the barrier nodes, comma separated
-ARGV[7]  f: number of structure fields; ARGV[8 .. 7+2f]: field, value (t<n>, L<x>, B<b>,
-         p<n>; see lib/fan_in.lua)
-ARGV[8+2f] s: number of steps started now; then 7 values per step: queue prefix, node,
-         group ('' = default), priority, max_attempts, delay_ms, payload (JSON)
+ARGV[7]  the staging hash holding the structure fields (t<n>, L<x>, B<b>, p<n>, L0)
 Returns  {CREATED} or {EXISTS} when a workflow with this id exists (or ended less than
          its ttl ago): nothing changed.
-Errors   none of its own; a step whose queue's keys hold another Redis type is handed to
-         the outbox, which retries it until they are repaired.
-Cost     O(fields + members + steps started) commands, in one call.
+Errors   DURQ_ARG when the staging hash is missing (it expired: submit again). A step
+         whose queue's keys hold another Redis type is handed to the outbox, which
+         retries it until they are repaired.
+Cost     O(barriers + members / 1000) commands, plus a few per START_CHUNK steps started.
 ]]
 --- @include "lib/status"
 --- @include "lib/fan_in"
 
-local wid, policy = ARGV[1], ARGV[2]
+local wid, policy, staged = ARGV[1], ARGV[2], ARGV[7]
 local wk = K_PREFIX .. 'wf:' .. wid
-if redis.call('EXISTS', wk) == 1 then return {S_EXISTS} end
+if redis.call('EXISTS', wk) == 1 then
+  redis.call('DEL', staged)
+  return {S_EXISTS}
+end
+if redis.call('EXISTS', staged) == 0 then
+  return redis.error_reply('DURQ_ARG the staged workflow ' .. wid .. ' is gone: submit again')
+end
 local now = now_ms()
 wf_now = now
+redis.call('RENAME', staged, wk)
+redis.call('PERSIST', wk)
 redis.call('HSET', wk, 'state', 'running', 'policy', policy, 'ttl', ARGV[3], 'created', now,
   'plan', ARGV[4], 'Q', ARGV[5], 'bars', ARGV[6])
-local f = tonumber(ARGV[7])
-for i = 8, 7 + 2 * f, 1000 do
-  redis.call('HSET', wk, unpack(ARGV, i, math.min(i + 999, 7 + 2 * f)))
-end
 for b in string.gmatch(ARGV[6], '[^,]+') do
   local members = wf_split(redis.call('HGET', wk, 'B' .. b), ',')
   for c = 1, #members, 1000 do
@@ -43,12 +50,6 @@ for b in string.gmatch(ARGV[6], '[^,]+') do
 end
 redis.call('ZADD', K_PREFIX .. 'wfr', now, wid)
 redis.pcall('HINCRBY', K_STATS, 'wf_started', 1)
-local s0 = 8 + 2 * f
-for i = 0, tonumber(ARGV[s0]) - 1 do
-  local b = s0 + 1 + 7 * i
-  wf_enqueue(ARGV[b], {wid .. '.' .. ARGV[b + 1], ARGV[b + 6], tonumber(ARGV[b + 5]),
-    tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), ARGV[b + 2],
-    wf_link(K_PREFIX, wid, ARGV[b + 1], policy)})
-end
+wf_start(K_PREFIX, wid, wk, '0', nil, true)
 fan_in_flush()
 return {S_CREATED}

@@ -13,6 +13,7 @@ around the place where its input goes. The engine that runs it is in Lua
 from __future__ import annotations
 
 import itertools
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -47,6 +48,9 @@ __all__ = [
 
 POLICIES = ("fail", "ignore", "wait")
 MAX_NODES = 100_000
+START_CHUNK = 500  # steps started per script call (lua/lib/fan_in.lua)
+_STAGE_FIELDS = 1000  # structure fields per HSET of a submission
+_STAGE_TTL_MS = 600_000
 _SEP = b"\0"
 
 
@@ -97,7 +101,7 @@ class Compiled:
     fields: list[tuple[str, Arg]] = field(default_factory=list)
     bars: list[int] = field(default_factory=list)
     by_queue: dict[str, list[int]] = field(default_factory=dict)
-    starts: list[tuple[str, int, StepSpec]] = field(default_factory=list)
+    first: list[int] = field(default_factory=list)  # the steps that start at once
     steps: int = 0
 
 
@@ -141,7 +145,7 @@ def compile_workflow(root: NodeSpec) -> Compiled:
     out = Compiled(home=home.prefix, home_queue=home.queue, plan=None)
     counter = [0]
 
-    def walk(node: NodeSpec, parked: bool) -> tuple[int, list[int], Any]:
+    def walk(node: NodeSpec, later: bool) -> tuple[int, list[int], Any]:
         """Number ``node`` and its descendants; returns the index of the node whose
         completion is ``node``'s (a chain's is its last element's), the leaves that
         start it, and its plan. The caller sets that node's target."""
@@ -150,19 +154,18 @@ def compile_workflow(root: NodeSpec) -> Compiled:
         if isinstance(node, StepSpec):
             out.by_queue.setdefault(node.prefix, []).append(n)
             out.steps += 1
-            if parked:
-                spec = _SEP.join(
-                    (
-                        node.prefix.encode(), node.group.encode(), b"%d" % node.priority,
-                        b"%d" % node.max_attempts, b"%d" % node.delay_ms,
-                        b"1" if node.mutable else b"0",
-                        node.head if node.mutable else node.payload,
-                        node.tail if node.mutable else b"",
-                    )
-                )  # fmt: skip
-                out.fields.append((f"p{n}", spec))
-            else:
-                out.starts.append((node.prefix, n, node))
+            # every step is parked; those that start later get the input (if mutable)
+            mutable = later and node.mutable
+            spec = _SEP.join(
+                (
+                    node.prefix.encode(), node.group.encode(), b"%d" % node.priority,
+                    b"%d" % node.max_attempts, b"%d" % node.delay_ms,
+                    b"1" if mutable else b"0",
+                    node.head if mutable else node.payload,
+                    node.tail if mutable else b"",
+                )
+            )  # fmt: skip
+            out.fields.append((f"p{n}", spec))
             plan = {"k": "step", "n": n, "task": node.task, "queue": node.queue, "p": node.prefix}
             return n, [n], plan
         if isinstance(node, GroupSpec):
@@ -171,7 +174,7 @@ def compile_workflow(root: NodeSpec) -> Compiled:
             starts: list[int] = []
             plans = []
             for child in node.children:
-                done, first, plan = walk(child, parked)
+                done, first, plan = walk(child, later)
                 out.fields.append((f"t{done}", f"m:{n}"))
                 members.append(done)
                 starts.extend(first)
@@ -182,23 +185,34 @@ def compile_workflow(root: NodeSpec) -> Compiled:
         # a chain (numbered, though no field names it): element i completes into the
         # start of element i + 1, which is that element's own node (a step, or a group
         # whose L field lists its leaves: chains in chains were flattened)
-        walked = [walk(child, parked or i > 0) for i, child in enumerate(node.children)]
+        walked = [walk(child, later or i > 0) for i, child in enumerate(node.children)]
         for (done, _, _), (nxt, _, _) in itertools.pairwise(walked):
             out.fields.append((f"t{done}", f"s:{nxt}"))
         return walked[-1][0], walked[0][1], {"k": "chain", "n": n, "c": [w[2] for w in walked]}
 
-    done, _first, out.plan = walk(root, False)
+    done, out.first, out.plan = walk(root, False)
     out.fields.append((f"t{done}", "e"))
+    out.fields.append(("L0", ",".join(map(str, out.first))))  # started by the submit
     return out
 
 
 def submit(
     home: QueueKeys, workflow_id: str, policy: str, ttl_ms: int, compiled: Compiled
 ) -> Op[bool]:
-    """Create the workflow (one script call in its home slot); False when a workflow
-    with this id exists already (nothing changed)."""
+    """Create the workflow, in one round trip to its home slot: HSETs of its structure
+    into a staging hash, the commit (workflow_submit.lua), then one call per further
+    START_CHUNK first steps. False when a workflow with this id exists already (nothing
+    changed)."""
     if policy not in POLICIES:
         raise InvalidArgument(f"on_failure must be one of {', '.join(POLICIES)}, not {policy!r}")
+    wk = workflow_key(home.prefix, workflow_id)
+    staged = f"{wk}:new:{os.urandom(6).hex()}"  # this submission's own
+    calls: list[ScriptCall | Command] = []
+    for i in range(0, len(compiled.fields), _STAGE_FIELDS):
+        chunk = compiled.fields[i : i + _STAGE_FIELDS]
+        calls.append(Command(("HSET", staged, *(v for pair in chunk for v in pair))))
+        if not i:  # a client dying before the commit leaves nothing that stays
+            calls.append(Command(("PEXPIRE", staged, _STAGE_TTL_MS)))
     args: list[Arg] = [
         workflow_id,
         policy,
@@ -206,16 +220,20 @@ def submit(
         orjson.dumps(compiled.plan),
         orjson.dumps(compiled.by_queue),
         ",".join(map(str, compiled.bars)),
-        len(compiled.fields),
+        staged,
     ]
-    for name, value in compiled.fields:
-        args += (name, value)
-    args.append(len(compiled.starts))
-    for prefix, n, step in compiled.starts:
-        args += (prefix, n, step.group, step.priority, step.max_attempts, step.delay_ms,
-                 step.payload)  # fmt: skip
-    reply = yield ScriptCall(lua.load("workflow_submit"), home.vector, args)
-    return Status(reply[0]) is Status.CREATED
+    commit = len(calls)
+    calls.append(ScriptCall(lua.load("workflow_submit"), home.vector, args))
+    # the rest of the first steps, in calls of their own (no script runs long); if this
+    # client dies before they ran, the outbox entry the submit wrote continues them
+    resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0"))
+    more = (len(compiled.first) - 1) // START_CHUNK
+    calls += [deliver_call(resume) for _ in range(more)]
+    replies = yield Pipeline(tuple(calls))
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return Status(replies[commit][0]) is Status.CREATED
 
 
 def entry_target(entry: bytes) -> str:

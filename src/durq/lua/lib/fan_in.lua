@@ -23,6 +23,8 @@
 --   p<n>  the parked spec of leaf n, not started yet: NUL-separated queue prefix, group,
 --         priority, max attempts, delay ms, mutable ('1': the input goes first), payload
 --         head and tail (the input is spliced between them)
+--   L0    the first steps (started by the submit)
+--   c<x>, i<x>  where starting node x continues, and its input (large starts: wf_start)
 --   r<n>  the recorded result (JSON) of member n until its barrier fires
 --   w<n>  the reason of a dead member waited for (policy "wait")
 -- and <home prefix>wf:<wid>:o:<b>, the set of barrier b's open members. A member's
@@ -129,9 +131,12 @@ local function wf_fail(home, wid, wk, n, reason)
   local parked = {} -- never started: shown as cancelled
   if q then
     for prefix, leaves in pairs(cjson.decode(q)) do
+      local fields = {}
+      for i = 1, #leaves do fields[i] = 'p' .. tostring(leaves[i]) end
+      local specs = wf_hmget(wk, fields)
       for i = 1, #leaves do
         local leaf = tostring(leaves[i])
-        if redis.call('HEXISTS', wk, 'p' .. leaf) == 1 then
+        if specs[i] then
           parked[#parked + 1] = leaf
         else
           wf_cancel(prefix, wid, wid .. '.' .. leaf)
@@ -144,34 +149,59 @@ end
 
 local wf_target -- forward: member -> fire -> target -> member ...
 
--- Start node x of the workflow with input v (JSON): enqueue its parked leaves.
-local function wf_start(home, wid, wk, x, v)
+-- Start node x of the workflow with input v (JSON; nil: none, the first steps): enqueue
+-- its parked leaves, at most START_CHUNK per call so that no script runs long. The rest
+-- continues from a cursor (c<x>, with the input kept in i<x>): through an outbox entry
+-- ('R') when `continue` is set, or by the client's own calls right after a submit.
+local START_CHUNK = 500 -- durq.protocol.workflows.START_CHUNK
+local function wf_start(home, wid, wk, x, v, continue)
   local list = redis.call('HGET', wk, 'L' .. x)
   local leaves = list and wf_split(list, ',') or {x}
+  local from = 1
+  if #leaves > START_CHUNK then from = tonumber(redis.call('HGET', wk, 'c' .. x)) or 1 end
+  local to = math.min(from + START_CHUNK - 1, #leaves)
+  if from > to then return end
   local fields = {}
-  for i = 1, #leaves do fields[i] = 'p' .. leaves[i] end
+  for i = from, to do fields[#fields + 1] = 'p' .. leaves[i] end
   local specs = wf_hmget(wk, fields)
   local policy, taken = nil, {}
-  for i = 1, #leaves do
+  for i = 1, #fields do
     local spec = specs[i]
     if spec then
+      local leaf = leaves[from + i - 1]
       taken[#taken + 1] = fields[i]
       policy = policy or redis.call('HGET', wk, 'policy')
       local f = wf_split(spec, '\0')
-      local payload = f[7] .. (f[6] == '1' and v or '') .. f[8]
-      wf_enqueue(f[1], {wid .. '.' .. leaves[i], payload, tonumber(f[5]), tonumber(f[3]),
-        tonumber(f[4]), f[2], wf_link(home, wid, leaves[i], policy)})
+      local payload = f[7] .. ((f[6] == '1' and v) or '') .. f[8]
+      wf_enqueue(f[1], {wid .. '.' .. leaf, payload, tonumber(f[5]), tonumber(f[3]),
+        tonumber(f[4]), f[2], wf_link(home, wid, leaf, policy)})
     end
   end
   if #taken > 0 then wf_hdel(wk, taken) end
+  if to < #leaves then
+    redis.call('HSET', wk, 'c' .. x, to + 1)
+    if v then redis.call('HSET', wk, 'i' .. x, v) end
+    if continue then
+      outbox_push(WF_SELF, 'r:' .. wid .. '.' .. x .. ':' .. to,
+        table.concat({'R', home, wid, x, '1'}, '\0'), wf_now)
+    end
+  elseif from > 1 then
+    -- done: a late 'R' finds the cursor past the end (the field goes when it ends)
+    redis.call('HSET', wk, 'c' .. x, #leaves + 1)
+    redis.call('HDEL', wk, 'i' .. x)
+  end
 end
 
--- Member n of barrier b completed with v: counted once, by leaving the open set.
-local function wf_member(home, wid, wk, b, n, v)
-  local open = wk .. ':o:' .. b
-  if redis.call('SREM', open, n) == 0 then return end
-  redis.call('HSETNX', wk, 'r' .. n, v)
-  if redis.call('SCARD', open) > 0 then return end
+-- Continue starting node x (an 'R' order): with the input kept when it began.
+local function wf_resume(home, wid, x, continue)
+  local wk = home .. 'wf:' .. wid
+  if redis.call('HGET', wk, 'state') ~= 'running' then return end
+  wf_start(home, wid, wk, x, redis.call('HGET', wk, 'i' .. x), continue)
+end
+
+-- Barrier b has no open member left: its target runs with the members' results, in
+-- order, as a JSON list; the results are consumed (they travel on in that input).
+local function wf_fire(home, wid, wk, b)
   local members = wf_split(redis.call('HGET', wk, 'B' .. b) or '', ',')
   local fields = {}
   for i = 1, #members do fields[i] = 'r' .. members[i] end
@@ -179,28 +209,71 @@ local function wf_member(home, wid, wk, b, n, v)
   for i = 1, #members do
     if not values[i] then values[i] = 'null' end
   end
-  wf_hdel(wk, fields) -- the results are consumed: they travel on in the input
+  wf_hdel(wk, fields)
   wf_target(home, wid, wk, b, '[' .. table.concat(values, ',') .. ']')
 end
 
-wf_target = function(home, wid, wk, n, v)
-  local t = redis.call('HGET', wk, 't' .. n)
-  if not t then return end -- the workflow ended (or is unknown): nothing to count
+-- Member n of barrier b completed with v: counted once, by leaving the open set; only
+-- then is its result recorded. Returns true when it was counted now (the caller checks
+-- whether the set is empty: once per barrier and batch, see wf_completed_many).
+local function wf_member(wk, b, n, v)
+  if redis.call('SREM', wk .. ':o:' .. b, n) == 0 then return false end
+  redis.call('HSETNX', wk, 'r' .. n, v)
+  return true
+end
+
+local function wf_fire_if_done(home, wid, wk, b)
+  if redis.call('SCARD', wk .. ':o:' .. b) == 0 then wf_fire(home, wid, wk, b) end
+end
+
+-- Apply target t (the field t<n>) of node n with value v.
+local function wf_apply(home, wid, wk, n, t, v)
   local kind, arg = string.sub(t, 1, 1), string.sub(t, 3)
   if kind == 'm' then
-    wf_member(home, wid, wk, arg, n, v)
+    if wf_member(wk, arg, n, v) then wf_fire_if_done(home, wid, wk, arg) end
   elseif kind == 's' then
-    wf_start(home, wid, wk, arg, v)
+    wf_start(home, wid, wk, arg, v, true)
   else
     wf_end(home, wid, wk, v)
   end
 end
 
+wf_target = function(home, wid, wk, n, v)
+  local t = redis.call('HGET', wk, 't' .. n)
+  if t then wf_apply(home, wid, wk, n, t, v) end -- none: the workflow ended, or is unknown
+end
+
+-- Nodes of workflow wid (at home, in this slot) completed: items {node, value, waited}.
+-- One HMGET for their targets; members of one barrier are counted one by one (SREM,
+-- then HSETNX) and the barrier checked once.
+local function wf_completed_many(home, wid, items)
+  local wk = home .. 'wf:' .. wid
+  local fields, waited = {}, {}
+  for i = 1, #items do
+    fields[i] = 't' .. items[i][1]
+    if items[i][3] then waited[#waited + 1] = 'w' .. items[i][1] end
+  end
+  if #waited > 0 then wf_hdel(wk, waited) end
+  local targets = wf_hmget(wk, fields)
+  local touched, order = {}, {}
+  for i = 1, #items do
+    local t, n, v = targets[i], items[i][1], items[i][2]
+    if t and string.sub(t, 1, 1) == 'm' then
+      local b = string.sub(t, 3)
+      if wf_member(wk, b, n, v) and not touched[b] then
+        touched[b] = true
+        order[#order + 1] = b
+      end
+    elseif t then
+      wf_apply(home, wid, wk, n, t, v)
+    end
+  end
+  for i = 1, #order do wf_fire_if_done(home, wid, wk, order[i]) end
+end
+
 -- Node n of workflow wid (at home, in this slot) completed with result v (JSON).
 local function wf_completed(home, wid, n, v, waited)
-  local wk = home .. 'wf:' .. wid
-  if waited then redis.call('HDEL', wk, 'w' .. n) end
-  wf_target(home, wid, wk, n, v)
+  wf_completed_many(home, wid, {{n, v, waited}})
 end
 
 -- Node n died with reason (JSON): the workflow's policy decides.
@@ -235,24 +308,38 @@ local function fan_in_links(ids)
 end
 
 -- release.lua, inside the fenced release: steps released by the holder of their lease,
--- {id, token, link, result} each. The link goes; the completion is applied here when the
--- workflow's home shares this slot, else it leaves through this queue's outbox.
+-- {id, token, link, result} each. The links go; the completions are applied here, per
+-- workflow, when its home shares this slot, else they leave through this queue's outbox.
 local function fan_in_released(done, now)
+  if #done == 0 then return end
   wf_now = now
-  local lk = K_PREFIX .. WF_LINKS
+  local ids = {}
+  for i = 1, #done do ids[i] = done[i][1] end
+  wf_hdel(K_PREFIX .. WF_LINKS, ids)
+  local by_wf, order = {}, {}
   for i = 1, #done do
     local id, token, link, raw = done[i][1], done[i][2], done[i][3], done[i][4]
-    redis.call('HDEL', lk, id)
     local home, wid, node, policy = wf_parse_link(link)
     if home then
       local v = wf_value(raw)
       if wf_tag(home) == WF_SLOT then
-        wf_completed(home, wid, node, v, policy == 'wait')
+        local key = home .. '\t' .. wid
+        local list = by_wf[key]
+        if not list then
+          list = {home, wid, {}}
+          by_wf[key] = list
+          order[#order + 1] = key
+        end
+        list[3][#list[3] + 1] = {node, v, policy == 'wait'}
       else
         outbox_push(K_PREFIX, 'c:' .. id .. ':' .. token,
           table.concat({'C', home, wid, node, policy, v}, '\0'), now)
       end
     end
+  end
+  for i = 1, #order do
+    local w = by_wf[order[i]]
+    wf_completed_many(w[1], w[2], w[3])
   end
 end
 
@@ -292,6 +379,59 @@ local function wf_cancel_one(wid, id, now)
   count('wf_cancelled', 1)
 end
 
+-- Enqueue steps without delay or priority into the queue K_* name, linked to their
+-- workflow: a few commands per batch (as enqueue_plain.lua does), not per step. An id
+-- that exists or is still taken (tombstone) is a start applied before: skipped.
+local function wf_push_plain(now, items)
+  if #items == 0 then return end
+  local ids = {}
+  for i = 1, #items do ids[i] = items[i][1] end
+  local recs = wf_hmget(K_JOBS, ids)
+  local tombs = {}
+  for i = 1, #ids, 1000 do
+    local part = redis.call('ZMSCORE', K_DONE, unpack(ids, i, math.min(i + 999, #ids)))
+    for j = 1, #part do tombs[#tombs + 1] = part[j] end
+  end
+  local by_group, groups, fields, links, stale, heads, seen = {}, {}, {}, {}, {}, {}, {}
+  for i = 1, #items do
+    local it, t = items[i], tombs[i] and tonumber(tombs[i])
+    if not recs[i] and not seen[it[1]] and not (t and t > now) then
+      seen[it[1]] = true
+      if t then stale[#stale + 1] = it[1] end
+      local g = it[6]
+      if not by_group[g] then
+        by_group[g] = {}
+        groups[#groups + 1] = g
+      end
+      local list = by_group[g]
+      list[#list + 1] = it[1]
+      local hk = it[5] .. ':' .. g
+      heads[hk] = heads[hk] or rec_new(ST_PENDING, 0, JSON_CODEC, it[5], now, g, '', '')
+      fields[#fields + 1] = it[1]
+      fields[#fields + 1] = heads[hk] .. it[2]
+      links[#links + 1] = it[1]
+      links[#links + 1] = it[7]
+    end
+  end
+  if #fields == 0 then return end
+  for i = 1, #stale, 1000 do
+    redis.call('ZREM', K_DONE, unpack(stale, i, math.min(i + 999, #stale)))
+  end
+  for _, g in ipairs(groups) do
+    local list = by_group[g]
+    for i = 1, #list, 1000 do
+      redis.call('RPUSH', ready_list(g), unpack(list, i, math.min(i + 999, #list)))
+    end
+    ready_add(g, #list)
+    touch(g)
+  end
+  for i = 1, #fields, 2000 do
+    redis.call('HSET', K_JOBS, unpack(fields, i, math.min(i + 1999, #fields)))
+    redis.call('HSET', K_PREFIX .. WF_LINKS, unpack(links, i, math.min(i + 1999, #links)))
+  end
+  count('enqueued', #fields / 2)
+end
+
 local WF_QUEUE_PARTS = {'jobs', 'done', 'rr', 'rrset', 'conf', 'delayed', 'glimit', 'gactive',
   'reasons', 'stats'}
 
@@ -318,12 +458,18 @@ local function fan_in_flush()
       end
       for i = 1, #items do list[#list + 1] = items[i] end
     else
+      local plain = {}
       for i = 1, #items do
         local it = items[i]
-        local status = enqueue_one(now, it[1], it[2], it[3], it[4], it[5], JSON_CODEC, it[6],
-          '', '0')
-        if status == S_CREATED then redis.call('HSET', prefix .. WF_LINKS, it[1], it[7]) end
+        if it[3] == 0 and it[4] == 0 then
+          plain[#plain + 1] = it
+        else
+          local status = enqueue_one(now, it[1], it[2], it[3], it[4], it[5], JSON_CODEC, it[6],
+            '', '0')
+          if status == S_CREATED then redis.call('HSET', prefix .. WF_LINKS, it[1], it[7]) end
+        end
       end
+      wf_push_plain(now, plain)
       offer_touched()
       flush_counters()
       wake_if_needed()
