@@ -12,6 +12,7 @@ from durq.cli.admin import dlq, doctor, enqueue, job, stats, workers
 from durq.cli.dashboard import dashboard
 from durq.cli.local import demo, server
 from durq.cli.worker import worker
+from durq.cli.workflow import workflow
 
 __all__ = ["main"]
 
@@ -49,5 +50,7 @@ def main() -> None:
     """
 
 
-for command in (worker, stats, workers, job, dlq, enqueue, doctor, dashboard, server, demo):
+for command in (
+    worker, stats, workers, job, workflow, dlq, enqueue, doctor, dashboard, server, demo
+):  # fmt: skip
     main.add_command(command)
