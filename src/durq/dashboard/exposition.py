@@ -112,7 +112,7 @@ async def metrics_endpoint(request: Request) -> Response:
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot([stats[n] for n in names if n in stats], workers, total))
-    registry.register(WorkflowCounters(flows))
+    registry.register(WorkflowCounters({n: c for n, c in flows.items() if n in stats}))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -85,14 +85,19 @@ async def workflow_page(request: Request) -> Response:
 
 
 async def workflow_counters(dash: Dashboard, names: Sequence[str]) -> dict[str, dict[str, int]]:
-    """The workflow counters of each queue (as a home), read concurrently."""
+    """The workflow counters of each queue (as a home), read concurrently; a queue whose
+    keys something else overwrote is left out, as from the other metrics."""
 
     async def one(name: str) -> dict[str, int]:
         queue = dash.data.queue(name)
         return await queue.run(wf.counters(queue.keys))
 
-    found = await asyncio.gather(*(one(n) for n in names))
-    return dict(zip(names, found, strict=True))
+    found = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+    return {
+        name: counts
+        for name, counts in zip(names, found, strict=True)
+        if not isinstance(counts, BaseException)
+    }
 
 
 class WorkflowCounters(Collector):
