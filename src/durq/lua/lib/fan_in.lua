@@ -121,8 +121,9 @@ local function wf_end(home, wid, wk, v)
   wf_close(home, wid, wk, 'completed', '{"ok":true,"value":' .. v .. '}', nil)
 end
 
--- Policy "fail": the workflow ends failed with the reason; its steps that did not finish
--- are cancelled in their queues (a running one finishes, unlinked: it reports nothing).
+-- Policy "fail": the workflow ends failed with the reason; its steps that did not start
+-- are cancelled in their queues (a running one finishes, and its completion finds the
+-- workflow ended: see wf_cancel_one).
 local function wf_fail(home, wid, wk, n, reason)
   if redis.call('HGET', wk, 'state') ~= 'running' then return end
   local err = '{"reason":"child_failed","step":' .. n .. ',"job":' .. cjson.encode(wid .. '.' .. n)
