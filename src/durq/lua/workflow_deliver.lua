@@ -28,21 +28,22 @@ local f = wf_split(ARGV[1], '\0')
 if f[2] ~= K_PREFIX then
   return redis.error_reply('DURQ_ARG the entry is for ' .. tostring(f[2]) .. ', not ' .. K_PREFIX)
 end
-wf_now = now_ms()
+local engine = wf_engine()
+engine.set_now(now_ms())
 local op = f[1]
 if op == 'C' then
-  wf_completed(f[2], f[3], f[4], f[6], f[5] == 'wait')
+  engine.completed(f[2], f[3], f[4], f[6], f[5] == 'wait')
 elseif op == 'D' then
-  wf_died(f[2], f[3], f[4], f[5])
+  engine.died(f[2], f[3], f[4], f[5])
 elseif op == 'S' then
   for i = 3, #f - 6, 7 do
-    wf_enqueue(f[2], {f[i], f[i + 6], tonumber(f[i + 4]), tonumber(f[i + 2]), tonumber(f[i + 3]),
-      f[i + 1], f[i + 5]})
+    engine.enqueue(f[2], {f[i], f[i + 6], tonumber(f[i + 4]), tonumber(f[i + 2]),
+      tonumber(f[i + 3]), f[i + 1], f[i + 5]})
   end
 elseif op == 'R' then
-  wf_resume(f[2], f[3], f[4], f[5] == '1')
+  engine.resume(f[2], f[3], f[4], f[5] == '1')
 elseif op == 'X' then
-  for i = 4, #f do wf_cancel(f[2], f[3], f[i]) end
+  for i = 4, #f do engine.cancel(f[2], f[3], f[i]) end
 else
   return redis.error_reply('DURQ_ARG unknown workflow outbox entry ' .. tostring(op))
 end

@@ -37,7 +37,8 @@ if redis.call('EXISTS', staged) == 0 then
   return redis.error_reply('DURQ_ARG the staged workflow ' .. wid .. ' is gone: submit again')
 end
 local now = now_ms()
-wf_now = now
+local engine = wf_engine()
+engine.set_now(now)
 redis.call('RENAME', staged, wk)
 redis.call('PERSIST', wk)
 redis.call('HSET', wk, 'state', 'running', 'policy', policy, 'ttl', ARGV[3], 'created', now,
@@ -50,6 +51,6 @@ for b in string.gmatch(ARGV[6], '[^,]+') do
 end
 redis.call('ZADD', K_PREFIX .. 'wfr', now, wid)
 redis.pcall('HINCRBY', K_STATS, 'wf_started', 1)
-wf_start(K_PREFIX, wid, wk, '0', nil, true)
+engine.start(K_PREFIX, wid, wk, '0', nil, true)
 fan_in_flush()
 return {S_CREATED}
