@@ -53,7 +53,7 @@ def test_a_group_across_slots_under_kills(
     queues = _queues(wapp.default_queue, 4)
     t = wapp.tasks
     n = 150
-    members = [t["square"].options(queue=queues[i % 3]).s(log, i, 0.1) for i in range(n)]
+    members = [t["square"].options(queue=queues[i % 3]).s(log, i, 0.15) for i in range(n)]
     callback = t["collect"].options(queue=queues[3]).s(log)
     handle = durq.group(members).then(callback).enqueue()
     chained = durq.chain(

@@ -45,7 +45,7 @@ def test_a_group_of_1000_under_kills_calls_back_once(
     t = wapp.tasks
     n = 1000
     handle = (
-        durq.group([t["square"].s(log, i, 0.03) for i in range(n)])
+        durq.group([t["square"].s(log, i, 0.04) for i in range(n)])
         .then(t["collect"].s(log))
         .enqueue()
     )
