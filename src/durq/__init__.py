@@ -42,6 +42,17 @@ from durq.protocol.status import Status
 from durq.schedule_control import SyncReport
 from durq.schedules import Schedule, ScheduleInfo
 from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
+from durq.workflows import (
+    Chain,
+    Group,
+    StepInfo,
+    WorkflowFailed,
+    WorkflowHandle,
+    WorkflowInfo,
+    chain,
+    group,
+    step_error,
+)
 
 __all__ = [
     # tasks
@@ -57,6 +68,16 @@ __all__ = [
     "Schedule",
     "ScheduleInfo",
     "SyncReport",
+    # workflows
+    "Chain",
+    "Group",
+    "StepInfo",
+    "WorkflowFailed",
+    "WorkflowHandle",
+    "WorkflowInfo",
+    "chain",
+    "group",
+    "step_error",
     # queues
     "AsyncQueue",
     "Queue",

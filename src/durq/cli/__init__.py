@@ -13,6 +13,7 @@ from durq.cli.dashboard import dashboard
 from durq.cli.local import demo, server
 from durq.cli.schedules import schedules
 from durq.cli.worker import worker
+from durq.cli.workflow import workflow
 
 __all__ = ["main"]
 
@@ -51,6 +52,7 @@ def main() -> None:
 
 
 for command in (
-    worker, stats, workers, job, dlq, schedules, enqueue, doctor, dashboard, server, demo,
+    worker, stats, workers, job, workflow, dlq, schedules, enqueue, doctor, dashboard, server,
+    demo,
 ):  # fmt: skip
     main.add_command(command)
