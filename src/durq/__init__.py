@@ -43,6 +43,17 @@ from durq.protocol.status import Status
 from durq.schedule_control import SyncReport
 from durq.schedules import Schedule, ScheduleInfo
 from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
+from durq.workflows import (
+    Chain,
+    Group,
+    StepInfo,
+    WorkflowFailed,
+    WorkflowHandle,
+    WorkflowInfo,
+    chain,
+    group,
+    step_error,
+)
 
 __all__ = [
     # tasks
@@ -63,6 +74,16 @@ __all__ = [
     "RateLimited",
     "FlowInfo",
     "ParkedGroup",
+    # workflows
+    "Chain",
+    "Group",
+    "StepInfo",
+    "WorkflowFailed",
+    "WorkflowHandle",
+    "WorkflowInfo",
+    "chain",
+    "group",
+    "step_error",
     # queues
     "AsyncQueue",
     "Queue",

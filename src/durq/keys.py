@@ -29,6 +29,8 @@ from durq.slots import SLOTS, slot_of
 __all__ = [
     "MAX_SHARDS",
     "NamespaceKeys",
+    "OUTBOX_PART",
+    "OutboxKeys",
     "QueueKeys",
     "TopicKeys",
     "check_group",
@@ -40,6 +42,8 @@ __all__ = [
     "shard_name",
     "shard_tag",
     "split_shard",
+    "vector_of",
+    "workflow_key",
 ]
 
 MAX_SHARDS = 256
@@ -271,3 +275,31 @@ class TopicKeys:
         name = f"{self.name}/{subscriber}"
         check_queue_name(name)
         return name
+
+
+# -- workflows (durq.workflows; the layout is described in src/durq/lua/lib/fan_in.lua)
+
+OUTBOX_PART = "wfo:"  # shared with src/durq/lua/lib/outbox.lua
+
+
+def vector_of(prefix: str) -> tuple[str, ...]:
+    """The key vector of the queue whose prefix is ``prefix`` (as ``QueueKeys.vector``):
+    what a script for that queue's slot receives when only its prefix is known."""
+    return (prefix, *(prefix + part for part in VECTOR_PARTS))
+
+
+def workflow_key(prefix: str, workflow_id: str) -> str:
+    """The hash of workflow ``workflow_id`` in its home queue (prefix ``prefix``)."""
+    return f"{prefix}wf:{workflow_id}"
+
+
+@dataclass(frozen=True)
+class OutboxKeys(QueueKeys):
+    """The keys of a queue's workflow outbox: a queue of its own under
+    ``<queue prefix>wfo:``, in the queue's slot, holding forwarding orders for other
+    slots (see ``durq.worker.outbox``)."""
+
+    @cached_property
+    def prefix(self) -> str:
+        """``<queue prefix>wfo:``."""
+        return QueueKeys(self.name, self.namespace, self.shard_count).prefix + OUTBOX_PART

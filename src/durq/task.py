@@ -122,12 +122,15 @@ class _EnqueueOptions:
 
 @dataclass(frozen=True)
 class Call(Generic[R]):
-    """A prepared call of a task, for ``enqueue_many``: ``task.call(*args, **kwargs)``."""
+    """A prepared call of a task, for ``enqueue_many``: ``task.call(*args, **kwargs)``;
+    and a workflow step: ``task.s(...)`` (``immutable``: ``task.si(...)``, a step that
+    does not receive the previous step's result; see ``durq.workflows``)."""
 
     task: Task[Any, R]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     options: _EnqueueOptions = field(default_factory=_EnqueueOptions)
+    immutable: bool = False
 
     def with_options(self, **options: Any) -> Call[R]:
         """The same call with per-job options (id, delay, priority, group, key,
@@ -203,6 +206,14 @@ class TaskCaller(Generic[P, R]):
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
         """A prepared call with these options, for ``enqueue_many``."""
         return Call(self.task, args, dict(kwargs), self._options)
+
+    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """A workflow step with these options (see ``Task.s``)."""
+        return Call(self.task, args, dict(kwargs), self._options)
+
+    def si(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """An immutable workflow step with these options (see ``Task.si``)."""
+        return Call(self.task, args, dict(kwargs), self._options, immutable=True)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one call; returns its handle."""
@@ -283,6 +294,17 @@ class Task(Generic[P, R]):
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
         """A prepared call, for ``enqueue_many``."""
         return Call(self, args, dict(kwargs))
+
+    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """A workflow step (``durq.chain``, ``durq.group``): a step that runs after
+        another receives that one's result as its first positional argument, before
+        ``args``; checked against the signature when the workflow is enqueued."""
+        return Call(self, args, dict(kwargs))
+
+    def si(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """An immutable workflow step: it runs with exactly ``args`` and ``kwargs``,
+        without the previous step's result."""
+        return Call(self, args, dict(kwargs), immutable=True)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one call of this task; returns its handle."""

@@ -14,6 +14,7 @@ from durq.cli.limits import limits
 from durq.cli.local import demo, server
 from durq.cli.schedules import schedules
 from durq.cli.worker import worker
+from durq.cli.workflow import workflow
 
 __all__ = ["main"]
 
@@ -52,7 +53,7 @@ def main() -> None:
 
 
 for command in (
-    worker, stats, limits, workers, job, dlq, schedules, enqueue, doctor, dashboard, server,
-    demo,
+    worker, stats, limits, workers, job, workflow, dlq, schedules, enqueue, doctor, dashboard,
+    server, demo,
 ):  # fmt: skip
     main.add_command(command)

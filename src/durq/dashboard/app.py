@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from durq import connection
-from durq.dashboard import actions, schedules, views
+from durq.dashboard import actions, schedules, views, workflows
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
 from durq.dashboard.flow import flow_page
@@ -92,6 +92,8 @@ def create_app(
         Route("/queue/flow", flow_page, name="flow"),
         Route("/queue/dead/replay", actions.replay, methods=["POST"], name="replay"),
         Route("/queue/dead/purge", actions.purge, methods=["POST"], name="purge"),
+        Route("/queue/workflows", workflows.workflows_page, name="workflows"),
+        Route("/queue/workflow", workflows.workflow_page, name="workflow"),
         Route("/workers", views.workers_page, name="workers"),
         Route("/schedules", schedules.schedules_page, name="schedules"),
         Route("/schedules/action", schedules.schedule_action, methods=["POST"], name="schedule"),

@@ -21,6 +21,7 @@ from durq.dashboard.data import WorkerEntry
 from durq.dashboard.flow import FlowCollector, flow_infos
 from durq.dashboard.schedules import schedule_metrics, schedules_of
 from durq.dashboard.state import dashboard_of
+from durq.dashboard.workflows import WorkflowCounters, workflow_counters
 from durq.models import QueueStats
 
 __all__ = ["COUNTERS", "STATES", "metrics_endpoint", "queue_metrics"]
@@ -118,11 +119,14 @@ async def metrics_endpoint(request: Request) -> Response:
     """Serve the Prometheus text format (read from Redis at each scrape)."""
     dash = dashboard_of(request)
     names, total = await dash.data.queue_names()
-    stats, workers = await asyncio.gather(dash.data.stats(names), dash.data.workers())
+    stats, workers, flows = await asyncio.gather(
+        dash.data.stats(names), dash.data.workers(), workflow_counters(dash, names)
+    )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot([stats[n] for n in names if n in stats], workers, total))
     registry.register(_Fixed(list(schedule_metrics(await schedules_of(dash)))))
     registry.register(FlowCollector(await flow_infos(dash, [n for n in names if n in stats])))
+    registry.register(WorkflowCounters({n: c for n, c in flows.items() if n in stats}))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -41,6 +41,8 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "schedule_refill",
     "schedule_upsert",
     "stats",
+    "workflow_deliver",
+    "workflow_submit",
 )
 
 

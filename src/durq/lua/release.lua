@@ -10,8 +10,11 @@ Returns  {status_1, ..., status_n}: OK, LEASE_LOST (the lease expired and the jo
 Effects  a released job's id stays taken until its dedup window (from its enqueue) ends;
          a result is stored at <prefix>result:<id> (a one-element list) with its TTL;
          under a max_active (flow control) one idle consumer is woken for the freed place.
+         A workflow step's result goes to its workflow instead (lib/fan_in.lua): counted
+         in the parent's open set here when the workflow's home shares this slot, else
+         forwarded through this queue's outbox.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
-Cost     O(n) commands.
+Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -25,6 +28,7 @@ Cost     O(n) commands.
 --- @include "lib/result"
 --- @include "lib/types"
 --- @include "lib/active_cap"
+--- @include "lib/fan_in"
 
 local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
@@ -36,6 +40,8 @@ local window = get_conf().dedup_window
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[4 + 3 * i] end
 local raws = n > 0 and redis.call('HMGET', K_JOBS, unpack(ids)) or {}
+local links = fan_in_links(ids)
+local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
 local gone, deleted, tombs, kept = {}, {}, {}, {}
 local missing = false
@@ -71,7 +77,9 @@ for i = 1, n do
         tombs[#tombs + 1] = id
       end
     end
-    if ARGV[b + 2] ~= '' then
+    if links and links[i] then
+      steps[#steps + 1] = {id, ARGV[b + 1], links[i], ARGV[b + 2]}
+    elseif ARGV[b + 2] ~= '' then
       results[#results + 1] = id
       results[#results + 1] = ARGV[b + 2]
     end
@@ -85,6 +93,7 @@ end
 -- giving slots back touches the group keys (and offers the groups) too
 if next(freed) then problem = keys_error({'gactive', 'glimit', 'rr', 'rrset'}) end
 if problem then return wrongtype(problem) end
+fan_in_released(steps, now)
 for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
 if #gone > 0 then
   -- the tombstone goes first: from the moment the record is gone its id stays taken
@@ -111,4 +120,5 @@ expire_done(now, 2 * n + 10)
 offer_touched()
 flush_counters()
 wake_if_needed()
+fan_in_flush()
 return out

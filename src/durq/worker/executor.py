@@ -177,7 +177,8 @@ class Executor:
         return self._done(task, job, value)
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:
-        if not task.config.result:
+        # a workflow step's result goes to its workflow (the next step's input)
+        if not task.config.result and not _in_workflow(job):
             return Outcome("done")
         try:
             return Outcome("done", result=encode_result(value))
@@ -189,3 +190,11 @@ class Executor:
     def close(self) -> None:
         """Release the threads."""
         self.threads.close()
+
+
+def _in_workflow(job: Job) -> bool:
+    """True for a step of a workflow (its payload's metadata names the workflow)."""
+    try:
+        return "wf" in parse_call(job.payload)[3]
+    except (PayloadError, ValueError):
+        return False

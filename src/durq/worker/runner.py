@@ -41,6 +41,7 @@ from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import WorkerConfig
 from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
+from durq.worker.outbox import OutboxCourier
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
@@ -287,6 +288,10 @@ class Worker:
             asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
             asyncio.create_task(self._forever("schedules", schedules.run)),
         ]
+        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
+        for name, pump in self.pumps.items():
+            courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
+            background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
         log.info(

@@ -4,6 +4,7 @@
 --- @include "lib/conf"
 --- @include "lib/slots"
 --- @include "lib/offer"
+--- @include "lib/fan_in_dead"
 
 -- Dead-lettering: moving an active job to K_DEAD, and keeping K_DEAD within dead_cap.
 
@@ -31,5 +32,6 @@ local function kill(id, r, now)
   r.flags = 0
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   count('dead_lettered', 1)
+  fan_in_dead(id, r, now)
   enforce_dead_cap()
 end

@@ -1,0 +1,101 @@
+"""``durq workflow show ID``: a workflow's state, its steps and where it waits."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import click
+from rich.table import Table
+
+from durq._sync.queue import Queue
+from durq.cli.admin import _known_queues, _redis_errors, _when, console
+from durq.cli.common import namespace_option, url_option
+from durq.errors import DurqError
+from durq.keys import check_job_id, workflow_key
+from durq.protocol import workflows as wf
+from durq.protocol.calls import Command, Op
+from durq.protocol.workflows import WorkflowInfo
+
+__all__ = ["workflow"]
+
+
+@click.group()
+def workflow() -> None:
+    """Inspect workflows (durq.chain, durq.group)."""
+
+
+def _exists(key: str) -> Op[bool]:
+    reply = yield Command(("EXISTS", key))
+    return bool(reply)
+
+
+def _find(workflow_id: str, queue: str | None, url: str | None, namespace: str) -> Queue:
+    """The home queue of the workflow: ``queue``, or the registered queue holding it."""
+    names = [queue] if queue else _known_queues(url, namespace)
+    for name in names:
+        q = Queue(name, url, namespace=namespace)
+        if q.run(_exists(workflow_key(q.keys.prefix, workflow_id))):
+            return q
+        q.close()
+    where = f"queue {queue}" if queue else "any registered queue (give its home: -q)"
+    raise click.ClickException(f"no workflow {workflow_id} in {where}")
+
+
+def _print(info: WorkflowInfo, limit: int) -> None:
+    summary = Table(show_header=False, title=f"workflow {info.id}")
+    summary.add_column("field", style="bold")
+    summary.add_column("value", overflow="fold")
+    summary.add_row("state", info.state)
+    summary.add_row("home queue", info.queue)
+    summary.add_row("on failure", info.policy)
+    summary.add_row("created", _when(info.created_at))
+    summary.add_row("finished", _when(info.finished_at))
+    summary.add_row("steps", ", ".join(f"{n} {s}" for s, n in sorted(info.counts.items())))
+    if info.waiting_on:
+        waits = ", ".join(f"group {b}: {n} open" for b, n in sorted(info.waiting_on.items()))
+        summary.add_row("waiting on", waits)
+    for node, reason in sorted(info.dead.items()):
+        summary.add_row(f"dead step {node}", f"{reason} (replay it to go on)")
+    if info.error:
+        summary.add_row("error", str(info.error))
+    console.print(summary)
+    steps = Table(title=f"steps (first {limit})" if len(info.steps) > limit else "steps")
+    for column in ("node", "task", "queue", "job", "state"):
+        steps.add_column(column)
+    for step in info.steps[:limit]:
+        steps.add_row(str(step.node), step.task, step.queue, step.job_id, step.state)
+    console.print(steps)
+    tasks = Counter(s.task for s in info.steps)
+    if len(info.steps) > limit:
+        console.print(f"... {len(info.steps) - limit} more ({dict(tasks)})")
+
+
+@workflow.command("show", short_help="Show a workflow: state, steps, where it waits.")
+@click.argument("workflow_id")
+@click.option("-q", "--queue", default=None, help="Its home queue [default: searched].")
+@click.option("--limit", default=50, show_default=True, help="Steps listed at most.")
+@click.option("--watch", is_flag=True, help="Show it again every second until it ended.")
+@url_option
+@namespace_option
+@_redis_errors
+def show(
+    workflow_id: str, queue: str | None, limit: int, watch: bool, url: str | None, namespace: str
+) -> None:
+    """Show a workflow: its state, each step's state, and where it waits (open groups,
+    dead steps waited for). Its home queue is found among the registered queues unless
+    given with -q (the handle's ``queue``)."""
+    try:
+        check_job_id(workflow_id)
+        q = _find(workflow_id, queue, url, namespace)
+        with q:
+            while True:
+                info = q.run(wf.info(q.keys, workflow_id))
+                if info is None:
+                    raise click.ClickException(f"workflow {workflow_id} is gone (expired)")
+                _print(info, limit)
+                if not watch or info.state != "running":
+                    return
+                time.sleep(1.0)
+    except DurqError as exc:
+        raise click.ClickException(str(exc)) from None

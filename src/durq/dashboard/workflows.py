@@ -1,0 +1,119 @@
+"""The workflow pages (a home queue's running workflows; one workflow: its steps, their
+states, where it waits) and the workflow counters of ``/metrics``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from durq.dashboard.state import Dashboard, dashboard_of, render
+from durq.errors import InvalidArgument
+from durq.keys import check_job_id, check_queue_name
+from durq.protocol import workflows as wf
+
+__all__ = ["WorkflowCounters", "workflow_counters", "workflow_page", "workflows_page"]
+
+MAX_STEPS_SHOWN = 500
+MAX_RUNNING_SHOWN = 200
+
+
+def _error(request: Request, dash: Dashboard, status: int, message: str) -> Response:
+    return render(request, dash, "error.html", {"status": status, "message": message}, status)
+
+
+async def _home(request: Request, dash: Dashboard) -> str | Response:
+    name = request.query_params.get("q", "")
+    try:
+        check_queue_name(name)
+    except InvalidArgument:
+        return _error(request, dash, 400, "Not a valid queue name.")
+    if not await dash.data.is_queue(name):
+        return _error(request, dash, 404, f"No queue named {name} in this namespace.")
+    return name
+
+
+async def workflows_page(request: Request) -> Response:
+    """The running workflows whose home is a queue, oldest first, and its counters."""
+    dash = dashboard_of(request)
+    name = await _home(request, dash)
+    if isinstance(name, Response):
+        return name
+    queue = dash.data.queue(name)
+    running, counts = await asyncio.gather(
+        queue.run(wf.running(queue.keys, MAX_RUNNING_SHOWN)), queue.run(wf.counters(queue.keys))
+    )
+    return render(
+        request, dash, "workflows.html", {"name": name, "running": running, "counts": counts}
+    )
+
+
+async def workflow_page(request: Request) -> Response:
+    """One workflow: state, error, each step's state, and where it waits."""
+    dash = dashboard_of(request)
+    name = await _home(request, dash)
+    if isinstance(name, Response):
+        return name
+    workflow_id = request.query_params.get("id", "").strip()
+    try:
+        check_job_id(workflow_id)
+    except InvalidArgument:
+        return _error(request, dash, 400, "Not a valid workflow id.")
+    queue = dash.data.queue(name)
+    info = await queue.run(wf.info(queue.keys, workflow_id))
+    if info is None:
+        return _error(request, dash, 404, f"Queue {name} has no workflow {workflow_id}.")
+    # where it waits: the open groups, their members still open, and dead steps
+    members = {s.node: s for s in info.steps}
+    return render(
+        request,
+        dash,
+        "workflow.html",
+        {
+            "name": name,
+            "wf": info,
+            "steps": info.steps[:MAX_STEPS_SHOWN],
+            "hidden": max(len(info.steps) - MAX_STEPS_SHOWN, 0),
+            "counts": sorted(info.counts.items()),
+            "dead": [(members.get(n), reason) for n, reason in sorted(info.dead.items())],
+        },
+    )
+
+
+async def workflow_counters(dash: Dashboard, names: Sequence[str]) -> dict[str, dict[str, int]]:
+    """The workflow counters of each queue (as a home), read concurrently; a queue whose
+    keys something else overwrote is left out, as from the other metrics."""
+
+    async def one(name: str) -> dict[str, int]:
+        queue = dash.data.queue(name)
+        return await queue.run(wf.counters(queue.keys))
+
+    found = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+    return {
+        name: counts
+        for name, counts in zip(names, found, strict=True)
+        if not isinstance(counts, BaseException)
+    }
+
+
+class WorkflowCounters(Collector):
+    """``durq_workflows_{started,completed,failed}_total{queue}``, by home queue."""
+
+    def __init__(self, counts: dict[str, dict[str, int]]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        docs = {
+            "started": "Workflows started (by home queue)",
+            "completed": "Workflows that completed",
+            "failed": "Workflows that failed (a step dead-lettered, policy fail)",
+        }
+        for kind, doc in docs.items():
+            family = CounterMetricFamily(f"durq_workflows_{kind}", doc, labels=["queue"])
+            for queue, counts in self.counts.items():
+                family.add_metric([queue], counts.get(kind, 0))
+            yield family

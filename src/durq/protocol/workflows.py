@@ -1,0 +1,400 @@
+"""Workflows as IO-free operations: compile a tree of steps into the arguments of
+``workflow_submit.lua``, deliver outbox entries, read a workflow's status.
+
+A workflow is a tree: steps (task calls) are the leaves, groups run their children in
+parallel and chains one after another. Compiling numbers the nodes depth first (1, 2,
+...), gives each node its *target* (what happens when it completes: count as a member
+of the enclosing group's barrier, start the next element of the enclosing chain, or end
+the workflow) and parks every step that does not start at once, with its payload split
+around the place where its input goes. The engine that runs it is in Lua
+(``lua/lib/fan_in.lua``); this module only prepares and reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import orjson
+
+from durq import lua
+from durq.errors import InvalidArgument
+from durq.keys import QueueKeys, vector_of, workflow_key
+from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
+from durq.protocol.record import STATE_NAMES, parse_record
+from durq.protocol.status import Status
+
+__all__ = [
+    "MAX_NODES",
+    "POLICIES",
+    "ChainSpec",
+    "Compiled",
+    "GroupSpec",
+    "NodeSpec",
+    "StepInfo",
+    "StepSpec",
+    "WorkflowInfo",
+    "compile_workflow",
+    "counters",
+    "deliver_call",
+    "entry_target",
+    "info",
+    "running",
+    "submit",
+]
+
+POLICIES = ("fail", "ignore", "wait")
+MAX_NODES = 100_000
+START_CHUNK = 500  # steps started per script call (lua/lib/fan_in.lua)
+_STAGE_FIELDS = 1000  # structure fields per HSET of a submission
+_STAGE_TTL_MS = 600_000
+_SEP = b"\0"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One task call of a workflow, ready to be stored.
+
+    ``payload`` is the job payload (JSON) when the step gets no input; a step that gets
+    one (``mutable``) is ``head + input + tail``."""
+
+    queue: str
+    prefix: str
+    task: str
+    payload: bytes
+    head: bytes
+    tail: bytes
+    mutable: bool
+    group: str = ""
+    priority: int = 0
+    max_attempts: int = 5
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """Children run in parallel; the result is the list of their results, in order."""
+
+    children: tuple[NodeSpec, ...]
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """Children run one after another; each gets the previous one's result."""
+
+    children: tuple[NodeSpec, ...]
+
+
+NodeSpec: TypeAlias = StepSpec | GroupSpec | ChainSpec
+
+
+@dataclass
+class Compiled:
+    """The arguments of workflow_submit.lua, and what the client needs to know."""
+
+    home: str  # the home queue's prefix
+    home_queue: str
+    plan: Any
+    fields: list[tuple[str, Arg]] = field(default_factory=list)
+    bars: list[int] = field(default_factory=list)
+    by_queue: dict[str, list[int]] = field(default_factory=dict)
+    first: list[int] = field(default_factory=list)  # the steps that start at once
+    steps: int = 0
+
+
+def _flatten(node: NodeSpec) -> NodeSpec:
+    """Chains inside chains are one chain; a chain of one element is that element."""
+    if isinstance(node, StepSpec):
+        return node
+    children = tuple(_flatten(c) for c in node.children)
+    if isinstance(node, ChainSpec):
+        flat: list[NodeSpec] = []
+        for c in children:
+            flat.extend(c.children if isinstance(c, ChainSpec) else (c,))
+        return flat[0] if len(flat) == 1 else ChainSpec(tuple(flat))
+    return GroupSpec(children)
+
+
+def _home(steps: list[StepSpec]) -> StepSpec:
+    """The home of a workflow: a queue of the slot (hash tag) that holds most of its
+    steps, so that most completions count in one script, without the outbox."""
+    tags = Counter(s.prefix.partition("{")[2].partition("}")[0] for s in steps)
+    best = max(tags.values())
+    return next(s for s in steps if tags[s.prefix.partition("{")[2].partition("}")[0]] == best)
+
+
+def _leaves(node: NodeSpec, out: list[StepSpec]) -> list[StepSpec]:
+    if isinstance(node, StepSpec):
+        out.append(node)
+    else:
+        for c in node.children:
+            _leaves(c, out)
+    return out
+
+
+def compile_workflow(root: NodeSpec) -> Compiled:
+    """Number the nodes, assign targets, park what does not start at once."""
+    root = _flatten(root)
+    steps = _leaves(root, [])
+    if len(steps) > MAX_NODES:
+        raise InvalidArgument(f"a workflow has at most {MAX_NODES} steps, not {len(steps)}")
+    home = _home(steps)
+    out = Compiled(home=home.prefix, home_queue=home.queue, plan=None)
+    counter = [0]
+
+    def walk(node: NodeSpec, later: bool) -> tuple[int, list[int], Any]:
+        """Number ``node`` and its descendants; returns the index of the node whose
+        completion is ``node``'s (a chain's is its last element's), the leaves that
+        start it, and its plan. The caller sets that node's target."""
+        counter[0] += 1
+        n = counter[0]
+        if isinstance(node, StepSpec):
+            out.by_queue.setdefault(node.prefix, []).append(n)
+            out.steps += 1
+            # every step is parked; those that start later get the input (if mutable)
+            mutable = later and node.mutable
+            spec = _SEP.join(
+                (
+                    node.prefix.encode(), node.group.encode(), b"%d" % node.priority,
+                    b"%d" % node.max_attempts, b"%d" % node.delay_ms,
+                    b"1" if mutable else b"0",
+                    node.head if mutable else node.payload,
+                    node.tail if mutable else b"",
+                )
+            )  # fmt: skip
+            out.fields.append((f"p{n}", spec))
+            plan = {"k": "step", "n": n, "task": node.task, "queue": node.queue, "p": node.prefix}
+            return n, [n], plan
+        if isinstance(node, GroupSpec):
+            out.bars.append(n)
+            members: list[int] = []
+            starts: list[int] = []
+            plans = []
+            for child in node.children:
+                done, first, plan = walk(child, later)
+                out.fields.append((f"t{done}", f"m:{n}"))
+                members.append(done)
+                starts.extend(first)
+                plans.append(plan)
+            out.fields.append((f"B{n}", ",".join(map(str, members))))
+            out.fields.append((f"L{n}", ",".join(map(str, starts))))
+            return n, starts, {"k": "group", "n": n, "c": plans}
+        # a chain (numbered, though no field names it): element i completes into the
+        # start of element i + 1, which is that element's own node (a step, or a group
+        # whose L field lists its leaves: chains in chains were flattened)
+        walked = [walk(child, later or i > 0) for i, child in enumerate(node.children)]
+        for (done, _, _), (nxt, _, _) in itertools.pairwise(walked):
+            out.fields.append((f"t{done}", f"s:{nxt}"))
+        return walked[-1][0], walked[0][1], {"k": "chain", "n": n, "c": [w[2] for w in walked]}
+
+    done, out.first, out.plan = walk(root, False)
+    out.fields.append((f"t{done}", "e"))
+    out.fields.append(("L0", ",".join(map(str, out.first))))  # started by the submit
+    return out
+
+
+def submit(
+    home: QueueKeys, workflow_id: str, policy: str, ttl_ms: int, compiled: Compiled
+) -> Op[bool]:
+    """Create the workflow, in one round trip to its home slot: HSETs of its structure
+    into a staging hash, the commit (workflow_submit.lua), then one call per further
+    START_CHUNK first steps. False when a workflow with this id exists already (nothing
+    changed)."""
+    if policy not in POLICIES:
+        raise InvalidArgument(f"on_failure must be one of {', '.join(POLICIES)}, not {policy!r}")
+    wk = workflow_key(home.prefix, workflow_id)
+    staged = f"{wk}:new:{os.urandom(6).hex()}"  # this submission's own
+    calls: list[ScriptCall | Command] = []
+    for i in range(0, len(compiled.fields), _STAGE_FIELDS):
+        chunk = compiled.fields[i : i + _STAGE_FIELDS]
+        calls.append(Command(("HSET", staged, *(v for pair in chunk for v in pair))))
+        if not i:  # a client dying before the commit leaves nothing that stays
+            calls.append(Command(("PEXPIRE", staged, _STAGE_TTL_MS)))
+    args: list[Arg] = [
+        workflow_id,
+        policy,
+        ttl_ms,
+        orjson.dumps(compiled.plan),
+        orjson.dumps(compiled.by_queue),
+        ",".join(map(str, compiled.bars)),
+        staged,
+    ]
+    commit = len(calls)
+    calls.append(ScriptCall(lua.load("workflow_submit"), home.vector, args))
+    # the rest of the first steps, in calls of their own (no script runs long); if this
+    # client dies before they ran, the outbox entry the submit wrote continues them
+    resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0"))
+    more = (len(compiled.first) - 1) // START_CHUNK
+    calls += [deliver_call(resume) for _ in range(more)]
+    replies = yield Pipeline(tuple(calls))
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return Status(replies[commit][0]) is Status.CREATED
+
+
+def entry_target(entry: bytes) -> str:
+    """The prefix of the queue an outbox entry is for (its second field)."""
+    parts = entry.split(_SEP, 2)
+    if len(parts) < 3:
+        raise ValueError("not a workflow outbox entry")
+    return parts[1].decode()
+
+
+def deliver_call(entry: bytes) -> ScriptCall:
+    """The script call that applies outbox ``entry`` in its target slot."""
+    return ScriptCall(lua.load("workflow_deliver"), vector_of(entry_target(entry)), (entry,))
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One step of a workflow: its node number, task, queue, job id and state
+    (``waiting``: not started yet; ``cancelled``: it never ran, its workflow failed;
+    ``done``: finished and gone; else its job's state: pending, active, dead...)."""
+
+    node: int
+    task: str
+    queue: str
+    job_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    """A workflow as stored: ``state`` is running, completed or failed; ``waiting_on``
+    maps each open group (node) to how many of its members are still open; ``dead``
+    lists the steps whose death the workflow waits out (policy "wait")."""
+
+    id: str
+    queue: str
+    state: str
+    policy: str
+    created_at: float
+    finished_at: float | None
+    error: dict[str, Any] | None
+    steps: list[StepInfo]
+    waiting_on: dict[int, int]
+    dead: dict[int, Any]
+    plan: Any
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many steps are in each state."""
+        return dict(Counter(s.state for s in self.steps))
+
+
+def _walk_steps(plan: Any, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if plan.get("k") == "step":
+        out.append(plan)
+    for child in plan.get("c", ()):
+        _walk_steps(child, out)
+    return out
+
+
+def _bars(plan: Any, out: list[int]) -> list[int]:
+    if plan.get("k") == "group":
+        out.append(plan["n"])
+    for child in plan.get("c", ()):
+        _bars(child, out)
+    return out
+
+
+def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
+    """Read workflow ``workflow_id`` of home queue ``home`` (None if unknown or expired):
+    one round trip to its home, then one per queue of its steps."""
+    wk = workflow_key(home.prefix, workflow_id)
+    head = yield Command(
+        ("HMGET", wk, "state", "policy", "created", "finished", "error", "plan", "cancelled")
+    )
+    if head[0] is None:
+        return None
+    plan = orjson.loads(head[5] or b"{}")
+    leaves = _walk_steps(plan, [])
+    state = head[0].decode()
+    parked: list[Any] = [None] * len(leaves)
+    dead: dict[int, Any] = {}
+    open_counts: dict[int, int] = {}
+    if state == "running" and leaves:
+        parked, dead, open_counts = yield from _progress(wk, leaves, _bars(plan, []))
+    cancelled = set((head[6] or b"").decode().split(","))
+    states = yield from _step_states(workflow_id, leaves, parked, cancelled)
+    return WorkflowInfo(
+        id=workflow_id,
+        queue=home.name,
+        state=state,
+        policy=(head[1] or b"fail").decode(),
+        created_at=int(head[2] or 0) / 1000,
+        finished_at=int(head[3]) / 1000 if head[3] else None,
+        error=orjson.loads(head[4]) if head[4] else None,
+        steps=[
+            StepInfo(s["n"], s["task"], s["queue"], f"{workflow_id}.{s['n']}", states[i])
+            for i, s in enumerate(leaves)
+        ],
+        waiting_on=open_counts,
+        dead=dead,
+        plan=plan,
+    )
+
+
+def _progress(
+    wk: str, leaves: list[dict[str, Any]], bars: list[int]
+) -> Op[tuple[list[Any], dict[int, Any], dict[int, int]]]:
+    """A running workflow's parked steps, dead steps waited for, open barriers."""
+    fields = [f"p{s['n']}" for s in leaves] + [f"w{s['n']}" for s in leaves]
+    calls: list[Command | ScriptCall] = [Command(("HMGET", wk, *fields))]
+    calls += [Command(("SCARD", f"{wk}:o:{b}")) for b in bars]
+    replies = yield Pipeline(tuple(calls))
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    values = replies[0]
+    dead = {
+        s["n"]: orjson.loads(reason)
+        for s, reason in zip(leaves, values[len(leaves) :], strict=True)
+        if reason is not None
+    }
+    open_counts = {b: int(n) for b, n in zip(bars, replies[1:], strict=True) if int(n)}
+    return values[: len(leaves)], dead, open_counts
+
+
+def _step_states(
+    workflow_id: str, leaves: list[dict[str, Any]], parked: list[Any], cancelled: set[str]
+) -> Op[list[str]]:
+    """Each step's state: from its job record, one request per queue (one slot each)."""
+    by_queue: dict[str, list[int]] = {}
+    for i, s in enumerate(leaves):
+        by_queue.setdefault(s["p"], []).append(i)
+    states: list[str] = ["done"] * len(leaves)
+    for prefix, indexes in by_queue.items():
+        ids = [f"{workflow_id}.{leaves[i]['n']}" for i in indexes]
+        records = yield Command(("HMGET", prefix + "jobs", *ids))
+        for i, raw in zip(indexes, records, strict=True):
+            rec = parse_record(raw, errors="replace") if raw is not None else None
+            if parked[i] is not None:
+                states[i] = "waiting"
+            elif rec is not None:
+                # cancelling a started step leaves it superseded until dequeue passes
+                name = STATE_NAMES[rec.state]
+                states[i] = "cancelled" if name == "superseded" else name
+            elif str(leaves[i]["n"]) in cancelled:
+                states[i] = "cancelled"
+    return states
+
+
+def running(home: QueueKeys, limit: int = 100) -> Op[list[tuple[str, float]]]:
+    """The running workflows of home queue ``home``, oldest first: (id, started at)."""
+    reply = yield Command(("ZRANGE", home.prefix + "wfr", 0, limit - 1, "WITHSCORES"))
+    return [(reply[i].decode(), float(reply[i + 1]) / 1000) for i in range(0, len(reply), 2)]
+
+
+def counters(home: QueueKeys) -> Op[dict[str, int]]:
+    """The queue's workflow counters: started, completed, failed (as a home queue)."""
+    names = ("started", "completed", "failed")
+    reply = yield Command(("HMGET", home.prefix + "stats", *(f"wf_{n}" for n in names)))
+    return {n: int(v or 0) for n, v in zip(names, reply, strict=True)}

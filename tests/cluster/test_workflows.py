@@ -1,0 +1,127 @@
+"""Workflows across Redis Cluster slots (the local 3-primary cluster): steps in queues
+of other hash tags than their workflow's home complete through the outbox, delivered
+by ``durq worker`` processes that are SIGKILLed meanwhile; a courier that dies between
+a step's release and the forward (before or after applying it) loses nothing and
+counts nothing twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import durq
+from durq.cluster import slot_of
+from durq.codec import PayloadCodec
+from durq.keys import OutboxKeys
+from durq.message import encode_result
+from durq.protocol import lifecycle
+from durq.protocol import workflows as wf
+from durq.protocol.calls import Op
+from helpers import eventually
+from worker.support import Durq
+from workflows.conftest import log, wapp
+from workflows.support import KillingFleet, leftovers, runs
+
+__all__ = ["log", "wapp"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.fault]
+
+
+@pytest.fixture
+def fleets(durq_cli: Durq) -> Iterator[list[KillingFleet]]:
+    made: list[KillingFleet] = []
+    yield made
+    for fleet in made:
+        fleet.close()
+
+
+def _queues(base: str, n: int) -> list[str]:
+    """``n`` queue names of pairwise different slots."""
+    names: list[str] = []
+    i = 0
+    while len(names) < n:
+        name = f"{base}-{i}"
+        if slot_of(name) not in {slot_of(q) for q in names}:
+            names.append(name)
+        i += 1
+    return names
+
+
+def test_a_group_across_slots_under_kills(
+    wapp: durq.App, log: str, raw: Any, durq_cli: Durq, fleets: list[KillingFleet]
+) -> None:
+    queues = _queues(wapp.default_queue, 4)
+    t = wapp.tasks
+    n = 150
+    members = [t["square"].options(queue=queues[i % 3]).s(log, i, 0.15) for i in range(n)]
+    callback = t["collect"].options(queue=queues[3]).s(log)
+    handle = durq.group(members).then(callback).enqueue()
+    chained = durq.chain(
+        *(t["link"].options(queue=q).s(log, f"k{i}", 0.2) for i, q in enumerate(queues[1:], 1))
+    )
+    second = durq.chain(t["link"].options(queue=queues[0]).si([], log, "k0"), chained).enqueue()
+    fleet = KillingFleet(durq_cli, wapp.url, queues, size=3, concurrency=4)
+    fleets.append(fleet)
+    fleet.killing(0.5)
+    try:
+        assert handle.result(120) == n
+        assert second.result(60) == ["k0", "k1", "k2", "k3"]
+    except TimeoutError:
+        pytest.fail(f"no result: {handle.status()}\n{durq_cli.outputs()[-5000:]}")
+    fleet.stop_killing()  # the survivors deliver what a killed courier left
+    callbacks = runs(log, "callback")
+    assert {c["job"] for c in callbacks} == {f"{handle.id}.{n + 3}"}
+    assert all(c["results"] == [i * i for i in range(n)] for c in callbacks)
+    assert fleet.kills >= 2, "the run was too short to be interrupted"
+    eventually(
+        lambda: leftovers(raw, queues, [handle.id, second.id]) == [],
+        5,
+        lambda: str(leftovers(raw, queues, [handle.id, second.id])),
+    )
+
+
+def _apply(entry: bytes) -> Op[Any]:
+    reply = yield wf.deliver_call(entry)
+    return reply
+
+
+@pytest.mark.parametrize("dies", ["before the forward", "after the forward"])
+def test_a_courier_killed_between_release_and_forward(
+    dies: str, wapp: durq.App, log: str, raw: Any, durq_cli: Durq, fleets: list[KillingFleet]
+) -> None:
+    """Two steps in the home slot, one in another: that one is released (its completion
+    now waits in its queue's outbox), then its courier takes the entry and dies, before
+    or after applying it in the home slot. A worker delivers it when its lease ends: the
+    parent completes exactly once."""
+    home_queue, far_queue = _queues(wapp.default_queue, 2)
+    t = wapp.tasks
+    members = [t["square"].options(queue=home_queue).s(log, i) for i in (1, 2)]
+    members.append(t["square"].options(queue=far_queue).s(log, 3))
+    handle = durq.group(members).then(t["collect"].options(queue=home_queue).s(log)).enqueue()
+    home, far = wapp.queue(home_queue), wapp.queue(far_queue)
+    home_box = OutboxKeys(home_queue)
+    far_box = OutboxKeys(far_queue)
+    # forward the far step's start by hand
+    jobs, _, _ = home.run(lifecycle.fetch(home_box, PayloadCodec(), 10, 30.0))
+    for job in jobs:
+        home.run(_apply(job.data))
+    home.run(lifecycle.release(home_box, jobs))
+    step = far.dequeue()
+    assert step is not None
+    far.release_many([step], results=[encode_result(9)])
+    [entry], _, _ = far.run(lifecycle.fetch(far_box, PayloadCodec(), 10, 0.5))
+    if dies == "after the forward":
+        assert far.run(_apply(entry.data)) == b"OK"
+    # ... the courier is gone; the workers take over
+    fleet = KillingFleet(durq_cli, wapp.url, [home_queue, far_queue], size=2)
+    fleets.append(fleet)
+    assert handle.result(30) == 3
+    stats = f"{far_box.prefix}stats"
+    eventually(lambda: raw.hget(stats, "completed") == b"1", 10, "the entry delivered")
+    assert raw.hget(stats, "reclaimed") == b"1"
+    fleet.stop_killing()  # the survivors deliver what a killed courier left
+    [callback] = runs(log, "callback")
+    assert callback["results"] == [1, 4, 9]
+    assert leftovers(raw, [home_queue, far_queue], [handle.id]) == []

@@ -1,0 +1,22 @@
+"""The constants the workflow scripts and the Python side share agree."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from durq.codec import Codec
+from durq.keys import OUTBOX_PART
+from durq.protocol.workflows import START_CHUNK
+
+
+def _lua(name: str) -> str:
+    return resources.files("durq.lua").joinpath(name).read_text()
+
+
+def test_lua_and_python_agree() -> None:
+    fan_in = _lua("lib/fan_in.lua")
+    outbox = _lua("lib/outbox.lua")
+    assert re.search(rf"local START_CHUNK = {START_CHUNK}\b", fan_in)
+    assert re.search(rf"local JSON_CODEC = {int(Codec.JSON)}\b", fan_in)
+    assert f"local OUTBOX_PART = '{OUTBOX_PART}'" in outbox
