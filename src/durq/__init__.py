@@ -29,22 +29,28 @@ from durq.errors import (
     PayloadTooLarge,
 )
 from durq.models import (
+    CancelResult,
+    CancelStatus,
     EnqueueResult,
     EnqueueStatus,
     GroupInfo,
     Job,
+    JobControl,
     JobInfo,
     JobState,
     Message,
+    Progress,
     QueueStats,
 )
 from durq.protocol.status import Status
-from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
+from durq.task import Call, Cancelled, Expired, Fail, JobFailed, JobHandle, Retry, Task
 
 __all__ = [
     # tasks
     "App",
     "Call",
+    "Cancelled",
+    "Expired",
     "Fail",
     "JobFailed",
     "JobHandle",
@@ -59,13 +65,17 @@ __all__ = [
     "AsyncTopic",
     "Topic",
     # data
+    "CancelResult",
+    "CancelStatus",
     "EnqueueResult",
     "EnqueueStatus",
     "GroupInfo",
     "Job",
+    "JobControl",
     "JobInfo",
     "JobState",
     "Message",
+    "Progress",
     "QueueStats",
     "Status",
     "Codec",

@@ -8,6 +8,7 @@ local KEY_TYPES = {
   dead = 'zset', done = 'zset', reasons = 'hash', keys = 'hash', stats = 'hash',
   conf = 'hash', wake = 'zset', groups = 'zset', gactive = 'hash', glimit = 'hash',
   gweight = 'hash',
+  ctl = 'hash', progress = 'hash', -- job control (lib/control.lua)
 }
 
 -- The problem with the first of the queue's keys `parts` (their names in lib/keys.lua
