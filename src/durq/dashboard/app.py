@@ -90,6 +90,7 @@ def create_app(
         Route("/queue/dead", views.dead_page, name="dead"),
         Route("/queue/dead/replay", actions.replay, methods=["POST"], name="replay"),
         Route("/queue/dead/purge", actions.purge, methods=["POST"], name="purge"),
+        Route("/queue/job/cancel", actions.cancel, methods=["POST"], name="cancel"),
         Route("/workers", views.workers_page, name="workers"),
         Route("/api/overview", views.api_overview, name="api_overview"),
         Route("/metrics", metrics_endpoint, name="metrics"),
