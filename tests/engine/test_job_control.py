@@ -293,3 +293,18 @@ async def test_a_cancelled_follow_up_gives_the_key_back_to_the_running_job(q: An
 def test_topics_refuse_job_control(redis_url: str, queue_name: str) -> None:
     with Topic(queue_name, redis_url) as topic, pytest.raises(InvalidArgument):
         topic.publish_many([Message("x", expires=5)])
+
+
+async def test_job_control_data_goes_with_the_job(q: Any, raw: Any) -> None:
+    ctl, progress = q.keys.prefix + "ctl", q.keys.prefix + "progress"
+    released = await q.enqueue("a", expires=30)
+    job = await q.dequeue()
+    await q.progress(job, 0.5)
+    assert raw.hexists(ctl, released.id) and raw.hexists(progress, released.id)
+    await q.release(job)
+    old = await q.enqueue("b", key="k", expires=30)
+    await q.enqueue("c", key="k", replace=True)  # supersedes: dequeue discards the old one
+    assert [j.payload for j in await q.dequeue_many(10)] == ["c"]
+    for job_id in (released.id, old.id):
+        assert not raw.hexists(ctl, job_id) and not raw.hexists(progress, job_id)
+    assert raw.hlen(ctl) == 0

@@ -122,7 +122,7 @@ def app(redis_url: str, queue_name: str) -> Iterator[durq.App]:
         (fails_first, {"backoff": durq.fixed(1.0), "result": True}),
         (quick, {"result": True}),
         (reports, {}),
-        (echo, {}),
+        (echo, {"result": True}),
         (ahold_value, {}),
     ]:
         test_app.task(**options)(fn)
@@ -327,6 +327,8 @@ def test_a_job_expired_behind_a_backlog_is_never_delivered_and_its_key_is_reusab
     assert exec_log.count("start", "late") == 0
     info = late.info()
     assert info is not None and info.state is durq.JobState.EXPIRED
+    with pytest.raises(durq.Expired):
+        late.result(timeout=1)
     assert info.reason is not None and info.reason["reason"] == "expired"
 
 

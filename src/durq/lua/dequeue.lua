@@ -177,6 +177,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       elseif r and r.state == ST_SUPERSEDED then
         redis.call('HDEL', K_JOBS, id)
         redis.call('HDEL', K_REASONS, id)
+        if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control_end(id, r, now, 'released') end
         -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
         local window_end = r.enq + get_conf().dedup_window
         if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end

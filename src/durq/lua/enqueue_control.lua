@@ -101,7 +101,11 @@ local function enqueue_control(now, b)
   end
   local status, ref = enqueue_one(now, id, payload, delay, tonumber(ARGV[b + 3]),
     tonumber(ARGV[b + 4]), codec, ARGV[b + 6], key, ARGV[b + 8])
-  if status ~= S_CREATED and status ~= S_REPLACED then return status, ref end
+  if status ~= S_CREATED and status ~= S_REPLACED then
+    -- not added (its id is taken): the running job keeps the key
+    if park then redis.call('HSET', K_KEYS, key, park) end
+    return status, ref
+  end
   -- the new job: flag it and store its job control data
   local c = {}
   local expires_at, expires_in = tonumber(ARGV[b + 10]), tonumber(ARGV[b + 9])
