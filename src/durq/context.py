@@ -18,7 +18,8 @@ _current: ContextVar[Job | None] = ContextVar("durq_current_job", default=None)
 def current_job() -> Job | None:
     """The job being run, inside a task (None elsewhere): its ``id``, ``attempt``,
     ``max_attempts``, ``queue``, ``group`` and ``token``, e.g. to make side effects
-    idempotent under at-least-once delivery."""
+    idempotent under at-least-once delivery; ``cancelled`` (a cancel was asked) and
+    ``progress(fraction, info)`` (see docs/job-control.md)."""
     return _current.get()
 
 
