@@ -60,13 +60,13 @@ for i = 2, #ARGV do
     end
     local message = 'cancelled before it started'
     if r.deliveries > 0 then message = 'cancelled while it waited for its next attempt' end
-    end_unstarted(id, r, now, ST_CANCELLED, ttl, listed, {message = message})
+    control().end_unstarted(id, r, now, ST_CANCELLED, ttl, listed, {message = message})
     status = S_CANCELLED
   elseif r.state == ST_ACTIVE then
     if bit.band(r.flags, FLAG_CANCEL) == 0 then
       r.flags = bit.bor(r.flags, FLAG_CANCEL)
       redis.call('HSET', K_JOBS, id, rec_encode(r))
-      control_outcome(id, 'cancelled', now, ttl)
+      control().outcome(id, 'cancelled', now, ttl)
       -- a hint only (pcall: a user without the channel's permission still cancels)
       redis.pcall('PUBLISH', K_PREFIX .. 'cancel', id)
     end

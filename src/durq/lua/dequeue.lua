@@ -66,7 +66,7 @@ local function reclaim(now)
     if not r or r.state ~= ST_ACTIVE then
       quarantine(id, now, 'active')
     elseif bit.band(r.flags, FLAG_CANCEL) ~= 0 then
-      end_cancelled(id, r, now) -- its cancel was asked: never retried (lib/control.lua)
+      control().end_cancelled(id, r, now) -- its cancel was asked: never retried
     elseif problem then
       bury(id, r, now, problem)
     else
@@ -85,15 +85,6 @@ local function reclaim(now)
   return #ids
 end
 
--- A job with job control (lib/control.lua) about to start: when its expiry time has
--- passed it ends expired instead, never delivered. Returns true then.
-local function expired(id, r, now, c)
-  if not (c and c.e and c.e <= now) then return false end
-  end_unstarted(id, r, now, ST_EXPIRED, c.t, false, {expires_at = c.e, attempt = r.attempts,
-    message = 'not started by its expiry time'})
-  return true
-end
-
 local function promote(now)
   local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_MAX)
   if #ids == 0 then return 0 end
@@ -103,7 +94,7 @@ local function promote(now)
   for i = 1, #ids do
     local r = rec_decode(raws[i])
     if r and r.state == ST_DELAYED and bit.band(r.flags, FLAG_CONTROL) ~= 0
-        and expired(ids[i], r, now, ctl_get(ids[i])) then
+        and control().expired(ids[i], r, now, control().get(ids[i])) then
       redis.call('ZREM', K_DELAYED, ids[i])
     elseif r and r.state == ST_DELAYED then
       if checked[r.group] == nil then checked[r.group] = group_error(r.group) or false end
@@ -143,8 +134,8 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     local ok = r and r.state == ST_PENDING and not handed_ids[id]
     local c = nil -- job control data (lib/control.lua), of a flagged job only
     if ok and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
-      c = ctl_get(id)
-      if expired(id, r, now, c) then
+      c = control().get(id)
+      if control().expired(id, r, now, c) then
         handed_ids[id] = true -- listed twice (garbage): skipped the second time
         ready_add(g, -1)
         ok = false
@@ -177,7 +168,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       elseif r and r.state == ST_SUPERSEDED then
         redis.call('HDEL', K_JOBS, id)
         redis.call('HDEL', K_REASONS, id)
-        if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control_end(id, r, now, 'released') end
+        if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
         -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
         local window_end = r.enq + get_conf().dedup_window
         if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end

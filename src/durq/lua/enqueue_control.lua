@@ -116,7 +116,7 @@ local function enqueue_control(now, b)
   if park then
     c.a = park
     redis.call('ZADD', K_DELAYED, PARKED, id)
-    local pc = ctl_get(park) or {m = 'keep'}
+    local pc = control().get(park) or {m = 'keep'}
     pc.n = id
     redis.call('HSET', K_PREFIX .. 'ctl', park, cjson.encode(pc))
     local pr = rec_decode(redis.call('HGET', K_JOBS, park))

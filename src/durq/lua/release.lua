@@ -104,7 +104,7 @@ if cancelled or controlled then
 end
 if problem then return wrongtype(problem) end
 if cancelled then
-  for _, item in ipairs(cancelled) do end_cancelled(item[1], item[2], now) end
+  for _, item in ipairs(cancelled) do control().end_cancelled(item[1], item[2], now) end
 end
 for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
 if #gone > 0 then
@@ -121,7 +121,7 @@ if #gone > 0 then
 end
 if controlled then
   for _, item in ipairs(controlled) do
-    control_end(item[1], item[2], now, keep > 0 and 'kept' or 'released')
+    control().finish(item[1], item[2], now, keep > 0 and 'kept' or 'released')
   end
 end
 if missing then

@@ -40,7 +40,7 @@ for i = 0, n - 1 do
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
   if r and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
-    end_cancelled(id, r, now) -- its cancel was asked: never retried (lib/control.lua)
+    control().end_cancelled(id, r, now) -- its cancel was asked: never retried (lib/control.lua)
     status = S_CANCELLED
   elseif r then
     r.failures = r.failures + 1

@@ -215,8 +215,9 @@ class Worker:
             self._running -= 1
         if delivery.lost:
             outcome = Outcome("lost")
-        if self._controls is not None:
-            await self._controls.ended(job)  # its last progress report, if one waits
+        controls = self._controls
+        if controls is not None and (controls.reporters or controls.cancelled):
+            await controls.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun, name)
 
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float, name: str) -> None:

@@ -30,7 +30,7 @@ local function kill(id, r, now)
   redis.call('ZADD', K_DEAD, now, id)
   redis.call('ZREM', K_ACTIVE, id)
   drop_slot(r)
-  if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control_end(id, r, now, 'dead') end
+  if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'dead') end
   r.state = ST_DEAD
   r.flags = bit.band(r.flags, FLAG_CONTROL)
   redis.call('HSET', K_JOBS, id, rec_encode(r))
