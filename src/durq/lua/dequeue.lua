@@ -133,7 +133,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     local r = rec_decode(raws[i])
     local ok = r and r.state == ST_PENDING and not handed_ids[id]
     local c = nil -- job control data (lib/control.lua), of a flagged job only
-    if ok and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+    if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
       c = control().get(id)
       if control().expired(id, r, now, c) then
         handed_ids[id] = true -- listed twice (garbage): skipped the second time

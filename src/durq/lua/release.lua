@@ -59,14 +59,14 @@ for i = 1, n do
     status = S_CORRUPT
   elseif r.state ~= ST_ACTIVE or rec_token(r) ~= ARGV[b + 1] or seen[id] then
     status = S_LEASE_LOST
-  elseif bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+  elseif r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
     seen[id] = true
     cancelled = cancelled or {}
     cancelled[#cancelled + 1] = {id, r}
     status = S_CANCELLED
   else
     seen[id] = true
-    if bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+    if r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
       controlled = controlled or {}
       controlled[#controlled + 1] = {id, r}
     end

@@ -64,6 +64,7 @@ class _Reporter:
         self.next_at = 0.0  # monotonic time the next write may start
         self.writer: asyncio.Task[None] | None = None
         self.on_cancel: Callable[[], None] = lambda: None
+        self.on_lost: Callable[[], None] = lambda: None
 
     def report(self, fraction: Any, info: Any) -> None:
         data = progress_json(fraction, info)  # bad input fails in the task, at the call
@@ -131,6 +132,7 @@ class _Reporter:
         elif status is not Status.OK:
             with self.lock:
                 self.lost = True
+            self.on_lost()
 
     async def close(self) -> None:
         """The job ended: write the report still waiting, if any, now."""
@@ -168,8 +170,14 @@ class JobControls:
         if reporter is None:
             made = _Reporter(self.queues[job.queue], job, self.loop)
             made.on_cancel = lambda: self.on_cancel(job)
+            # a report after the lease is gone (an abandoned thread's): forget the job
+            made.on_lost = lambda: self._forget(key, made)
             reporter = self.reporters.setdefault(key, made)  # atomic: one per job
         reporter.report(fraction, info)
+
+    def _forget(self, key: tuple[str, str, str], reporter: _Reporter) -> None:
+        if self.reporters.get(key) is reporter:
+            del self.reporters[key]
 
     def cancel(self, job: Job) -> None:
         """A cancel of ``job`` was asked: ``Job.cancelled`` becomes true."""

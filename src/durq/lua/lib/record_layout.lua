@@ -30,6 +30,8 @@ local FLAG_SLOT = 2
 -- every way out of active (release, requeue, defer, lease expiry) then ends it cancelled.
 -- CONTROL: the job has job-control data (expiry, dedup mode, follow-up, progress) that
 -- the paths starting and ending it look up; a plain job never pays for that lookup.
+-- Both are above the other flags, so the hot paths test `flags >= FLAG_CANCEL` (a
+-- comparison, not a call of bit.band) before looking at either.
 local FLAG_CANCEL = 4
 local FLAG_CONTROL = 8
 
