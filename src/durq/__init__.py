@@ -30,19 +30,23 @@ from durq.errors import (
 )
 from durq.flow import FlowInfo, ParkedGroup, Rate, RateLimited
 from durq.models import (
+    CancelResult,
+    CancelStatus,
     EnqueueResult,
     EnqueueStatus,
     GroupInfo,
     Job,
+    JobControl,
     JobInfo,
     JobState,
     Message,
+    Progress,
     QueueStats,
 )
 from durq.protocol.status import Status
 from durq.schedule_control import SyncReport
 from durq.schedules import Schedule, ScheduleInfo
-from durq.task import Call, Fail, JobFailed, JobHandle, Retry, Task
+from durq.task import Call, Cancelled, Expired, Fail, JobFailed, JobHandle, Retry, Task
 from durq.workflows import (
     Chain,
     Group,
@@ -59,6 +63,8 @@ __all__ = [
     # tasks
     "App",
     "Call",
+    "Cancelled",
+    "Expired",
     "Fail",
     "JobFailed",
     "JobHandle",
@@ -92,13 +98,17 @@ __all__ = [
     "AsyncTopic",
     "Topic",
     # data
+    "CancelResult",
+    "CancelStatus",
     "EnqueueResult",
     "EnqueueStatus",
     "GroupInfo",
     "Job",
+    "JobControl",
     "JobInfo",
     "JobState",
     "Message",
+    "Progress",
     "QueueStats",
     "Status",
     "Codec",

@@ -18,8 +18,9 @@ _current: ContextVar[Job | None] = ContextVar("durq_current_job", default=None)
 def current_job() -> Job | None:
     """The job being run, inside a task (None elsewhere): its ``id``, ``attempt``,
     ``max_attempts``, ``queue``, ``group`` and ``token``, e.g. to make side effects
-    idempotent under at-least-once delivery; for a periodic job also ``schedule`` and
-    ``scheduled_at`` (its tick time)."""
+    idempotent under at-least-once delivery; ``cancelled`` (a cancel was asked) and
+    ``progress(fraction, info)`` (see docs/job-control.md); for a periodic job also
+    ``schedule`` and ``scheduled_at`` (its tick time)."""
     return _current.get()
 
 

@@ -112,6 +112,7 @@ class WorkerMetrics:
         self._retried = _Family("durq_jobs_retried", "Jobs sent back for a retry", qt)
         self._dead = _Family("durq_jobs_dead_lettered", "Jobs dead-lettered", qt)
         self._deferred = _Family("durq_jobs_deferred", "Jobs given back without an attempt", qt)
+        self._cancelled = _Family("durq_jobs_cancelled", "Running jobs stopped by a cancel", qt)
         self._recovered = _Family(
             "durq_jobs_recovered", "Expired leases reclaimed by this worker's fetches", q
         )
@@ -136,6 +137,7 @@ class WorkerMetrics:
                     self._retried,
                     self._dead,
                     self._deferred,
+                    self._cancelled,
                     self._recovered,
                     self._lease_lost,
                     self._pickup,
@@ -186,6 +188,8 @@ class WorkerMetrics:
             self._dead.inc(key)
         elif kind in ("defer", "limited"):  # limited: durq.RateLimited
             self._deferred.inc(key)
+        elif kind == "cancelled":
+            self._cancelled.inc(key)
 
     def reclaimed(self, queue: str, n: int) -> None:
         """This worker's fetch reclaimed ``n`` expired leases."""

@@ -5,20 +5,25 @@ Times are seconds since the epoch, as floats, read from the Redis server's clock
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from durq.codec import PayloadCodec
 
 __all__ = [
+    "CancelResult",
+    "CancelStatus",
     "EnqueueResult",
     "EnqueueStatus",
     "GroupInfo",
     "Job",
     "JobInfo",
+    "JobControl",
     "JobState",
     "Message",
+    "Progress",
     "QueueStats",
 ]
 
@@ -32,6 +37,8 @@ class JobState(str, Enum):
     DEAD = "dead"  #: in the dead-letter set, with a reason
     COMPLETED = "completed"  #: released; kept only when asked, or as an id tombstone
     SUPERSEDED = "superseded"  #: replaced by a newer job with the same key before it started
+    CANCELLED = "cancelled"  #: cancelled (``Queue.cancel``): it never runs (again)
+    EXPIRED = "expired"  #: not started by its expiry time (``expires``): it never runs
 
 
 class EnqueueStatus(str, Enum):
@@ -41,6 +48,9 @@ class EnqueueStatus(str, Enum):
     EXISTS = "exists"  #: a job with this id exists (or finished recently): nothing changed
     DEDUPLICATED = "deduplicated"  #: a not-yet-started job holds the key: nothing changed
     REPLACED = "replaced"  #: added, and it superseded the not-yet-started job with the key
+    #: debounce or keep-last: the job of the key that waits to start takes these
+    #: arguments (``id`` is that job); no job was added
+    UPDATED = "updated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +91,26 @@ class Message:
     group: str | None = None
     key: str | None = None
     replace: bool | None = None
+    #: job control (see ``Task.options``): expiry, and the dedup modes throttle
+    #: (``ttl``), debounce (``debounce``, ``max_wait``) and keep-last (``keep_last``)
+    expires: float | datetime.datetime | None = None
+    ttl: float | None = None
+    debounce: float | None = None
+    max_wait: float | None = None
+    keep_last: bool | None = None
+
+
+class JobControl(Protocol):
+    """What a worker attaches to the jobs it runs (``Job.cancelled``, ``Job.progress``):
+    one object for all of them, which keeps state only for the jobs that use it."""
+
+    def is_cancelled(self, job: Job) -> bool:
+        """True once a cancel of ``job`` was asked."""
+        ...
+
+    def progress(self, job: Job, fraction: float, info: Any = None) -> None:
+        """Report how far ``job`` got."""
+        ...
 
 
 class Job:
@@ -95,6 +125,7 @@ class Job:
         "_payload",
         "attempt",
         "codec_id",
+        "control",
         "data",
         "deliveries",
         "enqueued_at",
@@ -146,6 +177,8 @@ class Job:
         #: a periodic job's schedule and tick time (server clock; None for other jobs)
         self.schedule: str | None = None
         self.scheduled_at: float | None = None
+        #: set by the worker that runs the job: its cancel flag and progress writer
+        self.control: JobControl | None = None
 
     @property
     def attempts(self) -> int:
@@ -159,11 +192,61 @@ class Job:
             self._payload = self._codec.decode(self.codec_id, self.data)
         return self._payload
 
+    @property
+    def cancelled(self) -> bool:
+        """True once a cancel of this job was asked while a worker runs it. A sync task
+        should check it in its loops and return early: past the worker's
+        ``cancel_grace`` its thread is abandoned, as on a timeout. (Always False for a
+        job taken with ``dequeue``: see ``Queue.cancel``.)"""
+        return self.control is not None and self.control.is_cancelled(self)
+
+    def progress(self, fraction: float, info: Any = None) -> None:
+        """Report how far the job got, inside a task run by a worker: ``fraction`` in
+        0..1 and ``info``, any small JSON value. Writes are coalesced (a few per second,
+        the last value always written) and fenced: raises LeaseLost once another
+        worker was handed the job. A job taken with ``dequeue`` reports its progress
+        with ``Queue.progress``."""
+        if self.control is None:
+            raise RuntimeError(
+                "Job.progress() works inside a task run by a durq worker; "
+                "use Queue.progress(job, ...) for a job taken with dequeue()"
+            )
+        self.control.progress(self, fraction, info)
+
     def __repr__(self) -> str:
         return f"<Job {self.queue}/{self.id} attempt={self.attempt}/{self.max_attempts}>"
 
 
 _UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a running job got (``Job.progress``): ``fraction`` (0..1), ``info`` (what
+    the task added) and ``at``, when it was written (server time)."""
+
+    fraction: float
+    info: Any = None
+    at: float | None = None
+
+
+class CancelStatus(str, Enum):
+    """What a cancel did to one job."""
+
+    CANCELLED = "cancelled"  #: it had not started (or waited for a retry): it never runs
+    CANCELLING = "cancelling"  #: it runs: its worker stops it, and it ends cancelled
+    FINISHED = "finished"  #: it had ended already (see ``state``): nothing changed
+    NOT_FOUND = "not_found"  #: the queue has no trace of it
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    """The outcome of cancelling one job: its ``status``, and the ``state`` it was
+    found in (None when the queue has no trace of it)."""
+
+    id: str
+    status: CancelStatus
+    state: JobState | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +273,12 @@ class JobInfo:
     codec_id: int | None = None
     data: bytes | None = field(default=None, repr=False)
     corrupt: bool = False
+    #: job control: the last progress written, the expiry time, whether a cancel was
+    #: asked while it runs, and for a keep-last follow-up the job it waits for
+    progress: Progress | None = None
+    expires_at: float | None = None
+    cancel_requested: bool = False
+    waits_for: str | None = None
 
     def payload(self, codec: PayloadCodec | None = None) -> Any:
         """Decode the stored payload (JSON, msgpack or raw bytes unless told otherwise)."""
@@ -227,6 +316,8 @@ class QueueStats:
     retained: int
     groups: int
     server_time: float
+    cancelled: int = 0
+    expired: int = 0
 
     @property
     def size(self) -> int:

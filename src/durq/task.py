@@ -7,6 +7,7 @@ plain JSON data, and an error names the offending argument.
 
 from __future__ import annotations
 
+import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -15,9 +16,17 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 from durq import tracing
 from durq.backoff import Backoff
 from durq.codec import check_json
-from durq.errors import DurqError, InvalidArgument, NotSerializable
+from durq.errors import DurqError, InvalidArgument, JobNotFound, NotSerializable
 from durq.message import build_call, decode_result
-from durq.models import EnqueueResult, EnqueueStatus, JobInfo, Message
+from durq.models import (
+    CancelResult,
+    CancelStatus,
+    EnqueueResult,
+    EnqueueStatus,
+    JobInfo,
+    Message,
+    Progress,
+)
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
@@ -25,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Call",
+    "Cancelled",
+    "Expired",
     "Fail",
     "JobFailed",
     "JobHandle",
@@ -95,6 +106,16 @@ class JobFailed(DurqError):
         super().__init__(f"job {job_id} failed: {kind}: {error.get('message', '')}")
 
 
+class Cancelled(JobFailed):
+    """The job whose result was awaited was cancelled (``JobHandle.cancel``,
+    ``Queue.cancel``): it did not run, or was stopped, and will not run again."""
+
+
+class Expired(JobFailed):
+    """The job whose result was awaited was not started by its expiry time (the
+    ``expires`` option): it never ran."""
+
+
 @dataclass(frozen=True)
 class TaskConfig:
     """How a task runs, as declared with ``@app.task(...)`` (``Task.config``). None
@@ -118,6 +139,11 @@ class _EnqueueOptions:
     key: str | None = None
     replace: bool | None = None
     queue: str | None = None
+    expires: float | datetime.datetime | None = None
+    ttl: float | None = None
+    debounce: float | None = None
+    max_wait: float | None = None
+    keep_last: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -133,8 +159,7 @@ class Call(Generic[R]):
     immutable: bool = False
 
     def with_options(self, **options: Any) -> Call[R]:
-        """The same call with per-job options (id, delay, priority, group, key,
-        replace, queue)."""
+        """The same call with per-job options (those of ``Task.options``)."""
         return replace(self, options=replace(self.options, **options))
 
 
@@ -186,6 +211,32 @@ class JobHandle(Generic[R]):
         """``info`` for asyncio code."""
         return await self.app.async_queue(self.queue).job(self.id)
 
+    def cancel(self) -> CancelResult:
+        """Cancel the job (see ``Queue.cancel``): it never runs if it has not started,
+        and is stopped if it runs; ``result()`` then raises Cancelled. Raises
+        JobNotFound if the queue has no trace of it; a job that had ended is left as it
+        is (status FINISHED)."""
+        return _cancelled(self.app.queue(self.queue).cancel([self.id])[0])
+
+    async def acancel(self) -> CancelResult:
+        """``cancel`` for asyncio code."""
+        return _cancelled((await self.app.async_queue(self.queue).cancel([self.id]))[0])
+
+    def progress(self) -> Progress | None:
+        """The last progress the running job reported (``durq.current_job().progress``):
+        None before the first report, and once the job is gone."""
+        return self.app.queue(self.queue).read_progress(self.id)
+
+    async def aprogress(self) -> Progress | None:
+        """``progress`` for asyncio code."""
+        return await self.app.async_queue(self.queue).read_progress(self.id)
+
+
+def _cancelled(result: CancelResult) -> CancelResult:
+    if result.status is CancelStatus.NOT_FOUND:
+        raise JobNotFound(result.id)
+    return result
+
 
 def _result_value(job_id: str, raw: bytes | None, timeout: float) -> Any:
     if raw is None:
@@ -193,6 +244,11 @@ def _result_value(job_id: str, raw: bytes | None, timeout: float) -> Any:
     ok, value = decode_result(raw)
     if ok:
         return value
+    reason = value.get("reason")
+    if reason == "cancelled":
+        raise Cancelled(job_id, {"message": "the job was cancelled", **value})
+    if reason == "expired":
+        raise Expired(job_id, {"message": "the job was not started by its expiry time", **value})
     raise JobFailed(job_id, value)
 
 
@@ -278,6 +334,11 @@ class Task(Generic[P, R]):
         key: str | None = None,
         replace: bool | None = None,
         queue: str | None = None,
+        expires: float | datetime.datetime | None = None,
+        ttl: float | None = None,
+        debounce: float | None = None,
+        max_wait: float | None = None,
+        keep_last: bool | None = None,
     ) -> TaskCaller[P, R]:
         """Per-job options: ``task.options(delay=60, group="tenant-7").enqueue(...)``.
 
@@ -288,8 +349,23 @@ class Task(Generic[P, R]):
             group: the group (tenant) served in turn with the others.
             key: dedup key; with ``replace=True`` a newer job supersedes the pending one.
             queue: another queue than the task's.
+            expires: seconds from now, or a datetime: a job not started by then never
+                runs (it ends ``expired``; retries included).
+            ttl: throttle (with ``key``): one job per key per ``ttl`` seconds, counted
+                from the enqueue that created it.
+            debounce: (with ``key``) the job starts ``debounce`` seconds after the last
+                enqueue of a burst, with the newest arguments; ``max_wait`` bounds the
+                wait from the burst's first enqueue, so a steady stream still runs.
+            keep_last: (with ``key``) while a job of the key runs, one follow-up waits,
+                with the newest arguments.
         """
-        return TaskCaller(self, _EnqueueOptions(id, delay, priority, group, key, replace, queue))
+        return TaskCaller(
+            self,
+            _EnqueueOptions(
+                id, delay, priority, group, key, replace, queue,
+                expires, ttl, debounce, max_wait, keep_last,
+            ),
+        )  # fmt: skip
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
         """A prepared call, for ``enqueue_many``."""
@@ -393,6 +469,11 @@ class Task(Generic[P, R]):
             o.group,
             o.key,
             o.replace,
+            o.expires,
+            o.ttl,
+            o.debounce,
+            o.max_wait,
+            o.keep_last,
         )
 
 

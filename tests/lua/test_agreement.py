@@ -84,6 +84,12 @@ def _key_types_in_lua() -> dict[str, str]:
     table = re.search(r"^local KEY_TYPES = \{(.*?)^\}", types, re.MULTILINE | re.DOTALL)
     assert table, "no KEY_TYPES table in lib/types.lua"
     found = dict(re.findall(r"(\w+) = '(\w+)'", table.group(1)))
+    # the job-control keys, kept out of the table (see keys_error)
+    extra = re.search(
+        r"parts\[i\] == '(\w+)' or parts\[i\] == '(\w+)'\) then want = '(\w+)'", types
+    )
+    assert extra, "lib/types.lua no longer names the job-control keys' type"
+    found.update({extra.group(1): extra.group(3), extra.group(2): extra.group(3)})
     # the default group's ready list and priority zset (lib/group_keys.lua), checked by
     # group_error with the types every group's ready keys have
     group_keys = _lib("group_keys")

@@ -5,14 +5,16 @@ docs/deployment.md (the tests keep the two in step)."""
 SCRIPT_COMMANDS = (
     "+hexists +zscore +zrem +hget +hset +hdel +rpush +lpush +lpop +llen +zadd +zcard +zrange "
     "+zrangebyscore +zrevrange +zincrby +hincrby +hmget +hlen +sismember +sadd +srem +zmscore "
-    "+smembers +type +del +pexpire +zpopmin +hgetall +time"
+    "+smembers +type +del +pexpire +zpopmin +hgetall +time +get +set +publish"
 )
 PRODUCER = (
-    "on >{password} ~durq:* resetchannels -@all +evalsha +script|load +sadd +ping +blmove +lindex "
+    "on >{password} ~durq:* resetchannels &durq:* -@all +evalsha +script|load +sadd +ping +blmove "
+    "+lindex "
     "+client|setinfo " + SCRIPT_COMMANDS
 )
 WORKER = (
-    "on >{password} ~durq:* resetchannels -@all +evalsha +script|load +sadd +srem +smembers "
-    "+hset +hgetall +pexpire +del +bzpopmin +blmove +lindex +ping +info +config|get "
+    "on >{password} ~durq:* resetchannels &durq:* -@all +evalsha +script|load +sadd +srem "
+    "+smembers +hset +hgetall +pexpire +del +bzpopmin +blmove +lindex +ping +info +config|get "
+    "+subscribe "
     "+client|setinfo " + SCRIPT_COMMANDS
 )

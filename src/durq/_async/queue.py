@@ -8,6 +8,7 @@ arguments that need the queue's defaults and drive the operations.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, TypeVar
@@ -23,8 +24,17 @@ from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
 from durq.flow import FlowInfo, Rate
 from durq.keys import NamespaceKeys, QueueKeys
-from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
-from durq.protocol import admin, flow, lifecycle, namespace
+from durq.models import (
+    CancelResult,
+    EnqueueResult,
+    GroupInfo,
+    Job,
+    JobInfo,
+    Message,
+    Progress,
+    QueueStats,
+)
+from durq.protocol import admin, control, flow, lifecycle, namespace
 from durq.protocol.args import delay_ms, lease_ms, new_ids, reason_json
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
@@ -156,6 +166,11 @@ class AsyncQueue:
         group: str | None = None,
         key: str | None = None,
         replace: bool = False,
+        expires: float | datetime.datetime | None = None,
+        ttl: float | None = None,
+        debounce: float | None = None,
+        max_wait: float | None = None,
+        keep_last: bool = False,
     ) -> EnqueueResult:
         """Add one job. Enqueueing an id that exists changes nothing (safe to retry).
 
@@ -170,8 +185,18 @@ class AsyncQueue:
             key: a dedup key: while a job holding it has not started, another enqueue
                 with the key returns that job (DEDUPLICATED), or replaces it when
                 ``replace`` is true (REPLACED).
+            expires: seconds from now, or an aware datetime: a job not started by
+                then is never delivered and ends expired.
+            ttl: with ``key``, throttle: one job per key per ``ttl`` seconds.
+            debounce: with ``key``, run once after a burst, with the newest payload.
+            max_wait: with ``debounce``, the longest a steady stream is held back.
+            keep_last: with ``key``, while a job of the key runs, keep at most one
+                follow-up, with the newest payload (see docs/job-control.md).
         """
-        message = Message(payload, id, delay, priority, max_attempts, group, key, replace)
+        message = Message(
+            payload, id, delay, priority, max_attempts, group, key, replace,
+            expires, ttl, debounce, max_wait, keep_last,
+        )  # fmt: skip
         return (await self.enqueue_many([message]))[0]
 
     async def enqueue_many(
@@ -209,6 +234,7 @@ class AsyncQueue:
                 replace=replace,
                 durability=self.durability,
                 ids=fresh,
+                result_ttl=self.result_ttl,
             )
             return await self._driver.run(op)
 
@@ -335,6 +361,31 @@ class AsyncQueue:
         """The raw result stored for ``job_id`` (see ``release``), waiting up to
         ``timeout`` seconds for it without polling; None if there is none by then."""
         return await self._driver.run(lifecycle.wait_result(self.keys, job_id, timeout))
+
+    # -- job control --------------------------------------------------------------
+
+    async def cancel(self, ids: str | Sequence[str]) -> list[CancelResult]:
+        """Cancel jobs; a CancelResult per id, in order. A job that has not started, or
+        waits for its next attempt, ends cancelled at once and never runs (CANCELLED);
+        a running job is flagged and its worker stops it within a third of its lease,
+        after which it ends cancelled, never retried (CANCELLING). A job that had ended
+        is left as it is (FINISHED); an unknown id gets NOT_FOUND. Either way a waiter
+        of the job's result gets ``durq.Cancelled``."""
+        return await self._driver.run(control.cancel(self.keys, ids, self.result_ttl))
+
+    async def progress(self, job: Leased, fraction: float, info: Any = None) -> bool:
+        """Store how far a job you hold got (``fraction`` in 0..1, ``info`` any small
+        JSON value), for ``read_progress``, ``durq job`` and the dashboard. Not
+        coalesced: inside a worker use ``durq.current_job().progress``. Raises LeaseLost
+        if the lease was taken over; returns True when a cancel of the job was asked."""
+        data = control.progress_json(fraction, info)
+        status = await self._driver.run(control.write_progress(self.keys, job.id, job.token, data))
+        _raise_for(status, job.id)
+        return status is Status.CANCELLED
+
+    async def read_progress(self, job_id: str) -> Progress | None:
+        """The last progress stored for ``job_id`` (None: none, or the job is gone)."""
+        return await self._driver.run(control.read_progress(self.keys, job_id))
 
     # -- inspecting and repairing ------------------------------------------------
 

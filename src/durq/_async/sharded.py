@@ -28,9 +28,18 @@ from durq._async.queue import AsyncQueue
 from durq.errors import InvalidArgument
 from durq.flow import FlowInfo, merge_flow, shard_settings
 from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
-from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
+from durq.models import (
+    CancelResult,
+    CancelStatus,
+    EnqueueResult,
+    GroupInfo,
+    Job,
+    JobInfo,
+    Message,
+    QueueStats,
+)
 from durq.protocol import namespace
-from durq.protocol.args import new_ids
+from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
@@ -281,6 +290,20 @@ class AsyncShardedQueue:
             if info is not None:
                 return info
         return None
+
+    async def cancel(self, ids: str | Sequence[str]) -> list[CancelResult]:
+        """Cancel jobs, whichever shard holds them (see ``AsyncQueue.cancel``): each
+        shard is asked for the ids the shards before it did not know."""
+        wanted = job_ids(ids)
+        found: dict[str, CancelResult] = {}
+        for shard in self.shards:
+            left = [i for i in dict.fromkeys(wanted) if i not in found]
+            if not left:
+                break
+            for result in await shard.cancel(left):
+                if result.status is not CancelStatus.NOT_FOUND:
+                    found[result.id] = result
+        return [found.get(i) or CancelResult(i, CancelStatus.NOT_FOUND) for i in wanted]
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
         """Dead letters of every shard, newest first."""

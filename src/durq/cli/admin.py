@@ -246,6 +246,18 @@ def _show(info: JobInfo) -> None:
         ("died", _when(info.died_at)),
         ("kept until", _when(info.retained_until)),
     ]
+    # job control (docs/job-control.md)
+    if info.progress is not None:
+        shown = f"{info.progress.fraction:.1%} at {_when(info.progress.at)}"
+        if info.progress.info is not None:
+            shown += f": {orjson.dumps(info.progress.info).decode()[:500]}"
+        rows.append(("progress", shown))
+    if info.expires_at is not None:
+        rows.append(("expires", _when(info.expires_at)))
+    if info.cancel_requested:
+        rows.append(("cancel", "requested: its worker is stopping it"))
+    if info.waits_for is not None:
+        rows.append(("waits for", f"job {info.waits_for} (keep-last follow-up)"))
     for name, value in rows:
         table.add_row(name, str(value))
     if info.reason:

@@ -1,8 +1,9 @@
-"""Replay and purge of dead letters: POST only, CSRF-checked, refused in read-only mode.
+"""Replay and purge of dead letters, cancel of jobs: POST only, CSRF-checked, refused in
+read-only mode.
 
-A form sends ``q`` (the queue), ``csrf``, and either ``id`` fields (the selected dead
-letters) or ``all=1``. The answer is a 303 redirect back to the dead letters, whose page
-says what was done.
+A form sends ``q`` (the queue), ``csrf``, and either ``id`` fields (the selected jobs)
+or ``all=1`` (dead letters only). The answer is a 303 redirect back to the dead letters,
+or for a cancel to the job's page, which says what was done.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from durq.dashboard.state import dashboard_of
 from durq.errors import InvalidArgument
 from durq.keys import check_job_id, check_queue_name
 
-__all__ = ["purge", "replay"]
+__all__ = ["cancel", "purge", "replay"]
 
 MAX_FORM_BYTES = 1 << 20  # a form of a thousand long ids stays well below this
 MAX_IDS = 1000
@@ -38,7 +39,8 @@ async def _form(request: Request) -> dict[str, list[str]] | Response:
     return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
 
 
-async def _act(request: Request, verb: str) -> Response:
+async def _checked(request: Request) -> tuple[str, list[str], bool] | Response:
+    """The queue, ids and ``all`` flag of an action's form, or the response refusing it."""
     dash = dashboard_of(request)
     if dash.config.read_only:
         return PlainTextResponse("this dashboard is read-only", status_code=403)
@@ -63,6 +65,15 @@ async def _act(request: Request, verb: str) -> Response:
             check_job_id(job_id)
     except InvalidArgument as exc:
         return PlainTextResponse(f"bad request: {exc}", status_code=400)
+    return queue, ids, everything
+
+
+async def _act(request: Request, verb: str) -> Response:
+    checked = await _checked(request)
+    if isinstance(checked, Response):
+        return checked
+    queue, ids, everything = checked
+    dash = dashboard_of(request)
     if not everything and not ids:
         count = 0  # nothing selected: nothing to do
     elif verb == "replayed":
@@ -82,3 +93,18 @@ async def replay(request: Request) -> Response:
 async def purge(request: Request) -> Response:
     """Delete the selected dead letters, or all of them, for good."""
     return await _act(request, "purged")
+
+
+async def cancel(request: Request) -> Response:
+    """Cancel the job (``id``): the answer redirects to its page, which says what the
+    cancel did (cancelled, being stopped, or ended already)."""
+    checked = await _checked(request)
+    if isinstance(checked, Response):
+        return checked
+    queue, ids, _everything = checked
+    if len(ids) != 1:
+        return PlainTextResponse("bad request: cancel one job id", status_code=400)
+    (result,) = await dashboard_of(request).data.cancel(queue, ids)
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    target = url_builder(root)("/queue/job", q=queue, id=ids[0], done=result.status.value)
+    return RedirectResponse(target, status_code=303)

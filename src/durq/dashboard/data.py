@@ -21,7 +21,7 @@ from durq._async.queue import AsyncQueue
 from durq.cluster import is_cluster
 from durq.errors import CorruptQueue
 from durq.keys import NamespaceKeys, check_queue_name
-from durq.models import GroupInfo, JobInfo, QueueStats
+from durq.models import CancelResult, GroupInfo, JobInfo, QueueStats
 from durq.protocol import admin, namespace
 
 __all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
@@ -191,6 +191,10 @@ class DashboardData:
         """Replay the dead letters ``ids`` (None: all); returns how many."""
         q = self.queue(name)
         return await (q.replay_all() if ids is None else q.replay(list(ids)))
+
+    async def cancel(self, name: str, ids: Sequence[str]) -> list[CancelResult]:
+        """Cancel the jobs ``ids`` (see ``AsyncQueue.cancel``)."""
+        return await self.queue(name).cancel(list(ids))
 
     async def purge(self, name: str, ids: Sequence[str] | None) -> int:
         """Delete the dead letters ``ids`` (None: all); returns how many."""

@@ -43,6 +43,8 @@ COUNTERS: dict[str, str] = {
     "purged": "Dead letters purged",
     "dead_evicted": "Dead letters evicted by the dead-letter cap",
     "corrupt": "Unreadable job records quarantined",
+    "cancelled": "Jobs cancelled (before they started, or stopped while they ran)",
+    "expired": "Jobs not started by their expiry time",
 }
 """Lifetime counters of each queue, exported as ``durq_queue_<name>_total``."""
 

@@ -207,8 +207,20 @@ async def job_page(request: Request) -> Response:
             "numbers": job_numbers(info, stats[name].server_time),
             "group": group,
             "holders": holders,
+            "done": _CANCEL_SAID.get(request.query_params.get("done", "")),
+            "cancellable": info.state.value in ("pending", "delayed", "active")
+            and not info.cancel_requested,
         },
     )
+
+
+# what the cancel that redirected to a job's page did (actions.cancel), in fixed wording
+_CANCEL_SAID = {
+    "cancelled": "Cancelled: the job will not run.",
+    "cancelling": "Cancel requested: its worker is stopping the job; it ends cancelled.",
+    "finished": "The job had ended already: nothing changed.",
+    "not_found": "The queue has no trace of this job.",
+}
 
 
 async def dead_page(request: Request) -> Response:

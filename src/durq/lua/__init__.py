@@ -20,16 +20,19 @@ __all__ = ["SCRIPT_NAMES", "Script", "ScriptLoadError", "load", "load_all"]
 _INCLUDE = re.compile(r'^--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
 
 SCRIPT_NAMES: tuple[str, ...] = (
+    "cancel",
     "configure",
     "dead_letters",
     "defer",
     "dequeue",
     "enqueue",
+    "enqueue_control",
     "enqueue_plain",
     "extend",
     "flow_info",
     "groups",
     "job",
+    "progress",
     "publish",
     "purge",
     "rate_limited",

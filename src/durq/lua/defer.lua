@@ -4,7 +4,8 @@ Fenced like release.
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+3i .. 4+3i], for job i: id, lease token, delay_ms (0: ready again now)
-Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT; CANCELLED when a
+         cancel was asked while the job ran: it ends cancelled instead of coming back.
 Effects  under a max_active (flow control) one idle consumer is woken for the freed place.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
          goes back to included), before any change
@@ -20,7 +21,7 @@ Cost     O(n) commands.
 
 local n = tonumber(ARGV[1])
 local problem = keys_error({'jobs', 'done', 'active', 'delayed', 'conf', 'gactive', 'glimit',
-  'rr', 'rrset'})
+  'rr', 'rrset', 'reasons', 'keys', 'ctl', 'progress'})
 for i = 0, n - 1 do
   local b = 2 + 3 * i
   local r = not problem and tonumber(ARGV[b + 2]) == 0 and held(ARGV[b], ARGV[b + 1])
@@ -33,7 +34,10 @@ for i = 0, n - 1 do
   local b = 2 + 3 * i
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
-  if r then
+  if r and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+    control().end_cancelled(id, r, now) -- its cancel was asked: it does not come back (lib/control.lua)
+    status = S_CANCELLED
+  elseif r then
     if r.attempts > 0 then r.attempts = r.attempts - 1 end
     send_back(id, r, tonumber(ARGV[b + 2]), now)
     count('deferred', 1)

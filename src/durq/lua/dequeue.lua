@@ -41,6 +41,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/slots"
 --- @include "lib/make_ready"
 --- @include "lib/dead_letter"
+--- @include "lib/control"
 --- @include "lib/quarantine"
 --- @include "lib/reason"
 --- @include "lib/expire_done"
@@ -74,6 +75,8 @@ local function reclaim(now)
     local problem = r and r.state == ST_ACTIVE and group_error(r.group)
     if not r or r.state ~= ST_ACTIVE then
       quarantine(id, now, 'active')
+    elseif bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+      control().end_cancelled(id, r, now) -- its cancel was asked: never retried
     elseif problem then
       bury(id, r, now, problem)
     else
@@ -100,7 +103,10 @@ local function promote(now)
   local checked = {} -- group -> its problem, or false
   for i = 1, #ids do
     local r = rec_decode(raws[i])
-    if r and r.state == ST_DELAYED then
+    if r and r.state == ST_DELAYED and bit.band(r.flags, FLAG_CONTROL) ~= 0
+        and control().expired(ids[i], r, now, control().get(ids[i])) then
+      redis.call('ZREM', K_DELAYED, ids[i])
+    elseif r and r.state == ST_DELAYED then
       if checked[r.group] == nil then checked[r.group] = group_error(r.group) or false end
       if checked[r.group] then
         bury(ids[i], r, now, checked[r.group])
@@ -135,7 +141,17 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   for i = 1, #ids do
     local id = ids[i]
     local r = rec_decode(raws[i])
-    if r and r.state == ST_PENDING and not handed_ids[id] then
+    local ok = r and r.state == ST_PENDING and not handed_ids[id]
+    local c = nil -- job control data (lib/control.lua), of a flagged job only
+    if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+      c = control().get(id)
+      if control().expired(id, r, now, c) then
+        handed_ids[id] = true -- listed twice (garbage): skipped the second time
+        ready_add(g, -1)
+        ok = false
+      end
+    end
+    if ok then
       handed_ids[id] = true
       r.state = ST_ACTIVE
       r.attempts = r.attempts + 1
@@ -149,7 +165,9 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       zargs[#zargs + 1] = id
       out[#out + 1] = id
       out[#out + 1] = rec
-      if r.key ~= '' and redis.pcall('HGET', K_KEYS, r.key) == id then
+      -- the key is free once its job started, except a keep-last job's: it holds the key
+      -- until it ends, so that the next enqueue waits for it
+      if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
         redis.pcall('HDEL', K_KEYS, r.key)
       end
       got = got + 1
@@ -160,9 +178,13 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       elseif r and r.state == ST_SUPERSEDED then
         redis.call('HDEL', K_JOBS, id)
         redis.call('HDEL', K_REASONS, id)
+        if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
         -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
         local window_end = r.enq + get_conf().dedup_window
         if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
+      elseif r and r.state == ST_CANCELLED then
+        -- cancelled while listed (cancel.lua): its record is kept for the dedup window
+        redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
       elseif raws[i] and not r then
         quarantine(id, now, 'ready')
         ready_add(g, -1)

@@ -4,7 +4,8 @@ KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  lease_ms: the new lease, counted from now
 ARGV[2]  n: number of jobs
 ARGV[3+2i .. 4+2i], for job i: id, lease token
-Returns  {lease_deadline, status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Returns  {lease_deadline, status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT;
+         CANCELLED: extended, but a cancel was asked (cancel.lua): stop the job.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
 Cost     O(n) commands.
 ]]
@@ -28,6 +29,9 @@ for i = 0, n - 1 do
   if r then
     zargs[#zargs + 1] = deadline
     zargs[#zargs + 1] = ARGV[b]
+    -- the durable cancel flag (cancel.lua): its worker learns of it within a third of
+    -- the lease even when the cancel channel's message was lost
+    if bit.band(r.flags, FLAG_CANCEL) ~= 0 then status = S_CANCELLED end
   end
   out[#out + 1] = status
 end

@@ -11,7 +11,7 @@ Cost     O(ids or limit) commands; "purge all" is a loop of bounded calls.
 --- @include "lib/keys"
 --- @include "lib/types"
 
-local problem = keys_error({'dead', 'jobs', 'reasons'})
+local problem = keys_error({'dead', 'jobs', 'reasons', 'ctl', 'progress'})
 if problem then return wrongtype(problem) end
 local ids
 if ARGV[1] == 'oldest' then
@@ -27,6 +27,8 @@ for i = 1, #ids do
   if redis.call('ZREM', K_DEAD, id) == 1 then
     redis.call('HDEL', K_JOBS, id)
     redis.call('HDEL', K_REASONS, id)
+    redis.call('HDEL', K_PREFIX .. 'ctl', id) -- job control data (lib/control.lua)
+    redis.call('HDEL', K_PREFIX .. 'progress', id)
     purged = purged + 1
     out[#out + 1] = id
     out[#out + 1] = S_OK

@@ -6,7 +6,8 @@ ARGV[3]  n: number of jobs
 ARGV[4+3i .. 6+3i], for job i: id, lease token, result ('' = none)
 Returns  {status_1, ..., status_n}: OK, LEASE_LOST (the lease expired and the job was
          handed out again, or it is no longer active), NOT_FOUND, CORRUPT.
-         A refused item changes nothing.
+         A refused item changes nothing. CANCELLED: a cancel was asked while the job
+         ran (cancel.lua): it ends cancelled, not completed, and its result is not stored.
 Effects  a released job's id stays taken until its dedup window (from its enqueue) ends;
          a result is stored at <prefix>result:<id> (a one-element list) with its TTL;
          under a max_active (flow control) one idle consumer is woken for the freed place.
@@ -26,6 +27,7 @@ Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 --- @include "lib/offer"
 --- @include "lib/expire_done"
 --- @include "lib/result"
+--- @include "lib/control"
 --- @include "lib/types"
 --- @include "lib/active_cap"
 --- @include "lib/fan_in"
@@ -43,6 +45,11 @@ local raws = n > 0 and redis.call('HMGET', K_JOBS, unpack(ids)) or {}
 local links = fan_in_links(ids)
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
+-- Jobs with job control (lib/control.lua), {id, record} pairs handled once the checks
+-- below have passed: those whose cancel was asked end cancelled instead of completed
+-- (their result was stored by the cancel); the others end their job control when
+-- released. Made when needed: most calls have none.
+local cancelled, controlled = nil, nil
 local gone, deleted, tombs, kept = {}, {}, {}, {}
 local missing = false
 local seen = {}
@@ -60,8 +67,17 @@ for i = 1, n do
     status = S_CORRUPT
   elseif r.state ~= ST_ACTIVE or rec_token(r) ~= ARGV[b + 1] or seen[id] then
     status = S_LEASE_LOST
+  elseif r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+    seen[id] = true
+    cancelled = cancelled or {}
+    cancelled[#cancelled + 1] = {id, r}
+    status = S_CANCELLED
   else
     seen[id] = true
+    if r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+      controlled = controlled or {}
+      controlled[#controlled + 1] = {id, r}
+    end
     gone[#gone + 1] = id
     local window_end = r.enq + window
     if keep > 0 then
@@ -92,7 +108,14 @@ for i = 1, n do
 end
 -- giving slots back touches the group keys (and offers the groups) too
 if next(freed) then problem = keys_error({'gactive', 'glimit', 'rr', 'rrset'}) end
+if cancelled or controlled then
+  problem = problem or keys_error({'gactive', 'glimit', 'rr', 'rrset', 'keys', 'delayed', 'ctl',
+    'progress'})
+end
 if problem then return wrongtype(problem) end
+if cancelled then
+  for _, item in ipairs(cancelled) do control().end_cancelled(item[1], item[2], now) end
+end
 fan_in_released(steps, now)
 for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
 if #gone > 0 then
@@ -107,6 +130,11 @@ if #gone > 0 then
   for g, n in pairs(freed) do slot_add(g, -n) end
   count('completed', #gone)
   cap_freed()
+end
+if controlled then
+  for _, item in ipairs(controlled) do
+    control().finish(item[1], item[2], now, keep > 0 and 'kept' or 'released')
+  end
 end
 if missing then
   -- a finished job leaves a tombstone: its late holder lost the lease, the id is known

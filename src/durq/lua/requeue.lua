@@ -7,7 +7,8 @@ ARGV[2]  n: number of jobs
 ARGV[3+6i .. 8+6i], for job i: id, lease token, delay_ms, reason (JSON), dead ('1'/'0'),
          result ('' = none): stored like release's results if the job is dead-lettered,
          so a caller waiting for the result learns of the failure
-Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRUPT.
+Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRUPT;
+         CANCELLED when a cancel was asked while the job ran: it ends cancelled.
 Effects  under a max_active (flow control) one idle consumer is woken for the freed place.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
          goes back to included), before any change
@@ -20,13 +21,14 @@ Cost     O(n) commands.
 --- @include "lib/dead_letter"
 --- @include "lib/send_back"
 --- @include "lib/result"
+--- @include "lib/control"
 --- @include "lib/types"
 --- @include "lib/active_cap"
 
 local result_ttl = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local problem = keys_error({'jobs', 'done', 'reasons', 'dead', 'active', 'delayed', 'conf',
-  'gactive', 'glimit', 'rr', 'rrset'})
+  'gactive', 'glimit', 'rr', 'rrset', 'keys', 'ctl', 'progress'})
 for i = 0, n - 1 do
   local b = 3 + 6 * i
   local r = not problem and tonumber(ARGV[b + 2]) == 0 and held(ARGV[b], ARGV[b + 1])
@@ -39,7 +41,10 @@ for i = 0, n - 1 do
   local b = 3 + 6 * i
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
-  if r then
+  if r and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+    control().end_cancelled(id, r, now) -- its cancel was asked: never retried (lib/control.lua)
+    status = S_CANCELLED
+  elseif r then
     r.failures = r.failures + 1
     r.req = now
     redis.call('HSET', K_REASONS, id, ARGV[b + 3])

@@ -18,6 +18,7 @@ from durq.keys import QueueKeys, check_group, check_job_id
 from durq.models import GroupInfo, JobInfo, JobState, QueueStats
 from durq.protocol.args import job_ids, natural, positive_int
 from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, script_call, text
+from durq.protocol.control import FLAG_CANCEL, PARKED, parse_control, parse_progress
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
 
@@ -95,16 +96,22 @@ def job_info(
     due_at: Any = None,
     died_at: Any = None,
     retained_until: Any = None,
+    control: bytes | None = None,
+    progress: bytes | None = None,
 ) -> JobInfo:
-    """Build a JobInfo from a stored record and the scores that surround it (ms)."""
+    """Build a JobInfo from a stored record and the scores that surround it (ms), and
+    its job control data (``protocol.control``)."""
+    parked = due_at is not None and float(due_at) >= PARKED  # a keep-last follow-up
     base = JobInfo(
         job_id,
         JobState.COMPLETED,  # a tombstone: finished, record not kept
         lease_deadline=_seconds(lease_deadline),
-        due_at=_seconds(due_at),
+        due_at=None if parked else _seconds(due_at),
         died_at=_seconds(died_at),
         retained_until=_seconds(retained_until),
         reason=_reason(reason),
+        progress=parse_progress(progress),
+        **parse_control(control),
     )
     if raw is None:
         return base
@@ -127,18 +134,19 @@ def job_info(
         requeued_at=rec.requeued_at_ms / 1000 if rec.requeued_at_ms else None,
         codec_id=rec.codec,
         data=raw[rec.payload_offset :],
+        cancel_requested=bool(rec.flags & FLAG_CANCEL),
     )
 
 
 def job(keys: QueueKeys, job_id: str) -> Op[JobInfo | None]:
     """Everything stored about ``job_id``; None when the queue knows nothing of it."""
-    raw, reason, lease, due, died, retained, _now = yield script_call(
+    raw, reason, lease, due, died, retained, _now, control, progress = yield script_call(
         "job", keys, (check_job_id(job_id),)
     )
     if raw is None and retained is None:
         return None
     return job_info(job_id, raw, reason, lease_deadline=lease, due_at=due, died_at=died,
-                    retained_until=retained)  # fmt: skip
+                    retained_until=retained, control=control, progress=progress)  # fmt: skip
 
 
 def dead_letters(
@@ -159,6 +167,7 @@ def dead_letters(
 _COUNTERS = (
     "enqueued", "completed", "failed", "retried", "dead_lettered", "reclaimed", "deferred",
     "superseded", "deduplicated", "replayed", "purged", "dead_evicted", "corrupt",
+    "cancelled", "expired",
 )  # fmt: skip
 
 
@@ -224,6 +233,7 @@ _KEY_TYPES = {
     "dead": "zset", "done": "zset", "reasons": "hash", "keys": "hash", "stats": "hash",
     "conf": "hash", "wake": "zset", "groups": "zset", "gactive": "hash", "glimit": "hash",
     "gweight": "hash", "pending": "list", "prio": "zset",
+    "ctl": "hash", "progress": "hash",
 }  # fmt: skip
 
 

@@ -42,6 +42,7 @@ from durq.protocol.calls import (
     script_call,
     text,
 )
+from durq.protocol.control import control_fields, refuse_for_topics
 from durq.protocol.record import parse_record
 from durq.protocol.status import Status
 
@@ -143,18 +144,27 @@ def enqueue(
     replace: bool = False,
     durability: Durability | None = None,
     ids: Sequence[str] | None = None,
+    result_ttl: float = 3600.0,
 ) -> Op[list[EnqueueResult]]:
     """Add ``messages``; per-message options override the keyword defaults. With an
-    active ``durability``, confirm the copies in the same round trip (NotDurable)."""
+    active ``durability``, confirm the copies in the same round trip (NotDurable).
+    ``result_ttl``: how long the outcome of a job that expires stays for its waiter."""
     rows = _enqueue_rows(
         codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
         group=group, key=key, replace=replace, ids=ids,
     )  # fmt: skip
     confirm = durability if durability is not None and durability.active else None
     tail = Command(confirm.command()) if confirm is not None else None
-    # jobs without delay, priority or key (the common case) have a leaner script
-    plain = all(row[2] == 0 and row[3] == 0 and row[7] == "" for row in rows)
-    script = "enqueue_plain" if plain else "enqueue"
+    # jobs without delay, priority or key (the common case) have a leaner script, and
+    # jobs with job control (expiry, dedup modes) a script of their own
+    control = control_fields(messages, rows, result_ttl)
+    if control is not None:
+        rows = [(*row, *extra) for row, extra in zip(rows, control, strict=True)]
+        script = "enqueue_control"
+    elif all(row[2] == 0 and row[3] == 0 and row[7] == "" for row in rows):
+        script = "enqueue_plain"
+    else:
+        script = "enqueue"
     replies = yield from batched(script, keys, (), rows, tail)
     if confirm is not None:
         confirmation = replies.pop()
@@ -188,6 +198,7 @@ def publish(
 ) -> Op[dict[str, list[EnqueueResult]]]:
     """Enqueue ``messages`` into every subscription of ``topic`` atomically; returns the
     results per subscriber (empty when the topic has no subscribers)."""
+    refuse_for_topics(messages)
     rows = _enqueue_rows(
         codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
         group=group, key=key, replace=replace, ids=ids,

@@ -22,6 +22,8 @@ STATE_NAMES = {
     4: "dead",
     5: "completed",
     6: "superseded",
+    7: "cancelled",
+    8: "expired",
 }
 
 

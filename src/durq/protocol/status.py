@@ -20,6 +20,10 @@ class Status(IntEnum):
     REPLACED = 4
     RETRYING = 5
     DEAD = 6
+    CANCELLED = 7
+    CANCELLING = 8
+    FINISHED = 9
+    UPDATED = 10
     LEASE_LOST = -1
     NOT_FOUND = -2
     CORRUPT = -3

@@ -58,7 +58,9 @@ class AckBuffer:
     ) -> list[tuple[str, list[Job], Op[Any]]]:
         """The operations that send ``taken``: one per kind present."""
         done = [(j, o) for j, o in taken if o.kind == "done"]
-        failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead")]
+        # a cancelled job is sent as failed: its record's cancel flag makes the script end
+        # it cancelled, never retried (lib/control.lua)
+        failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead", "cancelled")]
         deferred = [(j, o) for j, o in taken if o.kind == "defer"]
         limited = [(j, o) for j, o in taken if o.kind == "limited"]
         out: list[tuple[str, list[Job], Op[Any]]] = []

@@ -33,6 +33,7 @@ class Delivery:
     started: float | None = None  # monotonic time it started running
     runner: asyncio.Task[None] | None = None
     lost: bool = False  # its lease was taken over: send nothing for it
+    cancelling: bool = False  # a cancel was asked: it is being stopped (worker.control)
 
     @property
     def key(self) -> tuple[str, str, str]:

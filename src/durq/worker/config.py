@@ -27,6 +27,9 @@ class WorkerConfig:
             worker's jobs come back within about one lease.
         grace: seconds running jobs get to finish on SIGTERM/SIGINT before they are
             cancelled and given back (default 25).
+        cancel_grace: seconds a sync task whose job was cancelled gets to notice
+            ``durq.current_job().cancelled`` and return, before its thread is abandoned
+            as on a timeout (default 5; async tasks are cancelled at once).
         heartbeat: seconds between registry heartbeats (default 5).
         burst: stop once the queues are drained (nothing ready, running or scheduled).
         batch: the most jobs fetched or acknowledged per round trip (default 500).
@@ -37,6 +40,7 @@ class WorkerConfig:
     prefetch: int = 0
     lease: float | None = None
     grace: float = 25.0
+    cancel_grace: float = 5.0
     heartbeat: float = 5.0
     burst: bool = False
     batch: int = 500
@@ -52,6 +56,8 @@ class WorkerConfig:
             raise InvalidArgument("prefetch must be >= 0")
         if self.grace < 0 or self.heartbeat <= 0:
             raise InvalidArgument("grace must be >= 0 and heartbeat > 0")
+        if self.cancel_grace < 0:
+            raise InvalidArgument("cancel_grace must be >= 0")
         if not 1 <= self.batch <= 1000:
             raise InvalidArgument("batch must be in 1..1000")
         if self.lease is not None:

@@ -36,7 +36,7 @@ _DEFAULT_BACKOFF = exponential()
 class Outcome:
     """What to tell the queue about a job."""
 
-    kind: Literal["done", "retry", "dead", "defer", "limited", "lost"]
+    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled"]
     result: bytes | None = None  # done: the stored result; dead: the stored error
     delay: float = 0.0
     reason: bytes = b""

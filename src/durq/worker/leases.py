@@ -4,12 +4,15 @@ Every third of the shortest lease, the worker extends the leases of all its jobs
 round trip per queue). A job that runs past its task's timeout is not extended: if the
 worker is hung rather than dead, its lease lapses and another worker recovers the job.
 A refused extension means another worker was handed the job: the local run is cancelled
-when it is async (a sync call cannot be stopped; its outcome is discarded).
+when it is async (a sync call cannot be stopped; its outcome is discarded). An extension
+answered CANCELLED means a cancel of the job was asked (the durable flag, see
+``durq.worker.control``): the worker stops it. ``poke()`` runs a round at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -37,6 +40,7 @@ class LeaseKeeper:
         tasks: the tasks that may run, for their leases and timeouts.
         lease: the worker's lease, for tasks that declare none.
         lost: called with a delivery whose extension was refused, and why.
+        cancelled: called with a delivery whose cancel was asked.
     """
 
     def __init__(
@@ -46,12 +50,19 @@ class LeaseKeeper:
         tasks: Collection[Task[Any, Any]],
         lease: float,
         lost: Callable[[Delivery, str], None],
+        cancelled: Callable[[Delivery], None] = lambda delivery: None,
     ) -> None:
         self.capacity = capacity
         self.queues = queues
         self.tasks = tasks  # a live view: tasks registered later count too
         self.lease = lease
         self.lost = lost
+        self.cancelled = cancelled
+        self._poked = asyncio.Event()
+
+    def poke(self) -> None:
+        """Run a round now (a cancel channel's message: the flag may be set)."""
+        self._poked.set()
 
     def interval(self) -> float:
         """Seconds between rounds: a third of the shortest lease in use."""
@@ -67,7 +78,9 @@ class LeaseKeeper:
     async def run(self) -> None:
         """Extend leases until cancelled."""
         while True:
-            await asyncio.sleep(self.interval())
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._poked.wait(), self.interval())
+            self._poked.clear()
             await self.extend_all()
 
     async def extend_all(self) -> None:
@@ -86,5 +99,7 @@ class LeaseKeeper:
                 log.warning("could not extend %d leases on %s: %s", len(items), queue_name, exc)
                 continue
             for delivery, status in zip(items, statuses, strict=True):
-                if status != Status.OK:
+                if status == Status.CANCELLED:
+                    self.cancelled(delivery)
+                elif status != Status.OK:
                     self.lost(delivery, Status(status).name)

@@ -245,7 +245,7 @@ class QueuePump:
             log.error("%s of %d jobs on %s failed: %s", kind, len(jobs), self.name, result)
             return
         for job, status, again in zip(jobs, result, resent, strict=True):
-            if status in (Status.OK, Status.RETRYING, Status.DEAD):
+            if status in (Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED):
                 continue
             if again:
                 # Sent again after a round trip lost its reply (connection cut): the

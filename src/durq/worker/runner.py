@@ -34,11 +34,14 @@ from durq._async.topic import AsyncTopic
 from durq.keys import NamespaceKeys
 from durq.metrics import WorkerMetrics
 from durq.models import Job
+from durq.protocol import control
+from durq.protocol.args import reason_json
 from durq.protocol.namespace import shard_counts
 from durq.server_settings import server_warnings
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import WorkerConfig
+from durq.worker.control import CancelListener, JobControls
 from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.outbox import OutboxCourier
@@ -102,6 +105,8 @@ class Worker:
         self._stop = asyncio.Event()
         self._cut_grace = asyncio.Event()
         self._giving_back = False
+        self._controls: JobControls | None = None  # made by run(), with the pumps
+        self._keeper: LeaseKeeper | None = None
         self.started_at = time.time()
         self.processed = 0
 
@@ -110,6 +115,7 @@ class Worker:
     def accept(self, jobs: list[Job]) -> None:
         """Take fetched jobs into hand and start as many as there are free slots."""
         for job in jobs:
+            job.control = self._controls  # Job.cancelled, Job.progress (worker.control)
             delivery = Delivery(job, self._executor.task_of(job))
             self.capacity.occupy(delivery)
             if self.capacity.open:
@@ -153,6 +159,43 @@ class Worker:
         if runner is not None and task is not None and task.is_async:
             runner.cancel()
 
+    def cancel_requested(self, delivery: Delivery) -> None:
+        """A cancel of this job was asked (the lease keeper found the flag): a job not
+        started yet ends at once, an async task is cancelled, a sync task sees
+        ``current_job().cancelled`` and is abandoned after ``cancel_grace``. However it
+        stops, the queue ends the job cancelled, never retried."""
+        if delivery.cancelling or delivery.lost:
+            return
+        delivery.cancelling = True
+        job, name = delivery.job, _task_name(delivery)
+        if self._controls is not None:
+            self._controls.cancel(job)
+        log.info(
+            "job %s (%s) of %s: cancel requested; stopping it",
+            job.id,
+            name,
+            job.queue,
+            extra=_job_fields(job, name, None),
+        )
+        runner = delivery.runner
+        if runner is None:  # in hand, not started: it never runs
+            if delivery in self._waiting:
+                self._waiting.remove(delivery)
+                self._finish(delivery, _CANCELLED, 0.0, name)
+        elif delivery.task is not None and delivery.task.is_async:
+            runner.cancel()
+        else:
+            asyncio.get_running_loop().call_later(self.config.cancel_grace, _stop, runner)
+
+    def _cancel_hint(self, queue: str) -> None:
+        if self._keeper is not None:
+            self._keeper.poke()
+
+    def _job_cancelled(self, job: Job) -> None:
+        delivery = self.capacity.deliveries.get((job.queue, job.id, job.token))
+        if delivery is not None:
+            self.cancel_requested(delivery)
+
     # -- running a job ----------------------------------------------------------------
 
     async def _run(self, delivery: Delivery) -> None:
@@ -163,7 +206,10 @@ class Worker:
         try:
             outcome = await self._executor.execute(job)
         except asyncio.CancelledError:
-            outcome = Outcome("defer") if self._giving_back else Outcome("lost")
+            if delivery.cancelling:
+                outcome = _CANCELLED
+            else:
+                outcome = Outcome("defer") if self._giving_back else Outcome("lost")
         except Exception as exc:  # a bug in durq itself: keep the job safe and say so
             log.exception("job %s: internal error", job.id, extra=_job_fields(job, name, None))
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
@@ -171,6 +217,9 @@ class Worker:
             self._running -= 1
         if delivery.lost:
             outcome = Outcome("lost")
+        controls = self._controls
+        if controls is not None and (controls.reporters or controls.cancelled):
+            await controls.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun, name)
 
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float, name: str) -> None:
@@ -183,7 +232,9 @@ class Worker:
         self.processed += 1
         self.metrics.finished(job.queue, name, outcome.kind, seconds)
         self.metrics.in_hand.set(self.capacity.in_use())
-        if outcome.kind in ("retry", "dead"):
+        if outcome.kind == "cancelled":
+            log.info("job %s (%s) cancelled", job.id, name, extra=_job_fields(job, name, outcome))
+        elif outcome.kind in ("retry", "dead"):
             if outcome.kind == "dead":
                 log.error(
                     "job %s (%s, attempt %d/%d) dead-lettered: %s",
@@ -249,6 +300,10 @@ class Worker:
                     lease=self.lease,
                     burst=self.config.burst,
                 )
+        self._controls = JobControls(
+            {name: pump.queue for name, pump in self.pumps.items()}, asyncio.get_running_loop()
+        )
+        self._controls.on_cancel = self._job_cancelled
         await self._subscribe()
         await self._check_server()
         # upsert the app's schedules before any dequeue
@@ -282,11 +337,19 @@ class Worker:
             self.app.tasks.values(),
             self.lease,
             self.lease_lost,
+            self.cancel_requested,
+        )
+        self._keeper = keeper
+        listener = CancelListener(
+            self._client,
+            {control.cancel_channel(p.queue.keys): name for name, p in self.pumps.items()},
+            self._cancel_hint,
         )
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
             asyncio.create_task(self._forever("schedules", schedules.run)),
+            asyncio.create_task(self._forever("cancel listener", listener.run)),
         ]
         # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
         for name, pump in self.pumps.items():
@@ -446,6 +509,15 @@ class Worker:
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
+
+
+_CANCELLED = Outcome("cancelled", reason=reason_json({"reason": "cancelled"}))
+
+
+def _stop(runner: asyncio.Task[None]) -> None:
+    """A sync task's grace after a cancel ended: abandon its thread, as on a timeout."""
+    if not runner.done():
+        runner.cancel()
 
 
 def _task_name(delivery: Delivery) -> str:

@@ -133,8 +133,10 @@ class ThreadRunner:
         ticket = _Ticket(fn, args, kwargs, future, loop)
         self._inbox.put(ticket)
         try:
+            # shielded: a cancellation (a cancelled job, shutdown) must leave the future
+            # pending, so that the thread is seen running and is replaced below
             if timeout is None:
-                return await future
+                return await asyncio.shield(future)
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError):
             if not future.done():

@@ -5,6 +5,7 @@
 --- @include "lib/slots"
 --- @include "lib/offer"
 --- @include "lib/fan_in_dead"
+--- @include "lib/control"
 
 -- Dead-lettering: moving an active job to K_DEAD, and keeping K_DEAD within dead_cap.
 
@@ -19,6 +20,8 @@ local function enforce_dead_cap()
     local victim = redis.call('ZPOPMIN', K_DEAD)[1]
     redis.call('HDEL', K_JOBS, victim)
     redis.call('HDEL', K_REASONS, victim)
+    redis.call('HDEL', K_PREFIX .. 'ctl', victim) -- job control data (lib/control.lua)
+    redis.call('HDEL', K_PREFIX .. 'progress', victim)
     count('dead_evicted', 1)
   end
 end
@@ -28,8 +31,9 @@ local function kill(id, r, now)
   redis.call('ZADD', K_DEAD, now, id)
   redis.call('ZREM', K_ACTIVE, id)
   drop_slot(r)
+  if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'dead') end
   r.state = ST_DEAD
-  r.flags = 0
+  r.flags = bit.band(r.flags, FLAG_CONTROL)
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   count('dead_lettered', 1)
   fan_in_dead(id, r, now)

@@ -1,8 +1,8 @@
 --- @include "lib/keys"
 --- @include "lib/record"
 
--- Records kept after completion, superseded records and dedup tombstones are removed
--- when their retention ends, a bounded number per call.
+-- Records kept after completion, superseded, cancelled and expired records, and dedup
+-- tombstones are removed when their retention ends, a bounded number per call.
 local function expire_done(now, limit)
   local ids = redis.call('ZRANGEBYSCORE', K_DONE, '-inf', now, 'LIMIT', 0, limit)
   if #ids == 0 then return end
@@ -10,9 +10,14 @@ local function expire_done(now, limit)
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   for i = 1, #ids do
     local r = rec_decode(raws[i])
-    if r and (r.state == ST_COMPLETED or r.state == ST_SUPERSEDED) then
+    if r and (r.state == ST_COMPLETED or r.state == ST_SUPERSEDED or r.state == ST_CANCELLED
+        or r.state == ST_EXPIRED) then
       redis.call('HDEL', K_JOBS, ids[i])
       redis.call('HDEL', K_REASONS, ids[i])
+      if bit.band(r.flags, FLAG_CONTROL) ~= 0 then -- job control data (lib/control.lua)
+        redis.call('HDEL', K_PREFIX .. 'ctl', ids[i])
+        redis.call('HDEL', K_PREFIX .. 'progress', ids[i])
+      end
     end
   end
 end

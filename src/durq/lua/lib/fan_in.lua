@@ -287,7 +287,9 @@ local function wf_build()
     if st[1] ~= 'running' then return end
     if st[2] == 'ignore' then
       wf_target(home, wid, wk, n, '{"durq_error":' .. reason .. '}')
-    elseif st[2] == 'wait' then
+    elseif st[2] == 'wait' and not (string.find(reason, '"reason":"cancelled"', 1, true)
+        or string.find(reason, '"reason":"expired"', 1, true)) then
+      -- a dead step can be replayed; a cancelled or expired one cannot: it fails the workflow
       redis.call('HSET', wk, 'w' .. n, reason)
     else
       wf_fail(home, wid, wk, n, reason)

@@ -16,6 +16,8 @@ local ST_ACTIVE = 3
 local ST_DEAD = 4
 local ST_COMPLETED = 5
 local ST_SUPERSEDED = 6
+local ST_CANCELLED = 7 -- job control (lib/control.lua): cancelled, never to run (again)
+local ST_EXPIRED = 8   -- job control: not started by its expiry time, never to run
 
 -- The job was started before and is waiting to come back (retry, defer): it returns to
 -- the head of its group.
@@ -24,6 +26,14 @@ local FLAG_RETURNING = 1
 -- only while the queue has group limits; the flag keeps the count exact when limits are
 -- set or removed while jobs run.
 local FLAG_SLOT = 2
+-- Job control (lib/control.lua). CANCEL: a cancel was asked while the job was active;
+-- every way out of active (release, requeue, defer, lease expiry) then ends it cancelled.
+-- CONTROL: the job has job-control data (expiry, dedup mode, follow-up, progress) that
+-- the paths starting and ending it look up; a plain job never pays for that lookup.
+-- Both are above the other flags, so the hot paths test `flags >= FLAG_CANCEL` (a
+-- comparison, not a call of bit.band) before looking at either.
+local FLAG_CANCEL = 4
+local FLAG_CONTROL = 8
 
 local function rec_new(state, prio, codec, maxatt, now, group, key, payload)
   local head = struct.pack(REC_FMT, REC_VERSION, state, prio, codec, 0, maxatt, 0, 0, now,

@@ -1,0 +1,65 @@
+"""The dashboard's job page: progress, expiry, and the cancel button (POST + CSRF)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import httpx
+
+import durq
+from dashboard.support import LiveServer
+
+Serve = Callable[..., LiveServer]
+
+
+def _csrf_from(page: httpx.Response) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_job_page_shows_progress_and_cancels_with_a_csrf_checked_post(
+    redis_url: str, queue_name: str, serve: Serve
+) -> None:
+    with durq.Queue(queue_name, redis_url) as queue:
+        queue.enqueue("x", expires=3600)
+        job = queue.dequeue()
+        assert job is not None
+        queue.progress(job, 0.3, {"stage": "<resize>"})
+        dash = serve(redis_url)
+        with httpx.Client(base_url=dash.url) as client:
+            page = client.get(f"/queue/job?q={queue_name}&id={job.id}")
+            assert page.status_code == 200
+            assert "30.0% at" in page.text
+            assert "\\u003cresize\\u003e" in page.text  # escaped, never raw HTML
+            assert "expires" in page.text and "Cancel job" in page.text
+            form = {"q": queue_name, "id": job.id}
+            assert client.post("/queue/job/cancel", data=form).status_code == 403
+            assert client.get(f"/queue/job/cancel?q={queue_name}&id={job.id}").status_code == 405
+            assert not queue.job(job.id).cancel_requested  # type: ignore[union-attr]
+
+            done = client.post("/queue/job/cancel", data={**form, "csrf": _csrf_from(page)})
+            assert done.status_code == 303
+            assert done.headers["location"].endswith(
+                f"/queue/job?q={queue_name}&id={job.id}&done=cancelling"
+            )
+            after = client.get(done.headers["location"])
+            assert "its worker is stopping the job" in after.text
+            assert "Cancel job" not in after.text
+        assert queue.job(job.id).cancel_requested  # type: ignore[union-attr]
+        assert queue.stats().cancelled == 0  # ends cancelled when its holder reports
+
+
+def test_a_read_only_dashboard_offers_no_cancel(
+    redis_url: str, queue_name: str, serve: Serve
+) -> None:
+    with durq.Queue(queue_name, redis_url) as queue:
+        job_id = queue.enqueue("x").id
+        dash = serve(redis_url, read_only=True)
+        with httpx.Client(base_url=dash.url) as client:
+            page = client.get(f"/queue/job?q={queue_name}&id={job_id}")
+            assert "Cancel job" not in page.text
+            refused = client.post("/queue/job/cancel", data={"q": queue_name, "id": job_id})
+            assert refused.status_code == 403
+        assert queue.stats().pending == 1

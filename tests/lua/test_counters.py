@@ -1,0 +1,65 @@
+"""The counters the scripts keep and the constants of job control agree with Python.
+
+A counter a script writes into the stats hash that Python does not declare would never
+be shown; one Python declares that no script writes would read 0 forever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from importlib import resources
+
+from durq import lua
+from durq.models import QueueStats
+from durq.protocol import admin, control
+
+
+def _source(name: str) -> str:
+    return resources.files("durq.lua").joinpath(f"{name}.lua").read_text(encoding="utf-8")
+
+
+def _all_lua() -> str:
+    libs = [
+        f"lib/{p.name[:-4]}"
+        for p in resources.files("durq.lua").joinpath("lib").iterdir()
+        if p.name.endswith(".lua")
+    ]
+    return "\n".join(_source(name) for name in [*lua.SCRIPT_NAMES, *libs])
+
+
+def _counters_written() -> set[str]:
+    code = _all_lua()
+    found = set(re.findall(r"\bcount\('(\w+)'", code))
+    found |= set(re.findall(r"'HINCRBY', K_STATS, '(\w+)'", code))
+    # count(why, 1) in lib/control.lua: why is 'cancelled' or 'expired'
+    if re.search(r"\bcount\(why, ", code):
+        found |= {"cancelled", "expired"}
+    return found
+
+
+def test_every_counter_a_script_writes_is_declared_in_python() -> None:
+    written = _counters_written()
+    assert {"cancelled", "expired", "completed"} <= written
+    assert written - {"ready"} == set(admin._COUNTERS)
+
+
+def test_every_declared_counter_is_a_field_of_queue_stats() -> None:
+    fields = {f.name for f in dataclasses.fields(QueueStats)}
+    assert set(admin._COUNTERS) <= fields
+
+
+def test_the_stats_script_documents_every_counter() -> None:
+    header = " ".join(lua.load("stats").header.split())
+    for name in admin._COUNTERS:
+        assert re.search(rf"\b{name}\b", header), name
+
+
+def test_job_control_constants_agree() -> None:
+    layout = _source("lib/record_layout")
+    flags = dict(re.findall(r"^local (FLAG_[A-Z]+) = (\d+)", layout, re.MULTILINE))
+    assert int(flags["FLAG_CANCEL"]) == control.FLAG_CANCEL
+    assert int(flags["FLAG_CONTROL"]) == control.FLAG_CONTROL
+    assert len(set(flags.values())) == len(flags), "two flags share a bit"
+    parked = re.search(r"^local PARKED = (\d+)", _source("lib/control"), re.MULTILINE)
+    assert parked and int(parked.group(1)) == control.PARKED
