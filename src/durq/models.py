@@ -318,6 +318,9 @@ class QueueStats:
     server_time: float
     cancelled: int = 0
     expired: int = 0
+    ticks_fired: int = 0
+    ticks_skipped: int = 0
+    ticks_missed: int = 0
 
     @property
     def size(self) -> int:

@@ -12,7 +12,7 @@ from importlib import resources
 
 from durq import lua
 from durq.models import QueueStats
-from durq.protocol import admin, control
+from durq.protocol import admin, control, workflows
 
 
 def _source(name: str) -> str:
@@ -33,6 +33,9 @@ def _counters_written() -> set[str]:
     found = set(re.findall(r"\bcount\('(\w+)'", code))
     found |= set(re.findall(r"'HINCRBY', K_STATS, '(\w+)'", code))
     # count(why, 1) in lib/control.lua: why is 'cancelled' or 'expired'
+    # 'wf_' .. state in lib/fan_in.lua (wf_close): state is 'completed' or 'failed'
+    if re.search(r"'wf_' \.\. state", code):
+        found |= {"wf_completed", "wf_failed"}
     if re.search(r"\bcount\(why, ", code):
         found |= {"cancelled", "expired"}
     return found
@@ -41,7 +44,12 @@ def _counters_written() -> set[str]:
 def test_every_counter_a_script_writes_is_declared_in_python() -> None:
     written = _counters_written()
     assert {"cancelled", "expired", "completed"} <= written
-    assert written - {"ready"} == set(admin._COUNTERS)
+    declared = {
+        *admin._COUNTERS,  # QueueStats: durq stats, the dashboard, /metrics
+        *(f"wf_{name}" for name in workflows.COUNTERS),  # durq_workflows_*_total
+        "rate_limited",  # durq.flow.FlowInfo (flow_info.lua reads it)
+    }
+    assert written - {"ready"} == declared
 
 
 def test_every_declared_counter_is_a_field_of_queue_stats() -> None:

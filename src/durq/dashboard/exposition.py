@@ -45,6 +45,9 @@ COUNTERS: dict[str, str] = {
     "corrupt": "Unreadable job records quarantined",
     "cancelled": "Jobs cancelled (before they started, or stopped while they ran)",
     "expired": "Jobs not started by their expiry time",
+    "ticks_fired": "Ticks of periodic schedules that became a job",
+    "ticks_skipped": "Ticks skipped because the previous run had not finished (overlap skip)",
+    "ticks_missed": "Ticks not fired after downtime (catch-up policy)",
 }
 """Lifetime counters of each queue, exported as ``durq_queue_<name>_total``."""
 

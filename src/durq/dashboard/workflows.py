@@ -111,6 +111,7 @@ class WorkflowCounters(Collector):
             "started": "Workflows started (by home queue)",
             "completed": "Workflows that completed",
             "failed": "Workflows that failed (a step dead-lettered, policy fail)",
+            "steps_cancelled": "Unstarted workflow steps cancelled because their workflow failed",
         }
         for kind, doc in docs.items():
             family = CounterMetricFamily(f"durq_workflows_{kind}", doc, labels=["queue"])

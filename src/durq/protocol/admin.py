@@ -167,7 +167,7 @@ def dead_letters(
 _COUNTERS = (
     "enqueued", "completed", "failed", "retried", "dead_lettered", "reclaimed", "deferred",
     "superseded", "deduplicated", "replayed", "purged", "dead_evicted", "corrupt",
-    "cancelled", "expired",
+    "cancelled", "expired", "ticks_fired", "ticks_skipped", "ticks_missed",
 )  # fmt: skip
 
 

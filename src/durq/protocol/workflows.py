@@ -393,8 +393,12 @@ def running(home: QueueKeys, limit: int = 100) -> Op[list[tuple[str, float]]]:
     return [(reply[i].decode(), float(reply[i + 1]) / 1000) for i in range(0, len(reply), 2)]
 
 
+COUNTERS = ("started", "completed", "failed", "steps_cancelled")
+"""The workflow counters the scripts keep in a queue's stats hash, as ``wf_<name>``."""
+
+
 def counters(home: QueueKeys) -> Op[dict[str, int]]:
-    """The queue's workflow counters: started, completed, failed (as a home queue)."""
-    names = ("started", "completed", "failed")
-    reply = yield Command(("HMGET", home.prefix + "stats", *(f"wf_{n}" for n in names)))
-    return {n: int(v or 0) for n, v in zip(names, reply, strict=True)}
+    """The queue's workflow counters (``COUNTERS``): workflows started, completed and
+    failed with this queue as their home, and steps cancelled because theirs failed."""
+    reply = yield Command(("HMGET", home.prefix + "stats", *(f"wf_{n}" for n in COUNTERS)))
+    return {n: int(v or 0) for n, v in zip(COUNTERS, reply, strict=True)}

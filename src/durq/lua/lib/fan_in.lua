@@ -375,7 +375,7 @@ local function wf_build()
     r.tail = string.char(#r.group) .. r.group .. string.char(#r.key) .. r.key
     redis.call('HSET', K_JOBS, id, rec_encode(r))
     set_reason(id, {reason = 'cancelled', by = 'workflow ' .. wid, at = now})
-    count('wf_cancelled', 1)
+    count('wf_steps_cancelled', 1)
   end
 
   -- Enqueue steps without delay or priority into the queue K_* name, linked to their
