@@ -71,6 +71,8 @@ _STATUS = {
     durq.JobState.ACTIVE: "RUNNING",
     durq.JobState.DEAD: "FAILED",
     durq.JobState.SUPERSEDED: "FAILED",
+    durq.JobState.CANCELLED: "FAILED",
+    durq.JobState.EXPIRED: "FAILED",
 }
 
 _apps: dict[str, tuple[Any, durq.App]] = {}
