@@ -176,6 +176,20 @@ class PayloadCodec:
             )
         return int(codec), data
 
+    def encode_plain(self, value: Any) -> tuple[int, bytes] | None:
+        """``encode`` for a JSON queue and plain JSON data, in one pass; None when
+        ``value`` needs the checking path (another serializer, a subclass of a JSON
+        type, anything ``encode`` words an error for)."""
+        if self.codec is not Codec.JSON or not _plain(value, 0):
+            return None
+        try:
+            data = orjson.dumps(value)
+        except (TypeError, orjson.JSONEncodeError):  # ints beyond 64 bits, surrogates
+            return None
+        if len(data) > self.max_payload_bytes:
+            return None
+        return 1, data  # int(Codec.JSON)
+
     def decode(self, codec: int, data: bytes) -> Any:
         """Return the value stored as ``data`` with ``codec``."""
         if codec == Codec.RAW:

@@ -212,6 +212,26 @@ class AsyncQueue:
 
         return await retrying(attempt, self.enqueue_retry_for)
 
+    async def enqueue_encoded(
+        self, jobs: Sequence[tuple[str, int, bytes]], *, max_attempts: int | None = None
+    ) -> list[EnqueueResult]:
+        """Add plain jobs whose payloads are encoded already, ``(id, codec, data)`` each
+        (ids checked or from ``new_ids``; codec and data as ``self.codec.encode``
+        returns them), with no delay, priority, group or key: the task layer's path,
+        which builds its messages itself. Same script, results and retries as
+        ``enqueue_many``."""
+        if not jobs:
+            return []
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+
+        async def attempt() -> list[EnqueueResult]:
+            if not self._registered:
+                await self.register()
+            op = lifecycle.enqueue_encoded(self.keys, jobs, attempts, self.durability)
+            return await self._driver.run(op)
+
+        return await retrying(attempt, self.enqueue_retry_for)
+
     async def register(self) -> None:
         """Add this queue to the namespace's list of queues (for ``durq stats``).
         Raises InvalidArgument if the queue was declared sharded: its jobs belong in its
