@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import durq
 from durq.worker.config import ASYNC_CONCURRENCY, SYNC_CONCURRENCY, WorkerConfig, concurrency_for
@@ -13,11 +14,11 @@ from helpers import eventually
 from worker.support import running_worker
 
 
-def _threads_of(app: durq.App, task: durq.Task[..., None], seen: list[str], n: int) -> None:
+def _threads_of(app: durq.App, task: durq.Task[..., Any], seen: list[str], n: int) -> None:
     with running_worker(app, concurrency=4):
         for i in range(n):  # one at a time: each the only job in hand
             task.enqueue(i)
-            eventually(lambda i=i: len(seen) > i, timeout=10)
+            eventually(lambda: len(seen) > i, timeout=10)  # noqa: B023 (called at once)
 
 
 def test_a_short_sync_task_alone_runs_inline_after_a_streak_of_short_runs(

@@ -92,6 +92,8 @@ class Worker:
         # the jobs in hand (fetched, maybe running): one slot each
         self.concurrency = concurrency_for(self.config, app.tasks.values())
         self.capacity = Capacity(self.concurrency + self.config.prefetch)
+        # read when scraped, rather than set twice per job
+        self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
         self._client = client
         self._owns_client = client is None
@@ -121,7 +123,6 @@ class Worker:
             else:  # fetched by a round trip under way when the worker began to stop
                 self._finish(delivery, Outcome("defer"), 0.0, _task_name(delivery))
         self._start_waiting()
-        self.metrics.in_hand.set(self.capacity.in_use())
 
     def pump_drained(self) -> bool:
         """Burst mode: stop fetching once every queue is drained and nothing is held."""
@@ -186,7 +187,6 @@ class Worker:
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
         self.metrics.finished(job.queue, name, outcome.kind, seconds)
-        self.metrics.in_hand.set(self.capacity.in_use())
         if outcome.kind in ("retry", "dead"):
             if outcome.kind == "dead":
                 log.error(
