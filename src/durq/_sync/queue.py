@@ -20,7 +20,7 @@ from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
-from durq.keys import NamespaceKeys, QueueKeys
+from durq.keys import NamespaceKeys, QueueKeys, check_job_id
 from durq.models import EnqueueResult, GroupInfo, Job, JobInfo, Message, QueueStats
 from durq.protocol import admin, lifecycle, namespace
 from durq.protocol.args import delay_ms, lease_ms, new_ids, reason_json
@@ -169,6 +169,14 @@ class Queue:
                 with the key returns that job (DEDUPLICATED), or replaces it when
                 ``replace`` is true (REPLACED).
         """
+        plain = type(delay) is int and type(priority) is int and not (delay or priority)
+        if plain and max_attempts is None and group is None and key is None:
+            if replace:
+                raise InvalidArgument("replace=True needs a key: it replaces the job holding it")
+            # a plain job (the common case): no per-message options to resolve
+            job_id = new_ids(1)[0] if id is None else check_job_id(id)
+            codec_id, data = self.codec.encode(payload)
+            return (self.enqueue_encoded([(job_id, codec_id, data)]))[0]
         message = Message(payload, id, delay, priority, max_attempts, group, key, replace)
         return (self.enqueue_many([message]))[0]
 
