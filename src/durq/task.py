@@ -365,7 +365,7 @@ class Task(Generic[P, R]):
                     arity[shape] = problem
             if problem is not None:
                 raise InvalidArgument(problem)
-            encoded = None if traced else codec.encode_plain([name, args, kwargs])
+            encoded = None if traced else codec.encode_call(name, args, kwargs)
             if encoded is None:
                 encoded = codec.encode(self.message(Call(self, args, kwargs)).payload)
             out.append(encoded)

@@ -210,11 +210,11 @@ def enqueue_encoded(
             if isinstance(reply, Exception):
                 raise reply
     confirmation = replies.pop() if confirm is not None else None
+    # the script names each job by the id it was sent with (an existing job has that id
+    # too): the ids are the caller's, in order
+    statuses = [s for reply in replies for s in reply[::2]]
     status = _PLAIN_STATUS
-    out: list[EnqueueResult] = []
-    for reply in replies:
-        for i in range(0, len(reply), 2):
-            out.append(EnqueueResult(text(reply[i + 1]), status[reply[i]]))
+    out = [EnqueueResult(job[0], status[s]) for job, s in zip(jobs, statuses, strict=True)]
     if confirm is not None:
         try:
             confirm.check(confirmation)
