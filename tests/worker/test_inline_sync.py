@@ -7,6 +7,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 import durq
 from durq.worker.config import ASYNC_CONCURRENCY, SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.executor import INLINE_AFTER
@@ -27,8 +29,12 @@ def test_a_short_sync_task_alone_runs_inline_after_a_streak_of_short_runs(
     app = durq.App(url=redis_url)
     seen: list[str] = []
 
+    jobs: list[str | None] = []
+
     @app.task(queue=queue_name, result=True)
     def short(i: int) -> int:
+        job = durq.current_job()  # the job's context, inline as in a thread
+        jobs.append(job.id if job is not None else None)
         seen.append(threading.current_thread().name)
         return i * 2
 
@@ -36,7 +42,30 @@ def test_a_short_sync_task_alone_runs_inline_after_a_streak_of_short_runs(
     _threads_of(app, short, seen, INLINE_AFTER + 30)
     assert all(name == "durq-task" for name in seen[:INLINE_AFTER])
     assert seen[-1] == "durq-test-worker"  # the loop's own thread
-    assert short.enqueue(21).id  # results are stored as from a thread
+    assert None not in jobs
+    app.close()
+
+
+def test_an_inline_run_stores_its_result_and_its_failure_as_a_thread_does(
+    redis_url: str, queue_name: str
+) -> None:
+    app = durq.App(url=redis_url)
+    seen: list[str] = []
+
+    @app.task(queue=queue_name, result=True, max_attempts=1)
+    def half(i: int) -> float:
+        seen.append(threading.current_thread().name)
+        return 1 / i
+
+    with running_worker(app, concurrency=4):
+        for i in range(1, INLINE_AFTER + 30):
+            handle = half.enqueue(i)
+            assert handle.result(timeout=10) == 1 / i
+            if seen[-1] == "durq-test-worker":
+                break
+        assert seen[-1] == "durq-test-worker"
+        with pytest.raises(durq.JobFailed, match="ZeroDivisionError"):
+            half.enqueue(0).result(timeout=10)
     app.close()
 
 
