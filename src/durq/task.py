@@ -356,13 +356,10 @@ class Task(Generic[P, R]):
         traced = tracing.enabled()
         name = self.name
         for args, kwargs in calls:
-            shape = (len(args), *kwargs) if kwargs else len(args)
             try:
-                problem = arity[shape]
+                problem = arity[(len(args), *kwargs) if kwargs else len(args)]
             except KeyError:
-                problem = self.arguments_problem(args, kwargs)
-                if len(arity) < _ARITY_CACHE:
-                    arity[shape] = problem
+                problem = self.arguments_problem(args, kwargs)  # remembers it
             if problem is not None:
                 raise InvalidArgument(problem)
             encoded = None if traced else codec.encode_call(name, args, kwargs)
@@ -400,13 +397,21 @@ class Task(Generic[P, R]):
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
         if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
             return f"{self.name}(): arguments must be a list and a dict"
-        if self._fits(tuple(args), kwargs):
-            return None
+        # the outcome depends only on how many positional arguments and which keywords
+        shape = (len(args), *kwargs) if kwargs else len(args)
         try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            return f"{self.name}(): {exc}"
-        return None
+            return self._arity[shape]
+        except KeyError:
+            pass
+        problem = None
+        if not self._fits(tuple(args), kwargs):
+            try:
+                self.signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                problem = f"{self.name}(): {exc}"
+        if len(self._arity) < _ARITY_CACHE:
+            self._arity[shape] = problem
+        return problem
 
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
         """The queue message for ``call``: arguments checked, payload built."""

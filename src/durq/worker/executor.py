@@ -182,7 +182,10 @@ class Executor:
         set_current_job(job)  # this coroutine runs in its own asyncio task: local to it
         try:
             if task.is_async:
-                value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
+                if timeout is None:  # one coroutine less to resume at each await
+                    value = await task.fn(*args, **kwargs)
+                else:
+                    value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
             else:
                 value = await self._call_sync(task, args, kwargs, timeout)
         except Retry as exc:
