@@ -41,6 +41,7 @@ RULES: list[tuple[str, str]] = [
     (r"from asyncio import sleep", "from time import sleep"),
     (r"\basync_node_pool\b", "sync_node_pool"),
     (r"\basync_refresh\b", "sync_refresh"),
+    (r"\basync_exchange\b", "sync_exchange"),
 ]
 
 # the "source of truth" note of an asyncio file, up to the end of its sentence (which may

@@ -29,10 +29,10 @@ from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
-from durq.protocol.args import lease_ms
+from durq.protocol.args import lease_ms, new_ids
 from durq.schedule_control import Schedules, SyncReport, declare
 from durq.schedules import Schedule
-from durq.task import Call, JobHandle, Task, TaskConfig
+from durq.task import Call, JobHandle, PlainCall, Task, TaskConfig
 
 __all__ = ["App"]
 
@@ -388,6 +388,30 @@ class App:
             queue = call.options.queue or call.task.queue
             by_queue.setdefault(queue, []).append((i, call.task.message(call)))
         return by_queue
+
+    def enqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
+        """Enqueue calls of ``task`` without per-job options, in one round trip: the path
+        of ``Task.enqueue`` and ``Task.enqueue_many``, which skips the per-message
+        options of ``enqueue_calls`` (same checks, script and results)."""
+        name = task.queue
+        if task.app is not self or name in self.shards:
+            return self.enqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
+        queue = self.queue(name)
+        encoded = task.encode_calls(calls, queue.codec)
+        jobs = [(i, c, d) for i, (c, d) in zip(new_ids(len(encoded)), encoded, strict=True)]
+        results = queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
+        return [JobHandle(self, name, result, task) for result in results]
+
+    async def aenqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
+        """``enqueue_plain`` for asyncio code."""
+        name = task.queue
+        if task.app is not self or name in self.shards:
+            return await self.aenqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
+        queue = self.async_queue(name)
+        encoded = task.encode_calls(calls, queue.codec)
+        jobs = [(i, c, d) for i, (c, d) in zip(new_ids(len(encoded)), encoded, strict=True)]
+        results = await queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
+        return [JobHandle(self, name, result, task) for result in results]
 
     def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
         """Enqueue prepared calls, one round trip per queue; handles in order."""

@@ -176,6 +176,30 @@ class PayloadCodec:
             )
         return int(codec), data
 
+    def encode_call(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[int, bytes] | None:
+        """``encode`` of a task call's payload ``[name, args, kwargs]`` for a JSON queue
+        when the arguments are plain JSON data, in one pass; None when they need the
+        checking path (another serializer, a subclass of a JSON type, anything
+        ``encode`` words an error for)."""
+        if self.codec is not Codec.JSON:
+            return None
+        scalars = _SCALARS
+        for item in args:
+            if type(item) not in scalars and not _plain(item, 2):
+                return None
+        for k, item in kwargs.items():
+            if type(k) is not str or (type(item) not in scalars and not _plain(item, 2)):
+                return None
+        try:
+            data = orjson.dumps([name, args, kwargs])
+        except (TypeError, orjson.JSONEncodeError):  # ints beyond 64 bits, surrogates
+            return None
+        if len(data) > self.max_payload_bytes:
+            return None
+        return 1, data  # int(Codec.JSON)
+
     def decode(self, codec: int, data: bytes) -> Any:
         """Return the value stored as ``data`` with ``codec``."""
         if codec == Codec.RAW:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import datetime
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from durq import tracing
 from durq.backoff import Backoff
-from durq.codec import check_json
+from durq.codec import PayloadCodec, check_json
 from durq.errors import DurqError, InvalidArgument, JobNotFound, NotSerializable
 from durq.message import build_call, decode_result
 from durq.models import (
@@ -50,6 +50,13 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+#: a call without per-job options: positional and keyword arguments
+PlainCall = tuple[tuple[Any, ...], dict[str, Any]]
+
+#: distinct argument shapes whose signature check is remembered per task
+_ARITY_CACHE = 256
+
+
 class TaskOwner(Protocol):
     """What tasks and job handles use of the App that declared them. Typed by this
     protocol rather than by ``App``, which imports this module: no import circle."""
@@ -75,6 +82,14 @@ class TaskOwner(Protocol):
 
     async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
         """``enqueue_calls`` for asyncio code."""
+        ...
+
+    def enqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
+        """Enqueue calls of ``task`` without per-job options; their handles in order."""
+        ...
+
+    async def aenqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
+        """``enqueue_plain`` for asyncio code."""
         ...
 
 
@@ -310,6 +325,8 @@ class Task(Generic[P, R]):
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self._simple = _simple_arity(self.signature)
+        # the signature check's outcome by argument shape: (count, *keyword names)
+        self._arity: dict[int | tuple[Any, ...], str | None] = {}
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -384,24 +401,70 @@ class Task(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one call of this task; returns its handle."""
-        return self.app.enqueue_calls([self.call(*args, **kwargs)])[0]
+        handles: list[JobHandle[R]] = self.app.enqueue_plain(self, ((args, kwargs),))
+        return handles[0]
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for asyncio code."""
-        return (await self.app.aenqueue_calls([self.call(*args, **kwargs)]))[0]
+        handles: list[JobHandle[R]] = await self.app.aenqueue_plain(self, ((args, kwargs),))
+        return handles[0]
 
     def enqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """Enqueue many calls in one round trip per queue. Items are ``task.call(...)``
         results, tuples of positional arguments, or dicts of keyword arguments."""
-        return self.app.enqueue_calls([self._as_call(c) for c in calls])
+        items = list(calls)
+        plain = self._plain_calls(items)
+        if plain is not None:
+            handles: list[JobHandle[R]] = self.app.enqueue_plain(self, plain)
+            return handles
+        return self.app.enqueue_calls([self._as_call(c) for c in items])
 
     async def aenqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """``enqueue_many`` for asyncio code."""
-        return await self.app.aenqueue_calls([self._as_call(c) for c in calls])
+        items = list(calls)
+        plain = self._plain_calls(items)
+        if plain is not None:
+            handles: list[JobHandle[R]] = await self.app.aenqueue_plain(self, plain)
+            return handles
+        return await self.app.aenqueue_calls([self._as_call(c) for c in items])
+
+    def _plain_calls(self, items: list[Any]) -> list[PlainCall] | None:
+        """``items`` as calls without options when all are tuples of positional
+        arguments (the common bulk form), else None (each item is taken in turn)."""
+        empty: dict[str, Any] = {}
+        for item in items:
+            if type(item) is not tuple:
+                return None
+        # the dict is never changed: encode_calls only reads it
+        return [(item, empty) for item in items]
+
+    def encode_calls(
+        self, calls: Sequence[PlainCall], codec: PayloadCodec
+    ) -> list[tuple[int, bytes]]:
+        """The payloads of calls without per-job options, checked as ``message`` checks
+        them and encoded with ``codec``: ``(codec, data)`` each. Plain JSON arguments take
+        one pass each and the signature check is remembered per argument shape; anything
+        else goes through ``message``, which words the error."""
+        out: list[tuple[int, bytes]] = []
+        arity = self._arity
+        traced = tracing.enabled()
+        name = self.name
+        for args, kwargs in calls:
+            try:
+                problem = arity[(len(args), *kwargs) if kwargs else len(args)]
+            except KeyError:
+                problem = self.arguments_problem(args, kwargs)  # remembers it
+            if problem is not None:
+                raise InvalidArgument(problem)
+            encoded = None if traced else codec.encode_call(name, args, kwargs)
+            if encoded is None:
+                encoded = codec.encode(self.message(Call(self, args, kwargs)).payload)
+            out.append(encoded)
+        return out
 
     def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
         if isinstance(item, Call):
@@ -432,13 +495,21 @@ class Task(Generic[P, R]):
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
         if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
             return f"{self.name}(): arguments must be a list and a dict"
-        if self._fits(tuple(args), kwargs):
-            return None
+        # the outcome depends only on how many positional arguments and which keywords
+        shape = (len(args), *kwargs) if kwargs else len(args)
         try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            return f"{self.name}(): {exc}"
-        return None
+            return self._arity[shape]
+        except KeyError:
+            pass
+        problem = None
+        if not self._fits(tuple(args), kwargs):
+            try:
+                self.signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                problem = f"{self.name}(): {exc}"
+        if len(self._arity) < _ARITY_CACHE:
+            self._arity[shape] = problem
+        return problem
 
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
         """The queue message for ``call``: arguments checked, payload built."""

@@ -5,16 +5,17 @@ docs/deployment.md (the tests keep the two in step)."""
 SCRIPT_COMMANDS = (
     "+hexists +zscore +zrem +hget +hset +hdel +rpush +lpush +lpop +llen +zadd +zcard +zrange "
     "+zrangebyscore +zrevrange +zincrby +hincrby +hmget +hlen +sismember +sadd +srem +zmscore "
-    "+smembers +type +del +pexpire +zpopmin +hgetall +time +get +set +publish"
+    "+smembers +type +del +pexpire +zpopmin +hgetall +time +get +set +publish +exists +hscan "
+    "+hsetnx +persist +rename +scard +zcount +zremrangebyscore +zrevrangebyscore"
 )
 PRODUCER = (
     "on >{password} ~durq:* resetchannels &durq:* -@all +evalsha +script|load +sadd +ping +blmove "
-    "+lindex "
+    "+lindex +hget +hmget +hset +zrange "
     "+client|setinfo " + SCRIPT_COMMANDS
 )
 WORKER = (
     "on >{password} ~durq:* resetchannels &durq:* -@all +evalsha +script|load +sadd +srem "
     "+smembers +hset +hgetall +pexpire +del +bzpopmin +blmove +lindex +ping +info +config|get "
-    "+subscribe "
+    "+subscribe +zadd +hget +hmget +zrange +scard "
     "+client|setinfo " + SCRIPT_COMMANDS
 )

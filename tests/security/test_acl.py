@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from importlib import resources
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import durq
 from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
 
-from .acl_rules import PRODUCER, WORKER
+from .acl_rules import PRODUCER, SCRIPT_COMMANDS, WORKER
 
 
 def _command(client: redis.Redis, *args: Any) -> Any:
@@ -88,3 +90,14 @@ def test_a_wrong_password_fails_clearly_without_echoing_it(
     ):
         q.stats()
     assert "wrong-pass-xyz" not in str(info.value)
+
+
+def test_every_command_a_script_calls_is_in_the_documented_rules() -> None:
+    # scripts run with the caller's permissions: a command missing from the rules fails
+    # only under ACL, in production, so the rules are checked against the Lua source
+    root = resources.files("durq.lua")
+    files = [*root.iterdir(), *root.joinpath("lib").iterdir()]
+    code = "\n".join(f.read_text(encoding="utf-8") for f in files if f.name.endswith(".lua"))
+    called = {c.lower() for c in re.findall(r"redis\.p?call\('([A-Za-z]+)'", code)}
+    allowed = {rule[1:] for rule in SCRIPT_COMMANDS.split()}
+    assert called - allowed == set()

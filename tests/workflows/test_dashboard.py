@@ -17,7 +17,9 @@ from worker.support import running_worker
 
 @pytest.fixture
 def board(wapp: durq.App) -> Iterator[LiveServer]:
-    server = LiveServer(create_app(wapp.url, sample_interval=0.25, refresh=0)).start()
+    # every queue of the shared server, so this test's is among them
+    app = create_app(wapp.url, sample_interval=0.25, refresh=0, max_queues=10_000)
+    server = LiveServer(app).start()
     yield server
     server.stop()
 

@@ -19,6 +19,7 @@ from redis.exceptions import ConnectionError, NoScriptError, ResponseError, Time
 
 from durq import cluster
 from durq.cluster import async_node_pool, async_refresh
+from durq.connection import async_exchange
 from durq.errors import DurqError
 from durq.protocol.calls import (
     Command,
@@ -145,13 +146,7 @@ async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         await conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
-        await conn.send_packed_command(_pack(commands), check_health=False)
-        replies: list[Any] = []
-        for _ in commands:
-            try:
-                replies.append(await conn.read_response())
-            except ResponseError as exc:
-                replies.append(exc)
+        replies = await async_exchange(conn, _pack(commands), len(commands))
         if any(_refused_write(r) for r in replies):
             # the caller retries as after a lost connection, and reconnects to the
             # server that is the primary now

@@ -18,6 +18,7 @@ from redis.exceptions import ConnectionError, NoScriptError, ResponseError, Time
 
 from durq import cluster
 from durq.cluster import sync_node_pool, sync_refresh
+from durq.connection import sync_exchange
 from durq.errors import DurqError
 from durq.protocol.calls import (
     Command,
@@ -144,13 +145,7 @@ def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
-        conn.send_packed_command(_pack(commands), check_health=False)
-        replies: list[Any] = []
-        for _ in commands:
-            try:
-                replies.append(conn.read_response())
-            except ResponseError as exc:
-                replies.append(exc)
+        replies = sync_exchange(conn, _pack(commands), len(commands))
         if any(_refused_write(r) for r in replies):
             # the caller retries as after a lost connection, and reconnects to the
             # server that is the primary now

@@ -23,7 +23,7 @@ from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
 from durq.flow import FlowInfo, Rate
-from durq.keys import NamespaceKeys, QueueKeys
+from durq.keys import NamespaceKeys, QueueKeys, check_job_id
 from durq.models import (
     CancelResult,
     EnqueueResult,
@@ -193,6 +193,21 @@ class Queue:
             keep_last: with ``key``, while a job of the key runs, keep at most one
                 follow-up, with the newest payload (see docs/job-control.md).
         """
+        plain = type(delay) is int and type(priority) is int and not (delay or priority)
+        controlled = (
+            expires is not None
+            or ttl is not None
+            or debounce is not None
+            or max_wait is not None
+            or keep_last
+        )
+        if plain and max_attempts is None and group is None and key is None and not controlled:
+            if replace:
+                raise InvalidArgument("replace=True needs a key: it replaces the job holding it")
+            # a plain job (the common case): no per-message options to resolve
+            job_id = new_ids(1)[0] if id is None else check_job_id(id)
+            codec_id, data = self.codec.encode(payload)
+            return (self.enqueue_encoded([(job_id, codec_id, data)]))[0]
         message = Message(
             payload, id, delay, priority, max_attempts, group, key, replace,
             expires, ttl, debounce, max_wait, keep_last,
@@ -236,6 +251,26 @@ class Queue:
                 ids=fresh,
                 result_ttl=self.result_ttl,
             )
+            return self._driver.run(op)
+
+        return retrying(attempt, self.enqueue_retry_for)
+
+    def enqueue_encoded(
+        self, jobs: Sequence[tuple[str, int, bytes]], *, max_attempts: int | None = None
+    ) -> list[EnqueueResult]:
+        """Add plain jobs whose payloads are encoded already, ``(id, codec, data)`` each
+        (ids checked or from ``new_ids``; codec and data as ``self.codec.encode``
+        returns them), with no delay, priority, group or key: the task layer's path,
+        which builds its messages itself. Same script, results and retries as
+        ``enqueue_many``."""
+        if not jobs:
+            return []
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+
+        def attempt() -> list[EnqueueResult]:
+            if not self._registered:
+                self.register()
+            op = lifecycle.enqueue_encoded(self.keys, jobs, attempts, self.durability)
             return self._driver.run(op)
 
         return retrying(attempt, self.enqueue_retry_for)

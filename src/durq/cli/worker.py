@@ -39,9 +39,10 @@ def _run_loop(coro: object) -> None:
 @click.option(
     "-c",
     "--concurrency",
-    default=20,
-    show_default=True,
-    help="Jobs running at once per process (coroutines, or threads for sync tasks).",
+    type=int,
+    default=None,
+    help="Jobs running at once per process (coroutines, or threads for sync tasks) "
+    "[default: 100 when every task is async def, else 20].",
 )
 @click.option(
     "-p",
@@ -103,7 +104,7 @@ def _run_loop(coro: object) -> None:
 def worker(
     target: str,
     queues: tuple[str, ...],
-    concurrency: int,
+    concurrency: int | None,
     processes: int,
     url: str | None,
     lease: float | None,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name
 from durq.protocol.args import lease_ms
 
-__all__ = ["WorkerConfig"]
+if TYPE_CHECKING:
+    from durq.task import Task
+
+__all__ = ["ASYNC_CONCURRENCY", "SYNC_CONCURRENCY", "WorkerConfig", "concurrency_for"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +23,9 @@ class WorkerConfig:
     Attributes:
         queues: the queues to consume (default: every queue of the app's tasks).
         concurrency: jobs running at once in this process: async tasks as coroutines,
-            sync tasks in as many threads (default 20).
+            sync tasks in as many threads. Default: ASYNC_CONCURRENCY (100) when every
+            task of the app is ``async def``, else SYNC_CONCURRENCY (20); see
+            ``concurrency_for``.
         prefetch: jobs held beyond ``concurrency``, started as slots free up (default 0:
             a worker takes only what it can start, which keeps groups fair).
         lease: seconds of the lease under which jobs are fetched (default: the app's);
@@ -36,7 +42,7 @@ class WorkerConfig:
     """
 
     queues: Sequence[str] = ()
-    concurrency: int = 20
+    concurrency: int | None = None
     prefetch: int = 0
     lease: float | None = None
     grace: float = 25.0
@@ -50,7 +56,7 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         for q in self.queues:
             check_queue_name(q)
-        if self.concurrency < 1:
+        if self.concurrency is not None and self.concurrency < 1:
             raise InvalidArgument("concurrency must be >= 1")
         if self.prefetch < 0:
             raise InvalidArgument("prefetch must be >= 0")
@@ -62,3 +68,24 @@ class WorkerConfig:
             raise InvalidArgument("batch must be in 1..1000")
         if self.lease is not None:
             lease_ms(self.lease)  # refused here rather than by every fetch
+
+
+#: the default concurrency of a worker whose tasks are all ``async def``: a job waiting
+#: on I/O costs a coroutine, and at 20 a worker spends its time on round trips that
+#: fetch and acknowledge a few jobs each (bench/analysis-wave2.md §3); 100 is also the
+#: most connections redis-py's asyncio pool gives a task body by default
+ASYNC_CONCURRENCY = 100
+#: the default concurrency when any task is a plain ``def``: one thread each, and more
+#: threads only contend for the GIL
+SYNC_CONCURRENCY = 20
+
+
+def concurrency_for(config: WorkerConfig, tasks: Iterable[Task[Any, Any]]) -> int:
+    """The jobs a worker runs at once: ``config.concurrency``, or the default for
+    ``tasks`` (ASYNC_CONCURRENCY when all are async, else SYNC_CONCURRENCY)."""
+    if config.concurrency is not None:
+        return config.concurrency
+    tasks = list(tasks)
+    if tasks and all(t.is_async for t in tasks):
+        return ASYNC_CONCURRENCY
+    return SYNC_CONCURRENCY

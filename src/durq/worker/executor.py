@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,6 +32,20 @@ __all__ = ["Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
+
+# A sync task runs on the event loop's thread, without the hop to a pool thread and
+# back (two cross-thread wake-ups, about 0.2 ms of pickup latency on a small VM), only
+# when blocking the loop for it cannot hurt: the job is the only one in hand, the task
+# declares no timeout (a pool thread is what enforces one), and its last runs were all
+# short: at least INLINE_AFTER in a row, each under INLINE_BUDGET seconds. A run over
+# the budget, wherever it ran, ends the streak and makes the streak needed next time
+# INLINE_BACKOFF times longer, so a task that is sometimes slow soon runs only in
+# threads. A task that behaves as it did blocks the loop at most INLINE_BUDGET at a
+# time, far less than a third of a lease (the lease keeper's period); one that suddenly
+# hangs blocks it like a hung worker, which the lease recovers from (fault test F6).
+INLINE_BUDGET = 0.002
+INLINE_AFTER = 3
+INLINE_BACKOFF = 4
 
 
 @dataclass(slots=True)
@@ -85,14 +101,27 @@ def error_fields(exc: BaseException, fn: Any = None) -> dict[str, Any]:
     }
 
 
+def _timed(fn: Callable[..., Any], took: list[float], args: Any, kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, its wall time put in ``took[0]`` (also when it raises)."""
+    began = time.perf_counter()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        took[0] = time.perf_counter() - began
+
+
 class Executor:
     """Runs jobs of one App's tasks: async tasks in the event loop, sync tasks in a
     ThreadRunner."""
 
-    def __init__(self, app: App, threads: int) -> None:
+    def __init__(self, app: App, threads: int, alone: Callable[[], bool] | None = None) -> None:
         self.app = app
         self.threads = ThreadRunner(threads)
         self.running: dict[str, asyncio.Task[Outcome]] = {}
+        # True when the job about to run is the only one in hand (see INLINE_BUDGET)
+        self._alone = alone or (lambda: False)
+        # sync tasks by name: [short runs in a row, the streak that allows inline runs]
+        self._streaks: dict[str, list[int]] = {}
 
     def task_of(self, job: Job) -> Task[Any, Any] | None:
         """The registered task a job calls, if its payload names one."""
@@ -155,9 +184,12 @@ class Executor:
         set_current_job(job)  # this coroutine runs in its own asyncio task: local to it
         try:
             if task.is_async:
-                value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
+                if timeout is None:  # one coroutine less to resume at each await
+                    value = await task.fn(*args, **kwargs)
+                else:
+                    value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
             else:
-                value = await self.threads.run(task.fn, args, kwargs, timeout)
+                value = await self._call_sync(task, args, kwargs, timeout)
         except RateLimited as exc:  # no attempt counted, however often (see flow.py)
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
@@ -175,6 +207,27 @@ class Executor:
         except Exception as exc:
             return self._failed(task, error_fields(exc, task.fn), job)
         return self._done(task, job, value)
+
+    async def _call_sync(
+        self, task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+        """Call a sync task: inline when that is safe (see INLINE_BUDGET), else in a
+        pool thread; either way its run time decides whether it may run inline."""
+        streak = self._streaks.get(task.name)
+        if streak is None:
+            streak = self._streaks[task.name] = [0, INLINE_AFTER]
+        inline = streak[0] >= streak[1] and timeout is None and self._alone()
+        took = [math.inf]  # the call's own time, set where it ran (not the hop)
+        try:
+            if inline:
+                return _timed(task.fn, took, args, kwargs)
+            return await self.threads.run(_timed, (task.fn, took, args, kwargs), {}, timeout)
+        finally:
+            if took[0] < INLINE_BUDGET:
+                streak[0] += 1
+            else:
+                streak[0] = 0
+                streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:
         # a workflow step's result goes to its workflow (the next step's input)

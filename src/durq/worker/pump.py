@@ -29,6 +29,12 @@ log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError)
 _BURST_RECHECK = 0.5  # seconds
 _RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (worker.alarm)
+# Fetch pacing: while this queue's jobs are in hand, a round trip that would fetch or
+# acknowledge fewer than a quarter of the queue's slots waits up to PACE seconds for
+# more to finish. Jobs that do I/O finish one reply at a time, and a round trip per
+# finished job or two costs the worker and the server far more than the jobs (bench/
+# analysis-wave2.md §3.2 item 1). An idle worker, or one stopping, never waits.
+PACE = 0.001
 
 
 class PumpOwner(Protocol):
@@ -89,6 +95,7 @@ class QueuePump:
         self._poked = False
         self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
         self._failures = 0
+        self._hold_until = 0.0  # fetch pacing: when the round trip held back goes anyway
         # the waiter's fetch got fewer jobs than it asked for, so the queue had nothing
         # more ready: the next_ms it returned, for a wait planned without another fetch
         self._emptied: int | None = None
@@ -112,6 +119,9 @@ class QueuePump:
             want = min(self.capacity.free(), self.batch)
             if self._in_wait:
                 want = 0  # the waiter's wait ends in a fetch of its own
+            if self._pace(want, len(self.acks)):
+                await self.changed.wait()
+                continue
             taken = self.acks.take(self.batch)
             if self._wait_again(want, taken):
                 await self.changed.wait()
@@ -136,6 +146,29 @@ class QueuePump:
             self._failures = 0
             if not fetched and want and self._idle_after_fetch(next_ms, want, wakes):
                 await self.changed.wait()
+
+    def _pace(self, want: int, acks: int) -> bool:
+        """True when this round trip is held back (see PACE); the pump then waits for a
+        change or the end of the hold."""
+        loop = asyncio.get_running_loop()
+        refill = max(self.capacity.share() // 4, 1)
+        if (
+            want + acks == 0  # nothing to send: the pump waits anyway
+            or want >= refill
+            or acks >= refill
+            or not self.capacity.open
+            or self.capacity.in_use_by(self.name) == 0
+        ):
+            self._hold_until = 0.0
+            return False
+        now = loop.time()
+        if not self._hold_until:
+            self._hold_until = now + PACE
+            loop.call_at(self._hold_until, self.changed.set)  # early or late: one more lap
+        elif now >= self._hold_until:
+            self._hold_until = 0.0
+            return False
+        return True
 
     def _wait_again(self, want: int, taken: list[Any]) -> bool:
         """True when the waiter's fetch has just emptied the queue and there is nothing

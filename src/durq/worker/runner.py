@@ -40,7 +40,7 @@ from durq.protocol.namespace import shard_counts
 from durq.server_settings import server_warnings
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
-from durq.worker.config import WorkerConfig
+from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CancelListener, JobControls
 from durq.worker.executor import Executor, Outcome
 from durq.worker.leases import LeaseKeeper
@@ -94,14 +94,21 @@ class Worker:
         self.metrics = metrics or WorkerMetrics()
         self.state = WorkerState.STARTING
         # the jobs in hand (fetched, maybe running): one slot each
-        self.capacity = Capacity(self.config.concurrency + self.config.prefetch)
+        self.concurrency = concurrency_for(self.config, app.tasks.values())
+        self.capacity = Capacity(self.concurrency + self.config.prefetch)
+        # read when scraped, rather than set twice per job
+        self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
         self._client = client
         self._owns_client = client is None
         self._handle_signals = handle_signals
         self._waiting: deque[Delivery] = deque()  # in hand, waiting to run
         self._running = 0
-        self._executor = Executor(app, threads=self.config.concurrency)
+        # one thread per slot for sync tasks; an app of async tasks keeps a few for any
+        # sync task registered later
+        sync = any(not t.is_async for t in app.tasks.values())
+        threads = self.concurrency if sync else min(self.concurrency, SYNC_CONCURRENCY)
+        self._executor = Executor(app, threads=threads, alone=lambda: self.capacity.in_use() == 1)
         self._stop = asyncio.Event()
         self._cut_grace = asyncio.Event()
         self._giving_back = False
@@ -123,7 +130,6 @@ class Worker:
             else:  # fetched by a round trip under way when the worker began to stop
                 self._finish(delivery, Outcome("defer"), 0.0, _task_name(delivery))
         self._start_waiting()
-        self.metrics.in_hand.set(self.capacity.in_use())
 
     def pump_drained(self) -> bool:
         """Burst mode: stop fetching once every queue is drained and nothing is held."""
@@ -133,7 +139,7 @@ class Worker:
         return True
 
     def _start_waiting(self) -> None:
-        while self._waiting and self._running < self.config.concurrency:
+        while self._waiting and self._running < self.concurrency:
             delivery = self._waiting.popleft()
             self._running += 1
             delivery.started = time.monotonic()
@@ -323,7 +329,7 @@ class Worker:
                 "host": self.id.split(":")[0],
                 "pid": int(self.id.split(":")[1]) if self.id.count(":") >= 2 else 0,
                 "queues": self.queue_names,
-                "concurrency": self.config.concurrency,
+                "concurrency": self.concurrency,
                 "started": self.started_at,
             },
         )
@@ -361,7 +367,7 @@ class Worker:
             "worker %s consuming %s (concurrency %d, lease %.1fs)",
             self.id,
             ", ".join(self.queue_names),
-            self.config.concurrency,
+            self.concurrency,
             self.lease,
         )
         stop_wait = asyncio.create_task(self._stop.wait())
