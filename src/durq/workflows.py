@@ -39,13 +39,14 @@ from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
 from durq.codec import check_json
 from durq.errors import InvalidArgument, NotSerializable, PayloadTooLarge
+from durq.handle import JobFailed
 from durq.keys import QueueKeys, check_job_id, shard_name
 from durq.message import build_call, decode_result
 from durq.protocol import workflows as wf
 from durq.protocol.args import delay_ms, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.workflows import StepInfo, WorkflowInfo
-from durq.task import Call, JobFailed, Task
+from durq.task import Call, Task
 
 if TYPE_CHECKING:
     from durq.app import App
