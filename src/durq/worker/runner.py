@@ -328,18 +328,17 @@ class Worker:
             log.info("worker %s stopped after %d jobs", self.id, self.processed)
 
     async def _pump(self, pump: QueuePump) -> None:
-        await self._forever(f"pump {pump.name}", pump.run, until_done=True)
+        await self._forever(f"pump {pump.name}", pump.run)
 
-    async def _forever(
-        self, what: str, body: Callable[[], Awaitable[None]], until_done: bool = False
-    ) -> None:
-        """Run ``body``; if it fails (a bug, not a Redis outage: those are retried inside),
-        log it and run it again, so no loop stops silently."""
+    async def _forever(self, what: str, body: Callable[[], Awaitable[None]]) -> None:
+        """Run ``body`` until it returns; if it fails (a bug, not a Redis outage: those
+        are retried inside), log it and run it again, so no loop stops silently. A body
+        that returns has nothing (more) to do, e.g. a cancel listener on a client without
+        pub/sub: running it again at once would spin the event loop."""
         while True:
             try:
                 await body()
-                if until_done:
-                    return
+                return
             except asyncio.CancelledError:
                 raise
             except Exception:
