@@ -9,7 +9,7 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import redis
 
 import durq
 from durq import Rate
+from durq.dev.server import RedisServer
 from flow.app import LEASE, build
 from flow.support import busiest_window, events, start_workers
 from helpers import SLACK, eventually
@@ -193,8 +194,15 @@ def test_a_task_rate_limited_50_times_completes_and_is_never_dead_lettered(
 
 
 def test_idle_workers_of_a_parked_queue_send_few_commands(
-    durq_cli: Durq, redis_url: str, flow_app: durq.App, queue_name: str, tmp_path: Path
+    durq_cli: Durq,
+    make_server: Callable[..., RedisServer],
+    queue_name: str,
+    tmp_path: Path,
 ) -> None:
+    # a server of its own: INFO commandstats counts every client of a server, and the
+    # shared one serves other tests' leftovers too
+    redis_url = make_server().url
+    flow_app = build(redis_url)
     log = tmp_path / "log"
     with durq.Queue(queue_name, redis_url) as q:
         q.configure(group_rates={"a": Rate(1, per=60.0)})
@@ -226,6 +234,7 @@ def test_idle_workers_of_a_parked_queue_send_few_commands(
     # with one dequeue: about 2 commands per wait, nothing in between
     assert per_worker_second <= 1.5
     assert len(events(log)) == 1
+    flow_app.close()
 
 
 _WORKER_COMMANDS = ("evalsha", "bzpopmin", "zadd", "pexpire", "eval")

@@ -204,6 +204,9 @@ import durq
 
 ALLOWED_HOSTS = ["*"]
 INSTALLED_APPS += ["durq.contrib.django", "shop"]
+# the worker and the test's driver write to one SQLite file: wait for its lock rather
+# than fail after SQLite's default 5 s on a loaded machine
+DATABASES["default"]["OPTIONS"] = {{"timeout": 30}}
 TASKS = {{
     "default": {{
         "BACKEND": "durq.contrib.django.DurqBackend",

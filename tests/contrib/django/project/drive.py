@@ -36,7 +36,7 @@ def wait_finished(task, result_id, timeout=30.0):
         time.sleep(0.05)
 
 
-def signals_of(result_id, timeout=10.0):
+def signals_of(result_id, timeout=30.0):
     deadline = time.monotonic() + timeout
     while True:
         rows = list(SignalLog.objects.filter(result_id=result_id).order_by("id"))
