@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "durq" / "_async"
 TARGET = ROOT / "src" / "durq" / "_sync"
-FILES = ("__init__.py", "driver.py", "queue.py", "retry.py", "sharded.py", "topic.py")
+FILES = ("__init__.py", "admin.py", "driver.py", "queue.py", "retry.py", "sharded.py", "topic.py")
 
 RULES: list[tuple[str, str]] = [
     (r"from redis\.asyncio import Redis as AsyncRedis", "from redis import Redis"),
@@ -26,6 +26,7 @@ RULES: list[tuple[str, str]] = [
     (r"the asyncio front end", "the blocking front end"),
     (r"\bAsyncRedis\b", "Redis"),
     (r"\bAsyncQueue\b", "Queue"),
+    (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncTopic\b", "Topic"),

@@ -29,6 +29,7 @@ from durq.errors import (
     PayloadTooLarge,
 )
 from durq.flow import FlowInfo, ParkedGroup, Rate, RateLimited
+from durq.handle import Cancelled, Expired, JobFailed, JobHandle
 from durq.models import (
     CancelResult,
     CancelStatus,
@@ -46,7 +47,7 @@ from durq.models import (
 from durq.protocol.status import Status
 from durq.schedule_control import SyncReport
 from durq.schedules import Schedule, ScheduleInfo
-from durq.task import Call, Cancelled, Expired, Fail, JobFailed, JobHandle, Retry, Task
+from durq.task import Call, Fail, Retry, Task
 from durq.workflows import (
     Chain,
     Group,

@@ -27,12 +27,13 @@ from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from durq.durability import Durability
 from durq.errors import InvalidArgument
+from durq.handle import JobHandle
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
 from durq.protocol.args import lease_ms, new_ids
 from durq.schedule_control import Schedules, SyncReport, declare
 from durq.schedules import Schedule
-from durq.task import Call, JobHandle, PlainCall, Task, TaskConfig
+from durq.task import Call, PlainCall, Task, TaskConfig
 
 __all__ = ["App"]
 

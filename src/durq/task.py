@@ -11,34 +11,20 @@ import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from durq import tracing
+from durq.arguments import ArgumentCheck
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
-from durq.errors import DurqError, InvalidArgument, JobNotFound, NotSerializable
-from durq.message import build_call, decode_result
-from durq.models import (
-    CancelResult,
-    CancelStatus,
-    EnqueueResult,
-    EnqueueStatus,
-    JobInfo,
-    Message,
-    Progress,
-)
-
-if TYPE_CHECKING:
-    from durq._async.queue import AsyncQueue
-    from durq._sync.queue import Queue
+from durq.errors import InvalidArgument, NotSerializable
+from durq.handle import HandleOwner, JobHandle
+from durq.message import build_call
+from durq.models import Message
 
 __all__ = [
     "Call",
-    "Cancelled",
-    "Expired",
     "Fail",
-    "JobFailed",
-    "JobHandle",
     "Retry",
     "Task",
     "TaskCaller",
@@ -53,11 +39,8 @@ R = TypeVar("R")
 #: a call without per-job options: positional and keyword arguments
 PlainCall = tuple[tuple[Any, ...], dict[str, Any]]
 
-#: distinct argument shapes whose signature check is remembered per task
-_ARITY_CACHE = 256
 
-
-class TaskOwner(Protocol):
+class TaskOwner(HandleOwner, Protocol):
     """What tasks and job handles use of the App that declared them. Typed by this
     protocol rather than by ``App``, which imports this module: no import circle."""
 
@@ -67,14 +50,6 @@ class TaskOwner(Protocol):
     max_attempts: int
     #: the largest encoded job accepted
     max_payload_bytes: int
-
-    def queue(self, name: str) -> Queue:
-        """The blocking Queue ``name``."""
-        ...
-
-    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
-        """The AsyncQueue ``name``."""
-        ...
 
     def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
         """Enqueue prepared calls; their handles in order."""
@@ -109,26 +84,6 @@ class Fail(Exception):
     def __init__(self, reason: str = "failed by the task") -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-class JobFailed(DurqError):
-    """The job whose result was awaited ended in the dead letters."""
-
-    def __init__(self, job_id: str, error: Mapping[str, Any]) -> None:
-        self.job_id = job_id
-        self.error = dict(error)
-        kind = error.get("type") or error.get("reason", "failed")
-        super().__init__(f"job {job_id} failed: {kind}: {error.get('message', '')}")
-
-
-class Cancelled(JobFailed):
-    """The job whose result was awaited was cancelled (``JobHandle.cancel``,
-    ``Queue.cancel``): it did not run, or was stopped, and will not run again."""
-
-
-class Expired(JobFailed):
-    """The job whose result was awaited was not started by its expiry time (the
-    ``expires`` option): it never ran."""
 
 
 @dataclass(frozen=True)
@@ -176,95 +131,6 @@ class Call(Generic[R]):
     def with_options(self, **options: Any) -> Call[R]:
         """The same call with per-job options (those of ``Task.options``)."""
         return replace(self, options=replace(self.options, **options))
-
-
-class JobHandle(Generic[R]):
-    """What ``enqueue`` returns: the job id, and a way to wait for its result."""
-
-    def __init__(
-        self, app: TaskOwner, queue: str, result: EnqueueResult, task: Task[Any, R] | None = None
-    ) -> None:
-        self.app = app
-        self.queue = queue
-        self.id = result.id
-        self.status: EnqueueStatus = result.status
-        self.superseded = result.superseded
-        self.task = task  # None when made for a job id by hand
-
-    def _check_stored(self) -> None:
-        # otherwise the wait would only ever end in a TimeoutError
-        if self.task is not None and not self.task.config.result:
-            raise InvalidArgument(
-                f"task {self.task.name} does not store its result: declare it with "
-                "@app.task(result=True) to wait for it"
-            )
-
-    def __repr__(self) -> str:
-        return f"<JobHandle {self.queue}/{self.id} {self.status.value}>"
-
-    def result(self, timeout: float = 30.0) -> R:
-        """Wait up to ``timeout`` seconds (without polling) for the result of a task
-        declared with ``result=True``. Raises TimeoutError, or JobFailed if the job was
-        dead-lettered; InvalidArgument at once if the task does not store results."""
-        self._check_stored()
-        raw = self.app.queue(self.queue).wait_result(self.id, timeout)
-        value: R = _result_value(self.id, raw, timeout)
-        return value
-
-    async def aresult(self, timeout: float = 30.0) -> R:
-        """``result`` for asyncio code."""
-        self._check_stored()
-        raw = await self.app.async_queue(self.queue).wait_result(self.id, timeout)
-        value: R = _result_value(self.id, raw, timeout)
-        return value
-
-    def info(self) -> JobInfo | None:
-        """Everything stored about the job now (None once it is gone)."""
-        return self.app.queue(self.queue).job(self.id)
-
-    async def ainfo(self) -> JobInfo | None:
-        """``info`` for asyncio code."""
-        return await self.app.async_queue(self.queue).job(self.id)
-
-    def cancel(self) -> CancelResult:
-        """Cancel the job (see ``Queue.cancel``): it never runs if it has not started,
-        and is stopped if it runs; ``result()`` then raises Cancelled. Raises
-        JobNotFound if the queue has no trace of it; a job that had ended is left as it
-        is (status FINISHED)."""
-        return _cancelled(self.app.queue(self.queue).cancel([self.id])[0])
-
-    async def acancel(self) -> CancelResult:
-        """``cancel`` for asyncio code."""
-        return _cancelled((await self.app.async_queue(self.queue).cancel([self.id]))[0])
-
-    def progress(self) -> Progress | None:
-        """The last progress the running job reported (``durq.current_job().progress``):
-        None before the first report, and once the job is gone."""
-        return self.app.queue(self.queue).read_progress(self.id)
-
-    async def aprogress(self) -> Progress | None:
-        """``progress`` for asyncio code."""
-        return await self.app.async_queue(self.queue).read_progress(self.id)
-
-
-def _cancelled(result: CancelResult) -> CancelResult:
-    if result.status is CancelStatus.NOT_FOUND:
-        raise JobNotFound(result.id)
-    return result
-
-
-def _result_value(job_id: str, raw: bytes | None, timeout: float) -> Any:
-    if raw is None:
-        raise TimeoutError(f"no result for job {job_id} within {timeout} s")
-    ok, value = decode_result(raw)
-    if ok:
-        return value
-    reason = value.get("reason")
-    if reason == "cancelled":
-        raise Cancelled(job_id, {"message": "the job was cancelled", **value})
-    if reason == "expired":
-        raise Expired(job_id, {"message": "the job was not started by its expiry time", **value})
-    raise JobFailed(job_id, value)
 
 
 class TaskCaller(Generic[P, R]):
@@ -324,9 +190,8 @@ class Task(Generic[P, R]):
         self.config = config
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
-        self._simple = _simple_arity(self.signature)
-        # the signature check's outcome by argument shape: (count, *keyword names)
-        self._arity: dict[int | tuple[Any, ...], str | None] = {}
+        # the signature check, remembered per argument shape
+        self._check = ArgumentCheck(name, self.signature)
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -450,7 +315,7 @@ class Task(Generic[P, R]):
         one pass each and the signature check is remembered per argument shape; anything
         else goes through ``message``, which words the error."""
         out: list[tuple[int, bytes]] = []
-        arity = self._arity
+        arity = self._check.shapes
         traced = tracing.enabled()
         name = self.name
         for args, kwargs in calls:
@@ -478,38 +343,9 @@ class Task(Generic[P, R]):
             f"not {type(item).__name__}"
         )
 
-    def _fits(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        """A quick arity check for plain signatures (False: let bind() decide)."""
-        if self._simple is None:
-            return False
-        names, required = self._simple
-        given = len(args)
-        if given > len(names):
-            return False
-        for name in kwargs:
-            if name not in names or names.index(name) < given:
-                return False
-        return all(n in kwargs for n in names[given:required])
-
     def arguments_problem(self, args: Any, kwargs: Any) -> str | None:
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
-        if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
-            return f"{self.name}(): arguments must be a list and a dict"
-        # the outcome depends only on how many positional arguments and which keywords
-        shape = (len(args), *kwargs) if kwargs else len(args)
-        try:
-            return self._arity[shape]
-        except KeyError:
-            pass
-        problem = None
-        if not self._fits(tuple(args), kwargs):
-            try:
-                self.signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                problem = f"{self.name}(): {exc}"
-        if len(self._arity) < _ARITY_CACHE:
-            self._arity[shape] = problem
-        return problem
+        return self._check.problem(args, kwargs)
 
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
         """The queue message for ``call``: arguments checked, payload built."""
@@ -546,19 +382,3 @@ class Task(Generic[P, R]):
             o.max_wait,
             o.keep_last,
         )
-
-
-def _simple_arity(signature: inspect.Signature) -> tuple[tuple[str, ...], int] | None:
-    """For a signature of positional-or-keyword parameters only: their names and how
-    many come before the first default (Signature.bind costs microseconds per call)."""
-    names: list[str] = []
-    required = 0
-    for param in signature.parameters.values():
-        if param.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
-            return None
-        if param.default is inspect.Parameter.empty:
-            if required != len(names):  # a required parameter after a default: bind() it
-                return None
-            required += 1
-        names.append(param.name)
-    return tuple(names), required

@@ -39,6 +39,7 @@ from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
 from durq.codec import check_json
 from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
+from durq.handle import Cancelled, JobFailed
 from durq.keys import QueueKeys, check_job_id, shard_name
 from durq.message import build_call, decode_result
 from durq.models import CancelStatus
@@ -47,7 +48,7 @@ from durq.protocol.args import delay_ms, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.status import Status
 from durq.protocol.workflows import StepInfo, WorkflowInfo
-from durq.task import Call, Cancelled, JobFailed, Task
+from durq.task import Call, Task
 
 if TYPE_CHECKING:
     from durq.app import App

@@ -131,7 +131,6 @@ def test_a_courier_killed_between_release_and_forward(
 # not delivered at all (its entries stay pending), on main as well: the test above,
 # test_a_group_across_slots_under_kills, fails the same way. The same cancel across
 # slots passes on one server (tests/workflows/test_cancel.py, cross-slot).
-@pytest.mark.xfail(reason="outbox delivery on the local cluster is broken on main", strict=False)
 def test_a_cancel_across_slots_stops_the_running_steps(
     wapp: durq.App, log: str, raw: Any, durq_cli: Durq
 ) -> None:

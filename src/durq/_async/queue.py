@@ -10,32 +10,26 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from types import EllipsisType
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
 
 from durq import connection
+from durq._async.admin import AsyncQueueAdmin
 from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument, JobNotFound, LeaseLost
-from durq.flow import FlowInfo, Rate
 from durq.keys import NamespaceKeys, QueueKeys, check_job_id
 from durq.models import (
-    CancelResult,
     EnqueueResult,
-    GroupInfo,
     Job,
-    JobInfo,
     Message,
-    Progress,
-    QueueStats,
 )
-from durq.protocol import admin, control, flow, lifecycle, namespace
-from durq.protocol.args import delay_ms, lease_ms, new_ids, reason_json
+from durq.protocol import control, lifecycle, namespace
+from durq.protocol.args import lease_ms, new_ids, reason_json
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
@@ -64,7 +58,7 @@ def _raise_for(status: Status, job_id: str) -> None:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
-class AsyncQueue:
+class AsyncQueue(AsyncQueueAdmin):
     """A durq queue, used from asyncio code.
 
     Args:
@@ -397,16 +391,7 @@ class AsyncQueue:
         ``timeout`` seconds for it without polling; None if there is none by then."""
         return await self._driver.run(lifecycle.wait_result(self.keys, job_id, timeout))
 
-    # -- job control --------------------------------------------------------------
-
-    async def cancel(self, ids: str | Sequence[str]) -> list[CancelResult]:
-        """Cancel jobs; a CancelResult per id, in order. A job that has not started, or
-        waits for its next attempt, ends cancelled at once and never runs (CANCELLED);
-        a running job is flagged and its worker stops it within a third of its lease,
-        after which it ends cancelled, never retried (CANCELLING). A job that had ended
-        is left as it is (FINISHED); an unknown id gets NOT_FOUND. Either way a waiter
-        of the job's result gets ``durq.Cancelled``."""
-        return await self._driver.run(control.cancel(self.keys, ids, self.result_ttl))
+    # -- job control as the job's holder (cancels and reads: AsyncQueueAdmin) ----
 
     async def progress(self, job: Leased, fraction: float, info: Any = None) -> bool:
         """Store how far a job you hold got (``fraction`` in 0..1, ``info`` any small
@@ -417,105 +402,6 @@ class AsyncQueue:
         status = await self._driver.run(control.write_progress(self.keys, job.id, job.token, data))
         _raise_for(status, job.id)
         return status is Status.CANCELLED
-
-    async def read_progress(self, job_id: str) -> Progress | None:
-        """The last progress stored for ``job_id`` (None: none, or the job is gone)."""
-        return await self._driver.run(control.read_progress(self.keys, job_id))
-
-    # -- inspecting and repairing ------------------------------------------------
-
-    async def stats(self) -> QueueStats:
-        """Sizes (pending, delayed, active, dead) and lifetime counters."""
-        return await self._driver.run(admin.stats(self.keys))
-
-    async def job(self, job_id: str) -> JobInfo | None:
-        """Everything stored about one job, or None if the queue has no trace of it."""
-        return await self._driver.run(admin.job(self.keys, job_id))
-
-    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
-        """Dead letters, newest first, with their reasons and attempts."""
-        return (await self._driver.run(admin.dead_letters(self.keys, offset, limit)))[1]
-
-    async def replay(self, ids: str | Sequence[str]) -> int:
-        """Put dead letters back in the queue with fresh attempts; returns how many."""
-        return await self._driver.run(admin.replay(self.keys, ids))
-
-    async def replay_all(self) -> int:
-        """Replay every dead letter; returns how many."""
-        return await self._driver.run(admin.replay(self.keys, None))
-
-    async def purge(self, ids: str | Sequence[str]) -> int:
-        """Delete dead letters for good; returns how many."""
-        return await self._driver.run(admin.purge(self.keys, ids))
-
-    async def purge_all(self) -> int:
-        """Delete every dead letter; returns how many."""
-        return await self._driver.run(admin.purge(self.keys, None))
-
-    async def check(self) -> list[str]:
-        """The queue's keys that hold another Redis type than durq expects (written by
-        something else); each makes calls fail with CorruptQueue until it is removed."""
-        found = await self._driver.run(admin.check(self.keys))
-        return found + await self._driver.run(flow.check(self.keys))
-
-    async def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
-        """The largest groups by ready jobs, or the groups named."""
-        return (await self._driver.run(admin.groups(self.keys, limit, names)))[1]
-
-    async def configure(
-        self,
-        *,
-        group_limit: int | None = None,
-        dedup_window: float | None = None,
-        dead_cap: int | None = None,
-        limits: Mapping[str, int | None] | None = None,
-        weights: Mapping[str, int | None] | None = None,
-        rate: Rate | EllipsisType | None = ...,
-        group_rate: Rate | EllipsisType | None = ...,
-        group_rates: Mapping[str, Rate | None] | None = None,
-        max_active: int | EllipsisType | None = ...,
-    ) -> None:
-        """Change settings shared by every client of this queue.
-
-        Args:
-            group_limit: default concurrency of each named group (0: unlimited).
-            dedup_window: seconds after its enqueue during which a finished job's id
-                stays taken (default 60).
-            dead_cap: dead letters kept at most (0: unlimited); evictions are counted.
-            limits: per-group concurrency limits (None removes one).
-            weights: per-group jobs served per turn (None removes one).
-            rate: at most this many job starts for the whole queue (a ``durq.Rate``;
-                None removes it). Flow control: see docs/flow-control.md.
-            group_rate: the rate of each named group that has none of its own (None
-                removes it).
-            group_rates: rates of single groups, overriding ``group_rate`` (None
-                removes one).
-            max_active: at most this many jobs of the queue leased at once, across all
-                workers (None removes the cap).
-        """
-        queue: dict[str, int | None] = {}
-        if group_limit is not None:
-            queue["group_limit"] = group_limit
-        if dedup_window is not None:
-            queue["dedup_window"] = delay_ms(dedup_window, "dedup_window")
-        if dead_cap is not None:
-            queue["dead_cap"] = dead_cap
-        settings: dict[str, flow.FlowSetting] = {}
-        if not isinstance(rate, EllipsisType):
-            settings["rate"] = rate
-        if not isinstance(group_rate, EllipsisType):
-            settings["group_rate"] = group_rate
-        if not isinstance(max_active, EllipsisType):
-            settings["max_active"] = max_active
-        flow_op = flow.configure(self.keys, settings, group_rates)  # checked before sending
-        op = admin.configure(self.keys, queue=queue, limits=limits, weights=weights)
-        await self._driver.run(op)
-        await self._driver.run(flow_op)
-
-    async def limits(self, limit: int = 20) -> FlowInfo:
-        """Flow control at a glance: the limits, the current rate, pauses, and the
-        groups parked by their rate (the ``limit`` that start again first)."""
-        return await self._driver.run(flow.flow_info(self.keys, limit))
 
     # -- for workers ------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Job control in the worker: the cancel flag and progress reports of the jobs it runs
-(``durq.current_job().cancelled`` and ``.progress()``), and the listener of the queues'
-cancel channels.
+(``durq.current_job().cancelled`` and ``.progress()``), the listener of the queues'
+cancel channels, and stopping a job whose cancel was asked (``WorkerControl``).
 
 A cancel is durable in Redis, a flag in the job's record (cancel.lua). The worker learns
 of it from the lease keeper, whose extensions answer CANCELLED (every third of the
@@ -30,15 +30,22 @@ from redis.exceptions import RedisError
 from durq._async.queue import AsyncQueue
 from durq.errors import DurqError, LeaseLost
 from durq.models import Job
-from durq.protocol.control import progress_json, write_progress
+from durq.protocol.args import reason_json
+from durq.protocol.control import cancel_channel, progress_json, write_progress
 from durq.protocol.status import Status
+from durq.worker.capacity import Capacity, Delivery
+from durq.worker.executor import Outcome
+from durq.worker.joblog import job_fields, task_name
+from durq.worker.leases import LeaseKeeper
 
-__all__ = ["PROGRESS_INTERVAL", "CancelListener", "JobControls"]
+__all__ = ["CANCELLED", "PROGRESS_INTERVAL", "CancelListener", "JobControls", "WorkerControl"]
 
 log = logging.getLogger("durq.worker")
 
 #: seconds between two progress writes of one job, at least
 PROGRESS_INTERVAL = 0.25
+#: the outcome of a job stopped by a cancel: the queue ends it cancelled, never retried
+CANCELLED = Outcome("cancelled", reason=reason_json({"reason": "cancelled"}))
 #: how long a sync task's report waits for a write that is due at once (its answer says
 #: whether the lease is still held)
 _SYNC_WAIT = 10.0
@@ -232,3 +239,81 @@ class CancelListener:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
             await asyncio.sleep(self.RETRY)
+
+
+class WorkerControl:
+    """One worker's job control: the ``JobControls`` its jobs see, the listener of its
+    queues' cancel channels, and stopping the jobs whose cancel was asked.
+
+    Args:
+        queues: the worker's queues by name (one per shard).
+        client: the worker's client (the listener's connection comes from it).
+        capacity: the worker's jobs in hand.
+        cancel_grace: seconds a sync task may run on after its cancel.
+        end_unstarted: ends a job in hand that has not started (with ``CANCELLED``).
+    """
+
+    def __init__(
+        self,
+        queues: Mapping[str, AsyncQueue],
+        client: Any,
+        capacity: Capacity,
+        cancel_grace: float,
+        end_unstarted: Callable[[Delivery], None],
+    ) -> None:
+        self.controls = JobControls(queues, asyncio.get_running_loop())
+        self.controls.on_cancel = self._job_cancelled
+        self.listener = CancelListener(
+            client, {cancel_channel(q.keys): name for name, q in queues.items()}, self._hint
+        )
+        #: the lease keeper, which a cancel message makes extend at once (set once made)
+        self.keeper: LeaseKeeper | None = None
+        self._capacity = capacity
+        self._cancel_grace = cancel_grace
+        self._end_unstarted = end_unstarted
+
+    def cancel_requested(self, delivery: Delivery) -> None:
+        """A cancel of this job was asked (the lease keeper found the flag): a job not
+        started yet ends at once, an async task is cancelled, a sync task sees
+        ``current_job().cancelled`` and is abandoned after ``cancel_grace``. However it
+        stops, the queue ends the job cancelled, never retried."""
+        if delivery.cancelling or delivery.lost:
+            return
+        delivery.cancelling = True
+        job, name = delivery.job, task_name(delivery)
+        self.controls.cancel(job)
+        log.info(
+            "job %s (%s) of %s: cancel requested; stopping it",
+            job.id,
+            name,
+            job.queue,
+            extra=job_fields(job, name, None),
+        )
+        runner = delivery.runner
+        if runner is None:  # in hand, not started: it never runs
+            self._end_unstarted(delivery)
+        elif delivery.task is not None and delivery.task.is_async:
+            runner.cancel()
+        else:
+            asyncio.get_running_loop().call_later(self._cancel_grace, _stop, runner)
+
+    async def ended(self, job: Job) -> None:
+        """``job`` ended here: write its last progress report, if one waits."""
+        controls = self.controls
+        if controls.reporters or controls.cancelled:
+            await controls.ended(job)
+
+    def _hint(self, queue: str) -> None:
+        if self.keeper is not None:
+            self.keeper.poke()
+
+    def _job_cancelled(self, job: Job) -> None:
+        delivery = self._capacity.deliveries.get((job.queue, job.id, job.token))
+        if delivery is not None:
+            self.cancel_requested(delivery)
+
+
+def _stop(runner: asyncio.Task[None]) -> None:
+    """A sync task's grace after a cancel ended: abandon its thread, as on a timeout."""
+    if not runner.done():
+        runner.cancel()

@@ -8,6 +8,8 @@ after the last one; its keys and the reads and writes of it are
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
 import time
@@ -20,9 +22,13 @@ from durq._async.driver import AsyncDriver
 from durq._sync.driver import Driver
 from durq.cluster import is_cluster
 from durq.keys import NamespaceKeys
+from durq.metrics import WorkerMetrics
 from durq.protocol.namespace import beat_worker, live_workers, remove_worker
+from durq.worker.capacity import Capacity
 
 __all__ = ["WorkerRegistry", "list_workers", "new_worker_id"]
+
+log = logging.getLogger("durq.worker")
 
 _MAX_JOBS_LISTED = 100
 
@@ -60,6 +66,26 @@ class WorkerRegistry:
             fields["totals"] = totals
         op = beat_worker(self.space, self.worker_id, fields, ttl, batch=self._batch)
         await self._driver.run(op)
+
+    async def run(self, interval: float, capacity: Capacity, metrics: WorkerMetrics) -> None:
+        """Beat every ``interval`` seconds, listing the jobs in hand, until cancelled; a
+        failed beat is retried at the next one."""
+        while True:
+            jobs = [
+                {
+                    "queue": d.job.queue,
+                    "id": d.job.id,
+                    "task": d.task.name if d.task else None,
+                    "attempt": d.job.attempt,
+                    "running": d.started is not None,
+                }
+                for d in capacity.deliveries.values()
+            ]
+            try:
+                await self.beat(3 * interval, jobs, metrics.totals())
+            except Exception as exc:
+                log.debug("heartbeat failed: %s", exc)
+            await asyncio.sleep(interval)
 
     async def remove(self) -> None:
         """Unregister (on a clean stop)."""

@@ -28,26 +28,20 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from durq import connection
-from durq._async.driver import AsyncDriver
-from durq._async.retry import retrying
-from durq._async.topic import AsyncTopic
-from durq.keys import NamespaceKeys
 from durq.metrics import WorkerMetrics
 from durq.models import Job
-from durq.protocol import control
-from durq.protocol.args import reason_json
-from durq.protocol.namespace import shard_counts
-from durq.server_settings import server_warnings
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
-from durq.worker.control import CancelListener, JobControls
+from durq.worker.control import CANCELLED, JobControls, WorkerControl
 from durq.worker.executor import Executor, Outcome
+from durq.worker.joblog import job_fields, log_outcome, task_name
 from durq.worker.leases import LeaseKeeper
 from durq.worker.outbox import OutboxCourier
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
+from durq.worker.startup import check_server, find_shards, subscribe
 
 if TYPE_CHECKING:
     from durq.app import App
@@ -112,8 +106,9 @@ class Worker:
         self._stop = asyncio.Event()
         self._cut_grace = asyncio.Event()
         self._giving_back = False
-        self._controls: JobControls | None = None  # made by run(), with the pumps
-        self._keeper: LeaseKeeper | None = None
+        # made by run(), with the pumps; the controls are the ones its jobs see
+        self._control: WorkerControl | None = None
+        self._controls: JobControls | None = None
         self.started_at = time.time()
         self.processed = 0
 
@@ -128,7 +123,7 @@ class Worker:
             if self.capacity.open:
                 self._waiting.append(delivery)
             else:  # fetched by a round trip under way when the worker began to stop
-                self._finish(delivery, Outcome("defer"), 0.0, _task_name(delivery))
+                self._finish(delivery, Outcome("defer"), 0.0, task_name(delivery))
         self._start_waiting()
 
     def pump_drained(self) -> bool:
@@ -151,7 +146,7 @@ class Worker:
         if delivery.lost:
             return
         delivery.lost = True
-        job, name = delivery.job, _task_name(delivery)
+        job, name = delivery.job, task_name(delivery)
         self.metrics.lease_lost(job.queue)
         log.warning(
             "lease lost on job %s (%s) of %s: %s; another worker may be running it",
@@ -159,73 +154,46 @@ class Worker:
             name,
             job.queue,
             why,
-            extra=_job_fields(job, name, Outcome("lost")),
+            extra=job_fields(job, name, Outcome("lost")),
         )
         task, runner = delivery.task, delivery.runner
         if runner is not None and task is not None and task.is_async:
             runner.cancel()
 
     def cancel_requested(self, delivery: Delivery) -> None:
-        """A cancel of this job was asked (the lease keeper found the flag): a job not
-        started yet ends at once, an async task is cancelled, a sync task sees
-        ``current_job().cancelled`` and is abandoned after ``cancel_grace``. However it
-        stops, the queue ends the job cancelled, never retried."""
-        if delivery.cancelling or delivery.lost:
-            return
-        delivery.cancelling = True
-        job, name = delivery.job, _task_name(delivery)
-        if self._controls is not None:
-            self._controls.cancel(job)
-        log.info(
-            "job %s (%s) of %s: cancel requested; stopping it",
-            job.id,
-            name,
-            job.queue,
-            extra=_job_fields(job, name, None),
-        )
-        runner = delivery.runner
-        if runner is None:  # in hand, not started: it never runs
-            if delivery in self._waiting:
-                self._waiting.remove(delivery)
-                self._finish(delivery, _CANCELLED, 0.0, name)
-        elif delivery.task is not None and delivery.task.is_async:
-            runner.cancel()
-        else:
-            asyncio.get_running_loop().call_later(self.config.cancel_grace, _stop, runner)
+        """A cancel of this job was asked: stop it (see ``WorkerControl``)."""
+        if self._control is not None:
+            self._control.cancel_requested(delivery)
 
-    def _cancel_hint(self, queue: str) -> None:
-        if self._keeper is not None:
-            self._keeper.poke()
-
-    def _job_cancelled(self, job: Job) -> None:
-        delivery = self.capacity.deliveries.get((job.queue, job.id, job.token))
-        if delivery is not None:
-            self.cancel_requested(delivery)
+    def _end_unstarted(self, delivery: Delivery) -> None:
+        """A job in hand whose cancel was asked before it started: it never runs."""
+        if delivery in self._waiting:
+            self._waiting.remove(delivery)
+            self._finish(delivery, CANCELLED, 0.0, task_name(delivery))
 
     # -- running a job ----------------------------------------------------------------
 
     async def _run(self, delivery: Delivery) -> None:
         job = delivery.job
-        name = _task_name(delivery)
+        name = task_name(delivery)
         self.metrics.started(job.queue, name, (job.lease_deadline - self.lease) - job.enqueued_at)
         begun = time.monotonic()
         try:
             outcome = await self._executor.execute(job)
         except asyncio.CancelledError:
             if delivery.cancelling:
-                outcome = _CANCELLED
+                outcome = CANCELLED
             else:
                 outcome = Outcome("defer") if self._giving_back else Outcome("lost")
         except Exception as exc:  # a bug in durq itself: keep the job safe and say so
-            log.exception("job %s: internal error", job.id, extra=_job_fields(job, name, None))
+            log.exception("job %s: internal error", job.id, extra=job_fields(job, name, None))
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
         if delivery.lost:
             outcome = Outcome("lost")
-        controls = self._controls
-        if controls is not None and (controls.reporters or controls.cancelled):
-            await controls.ended(job)  # its last progress report, if one waits
+        if self._control is not None:
+            await self._control.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun, name)
 
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float, name: str) -> None:
@@ -238,38 +206,7 @@ class Worker:
         self.processed += 1
         self.metrics.finished(job.queue, name, outcome.kind, seconds)
         self.metrics.in_hand.set(self.capacity.in_use())
-        if outcome.kind == "cancelled":
-            log.info("job %s (%s) cancelled", job.id, name, extra=_job_fields(job, name, outcome))
-        elif outcome.kind in ("retry", "dead"):
-            if outcome.kind == "dead":
-                log.error(
-                    "job %s (%s, attempt %d/%d) dead-lettered: %s",
-                    job.id,
-                    name,
-                    job.attempt,
-                    job.max_attempts,
-                    outcome.summary,
-                    extra=_job_fields(job, name, outcome),
-                )
-            else:
-                log.warning(
-                    "job %s (%s, attempt %d/%d) failed: %s; retry in %.1fs",
-                    job.id,
-                    name,
-                    job.attempt,
-                    job.max_attempts,
-                    outcome.summary,
-                    outcome.delay,
-                    extra=_job_fields(job, name, outcome),
-                )
-        elif log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "job %s %s in %.4fs",
-                job.id,
-                outcome.kind,
-                seconds,
-                extra=_job_fields(job, name, outcome),
-            )
+        log_outcome(job, name, outcome, seconds)
         self._start_waiting()
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -293,7 +230,7 @@ class Worker:
         """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
         if self._client is None:
             self._client = connection.async_client(self.app.url)
-        await self._find_shards()
+        await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
                 source = self.app.async_queue(queue, client=self._client)
@@ -306,12 +243,13 @@ class Worker:
                     lease=self.lease,
                     burst=self.config.burst,
                 )
-        self._controls = JobControls(
-            {name: pump.queue for name, pump in self.pumps.items()}, asyncio.get_running_loop()
+        queues = {name: pump.queue for name, pump in self.pumps.items()}
+        control = WorkerControl(
+            queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
-        self._controls.on_cancel = self._job_cancelled
-        await self._subscribe()
-        await self._check_server()
+        self._control, self._controls = control, control.controls
+        await subscribe(self.app, self._client, self.queue_names)
+        await check_server(next(iter(self.pumps.values())).queue)
         # upsert the app's schedules before any dequeue
         schedules = ScheduleKeeper(
             self.app.schedules,
@@ -339,23 +277,23 @@ class Worker:
                 loop.add_signal_handler(sig, self._on_signal, sig)
         keeper = LeaseKeeper(
             self.capacity,
-            {name: pump.queue for name, pump in self.pumps.items()},
+            queues,
             self.app.tasks.values(),
             self.lease,
             self.lease_lost,
-            self.cancel_requested,
+            control.cancel_requested,
         )
-        self._keeper = keeper
-        listener = CancelListener(
-            self._client,
-            {control.cancel_channel(p.queue.keys): name for name, p in self.pumps.items()},
-            self._cancel_hint,
-        )
+        control.keeper = keeper  # a cancel message makes it extend at once
+        interval = self.config.heartbeat
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
-            asyncio.create_task(self._forever("heartbeat", lambda: self._heartbeat(registry))),
+            asyncio.create_task(
+                self._forever(
+                    "heartbeat", lambda: registry.run(interval, self.capacity, self.metrics)
+                )
+            ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
-            asyncio.create_task(self._forever("cancel listener", listener.run)),
+            asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
         # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
         for name, pump in self.pumps.items():
@@ -389,84 +327,23 @@ class Worker:
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped after %d jobs", self.id, self.processed)
 
-    async def _check_server(self) -> None:
-        """Say loudly when the server's settings can lose jobs."""
-        queue = next(iter(self.pumps.values())).queue
-        try:
-            found = await queue.run(server_warnings())
-        except Exception as exc:  # best effort: the worker runs regardless
-            log.debug("could not read the server's settings: %s", exc)
-            return
-        for level, message in found:
-            log.log(logging.WARNING if level == "warning" else logging.INFO, "redis: %s", message)
-
-    async def _find_shards(self) -> None:
-        """Learn the shard counts the app does not declare from Redis, where sharded
-        queues record them: ``durq worker -q emails`` then consumes every shard."""
-        if all(name in self.app.shards for name in self.queue_names):
-            return
-        driver = AsyncDriver(self._client)
-
-        async def read() -> dict[str, int]:
-            return await driver.run(shard_counts(NamespaceKeys(self.app.namespace)))
-
-        known = await retrying(read, 30.0)
-        for name in self.queue_names:
-            if name in known and name not in self.app.shards:
-                self.app.shard(name, known[name])
-
-    async def _subscribe(self) -> None:
-        """Register the subscriptions this worker consumes, so that events published
-        from now on reach them."""
-        for topic in self.app.topics.values():
-            for name in self.queue_names:
-                subscriber = topic.subscription_of(name)
-                if subscriber is None:
-                    continue
-                remote = AsyncTopic(topic.name, client=self._client, namespace=self.app.namespace)
-
-                async def subscribe(t: AsyncTopic = remote, s: str = subscriber) -> str:
-                    return await t.subscribe(s)
-
-                await retrying(subscribe, 30.0)
-
     async def _pump(self, pump: QueuePump) -> None:
-        await self._forever(f"pump {pump.name}", pump.run, until_done=True)
+        await self._forever(f"pump {pump.name}", pump.run)
 
-    async def _forever(
-        self, what: str, body: Callable[[], Awaitable[None]], until_done: bool = False
-    ) -> None:
-        """Run ``body``; if it fails (a bug, not a Redis outage: those are retried inside),
-        log it and run it again, so no loop stops silently."""
+    async def _forever(self, what: str, body: Callable[[], Awaitable[None]]) -> None:
+        """Run ``body`` until it returns; if it fails (a bug, not a Redis outage: those
+        are retried inside), log it and run it again, so no loop stops silently. A body
+        that returns has nothing (more) to do, e.g. a cancel listener on a client without
+        pub/sub: running it again at once would spin the event loop."""
         while True:
             try:
                 await body()
-                if until_done:
-                    return
+                return
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("%s failed; restarting it in 1 s", what)
                 await asyncio.sleep(1.0)
-
-    async def _heartbeat(self, registry: WorkerRegistry) -> None:
-        interval = self.config.heartbeat
-        while True:
-            jobs = [
-                {
-                    "queue": d.job.queue,
-                    "id": d.job.id,
-                    "task": d.task.name if d.task else None,
-                    "attempt": d.job.attempt,
-                    "running": d.started is not None,
-                }
-                for d in self.capacity.deliveries.values()
-            ]
-            try:
-                await registry.beat(3 * interval, jobs, self.metrics.totals())
-            except Exception as exc:
-                log.debug("heartbeat failed: %s", exc)
-            await asyncio.sleep(interval)
 
     async def _wait_runners(self, runners: list[asyncio.Task[None]]) -> None:
         """Until the runners finish, the grace period ends, or a second signal."""
@@ -493,7 +370,7 @@ class Worker:
         # jobs not started yet go back at once, without counting an attempt
         while self._waiting:
             delivery = self._waiting.popleft()
-            self._finish(delivery, Outcome("defer"), 0.0, _task_name(delivery))
+            self._finish(delivery, Outcome("defer"), 0.0, task_name(delivery))
         runners = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
         if runners:
             log.info("waiting up to %.0fs for %d running jobs", self.config.grace, len(runners))
@@ -515,28 +392,3 @@ class Worker:
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
-
-
-_CANCELLED = Outcome("cancelled", reason=reason_json({"reason": "cancelled"}))
-
-
-def _stop(runner: asyncio.Task[None]) -> None:
-    """A sync task's grace after a cancel ended: abandon its thread, as on a timeout."""
-    if not runner.done():
-        runner.cancel()
-
-
-def _task_name(delivery: Delivery) -> str:
-    return delivery.task.name if delivery.task else "?"
-
-
-def _job_fields(job: Job, task: str, outcome: Outcome | None) -> dict[str, Any]:
-    """The fields of a job's log records (the JSON log format shows them); never its
-    payload."""
-    return {
-        "job_id": job.id,
-        "task": task,
-        "queue": job.queue,
-        "attempt": job.attempt,
-        "outcome": None if outcome is None else outcome.kind,
-    }

@@ -89,6 +89,13 @@ def test_a_call_becomes_a_durq_job_with_its_options(backend: Any, tasks: Any) ->
     assert found.task.run_after == later.run_after
 
 
+def test_a_call_can_carry_an_expiry(backend: Any, tasks: Any) -> None:
+    result = tasks.greet.using(queue_name="emails", expires=30).enqueue("ada")
+    info = backend.durq_app.queue("emails").job(result.id)
+    assert info is not None and info.expires_at is not None
+    assert 25 < info.expires_at - info.enqueued_at <= 30
+
+
 def test_bad_calls_fail_at_enqueue(tasks: Any) -> None:
     from durq.contrib.django.compat import InvalidTask
 
@@ -96,6 +103,8 @@ def test_bad_calls_fail_at_enqueue(tasks: Any) -> None:
         tasks.greet.using(queue_name="reports")
     with pytest.raises(InvalidTask, match="max_attempts"):
         tasks.greet.using(max_attempts=0)
+    with pytest.raises(InvalidTask, match="expires must be"):
+        tasks.greet.using(expires=-1)
     with pytest.raises(InvalidTask, match="group must be"):
         tasks.greet.using(group="")
     with pytest.raises(TypeError, match=r"inproc_tasks.greet\(\): missing a required"):

@@ -152,7 +152,8 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
     # -- validation -------------------------------------------------------------------
 
     def validate_task(self, task: Any) -> None:
-        """Django's checks, then durq's: a valid queue name, group, key and attempts."""
+        """Django's checks, then durq's: a valid queue name, group, key, attempts and
+        expiry."""
         super().validate_task(task)
         try:
             check_queue_name(task.queue_name)
@@ -169,6 +170,12 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
             or not 1 <= attempts <= 10000
         ):  # fmt: skip
             raise InvalidTask("max_attempts must be an int in 1..10000")
+        expires = getattr(task, "expires", None)
+        if expires is not None and (
+            not isinstance(expires, (int, float)) or isinstance(expires, bool)
+            or not 0 < expires < float("inf")
+        ):  # fmt: skip
+            raise InvalidTask("expires must be a positive number of seconds")
 
     def check(self, **kwargs: Any) -> Iterable[Any]:
         """Configuration problems (no network: checks run with every command)."""
@@ -201,7 +208,7 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
             "priority": task.priority,
             "run_after": task.run_after.isoformat() if task.run_after else None,
         }
-        for name in ("group", "key", "max_attempts"):
+        for name in ("group", "key", "max_attempts", "expires"):
             if getattr(task, name, None) is not None:
                 meta[name] = getattr(task, name)
         result_id = f"{task.queue_name}:{secrets.token_urlsafe(12)}"
@@ -212,6 +219,7 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
             group=meta.get("group"),
             key=meta.get("key"),
             queue=task.queue_name,
+            expires=meta.get("expires"),
         ).call(task.module_path, args, kwargs, meta)
         message = dispatcher.message(call)
         if "max_attempts" in meta:

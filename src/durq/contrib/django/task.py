@@ -18,7 +18,7 @@ from durq.contrib.django.compat import Task
 
 __all__ = ["DurqTask"]
 
-_DURQ_FIELDS = ("group", "key", "max_attempts")
+_DURQ_FIELDS = ("group", "key", "max_attempts", "expires")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,15 +33,20 @@ class DurqTask(Task):  # Task: from whichever Django is installed
         max_attempts: attempts before the job ends FAILED (default: the backend's
             ``max_attempts`` option). An exception, or a worker lost mid-run, costs an
             attempt; a retried job is READY again, with the error in ``errors``.
+        expires: seconds after its enqueue by which the job must have started: a job
+            not started by then (its retries included) is never run and ends FAILED
+            (durq's expiry, docs/job-control.md).
     """
 
     group: str | None = None
     key: str | None = None
     max_attempts: int | None = None
+    expires: float | None = None
 
     def using(self, **changes: Any) -> Any:
         """A copy with other defaults: Django's (``priority``, ``queue_name``,
-        ``run_after``, ``backend``) and durq's (``group``, ``key``, ``max_attempts``)."""
+        ``run_after``, ``backend``) and durq's (``group``, ``key``, ``max_attempts``,
+        ``expires``)."""
         durq_changes = {name: changes.pop(name) for name in _DURQ_FIELDS if name in changes}
         task = Task.using(self, **changes)
         return replace(task, **durq_changes) if durq_changes else task

@@ -1,0 +1,143 @@
+"""QueueAdmin: job control and inspection of a durq queue, used from blocking code
+(a part of ``Queue``).
+
+GENERATED from durq/_async/admin.py by scripts/unasync.py: edit that file.
+The methods here act on the queue as a whole or on jobs by id, never as a lease holder:
+cancels and progress reads, stats, dead letters, groups, and the settings shared by every
+client (``configure``, ``limits``). All logic lives in ``durq.protocol`` (``control``,
+``admin``, ``flow``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import EllipsisType
+
+from durq._sync.driver import Driver
+from durq.flow import FlowInfo, Rate
+from durq.keys import QueueKeys
+from durq.models import CancelResult, GroupInfo, JobInfo, Progress, QueueStats
+from durq.protocol import admin, control, flow
+from durq.protocol.args import delay_ms
+
+__all__ = ["QueueAdmin"]
+
+
+class QueueAdmin:
+    """Job control and inspection of a queue: the part of ``Queue`` that acts on the
+    queue as a whole or on jobs by id."""
+
+    # set by Queue
+    keys: QueueKeys
+    result_ttl: float
+    _driver: Driver
+
+    # -- job control --------------------------------------------------------------
+
+    def cancel(self, ids: str | Sequence[str]) -> list[CancelResult]:
+        """Cancel jobs; a CancelResult per id, in order. A job that has not started, or
+        waits for its next attempt, ends cancelled at once and never runs (CANCELLED);
+        a running job is flagged and its worker stops it within a third of its lease,
+        after which it ends cancelled, never retried (CANCELLING). A job that had ended
+        is left as it is (FINISHED); an unknown id gets NOT_FOUND. Either way a waiter
+        of the job's result gets ``durq.Cancelled``."""
+        return self._driver.run(control.cancel(self.keys, ids, self.result_ttl))
+
+    def read_progress(self, job_id: str) -> Progress | None:
+        """The last progress stored for ``job_id`` (None: none, or the job is gone)."""
+        return self._driver.run(control.read_progress(self.keys, job_id))
+
+    # -- inspecting and repairing ------------------------------------------------
+
+    def stats(self) -> QueueStats:
+        """Sizes (pending, delayed, active, dead) and lifetime counters."""
+        return self._driver.run(admin.stats(self.keys))
+
+    def job(self, job_id: str) -> JobInfo | None:
+        """Everything stored about one job, or None if the queue has no trace of it."""
+        return self._driver.run(admin.job(self.keys, job_id))
+
+    def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
+        """Dead letters, newest first, with their reasons and attempts."""
+        return (self._driver.run(admin.dead_letters(self.keys, offset, limit)))[1]
+
+    def replay(self, ids: str | Sequence[str]) -> int:
+        """Put dead letters back in the queue with fresh attempts; returns how many."""
+        return self._driver.run(admin.replay(self.keys, ids))
+
+    def replay_all(self) -> int:
+        """Replay every dead letter; returns how many."""
+        return self._driver.run(admin.replay(self.keys, None))
+
+    def purge(self, ids: str | Sequence[str]) -> int:
+        """Delete dead letters for good; returns how many."""
+        return self._driver.run(admin.purge(self.keys, ids))
+
+    def purge_all(self) -> int:
+        """Delete every dead letter; returns how many."""
+        return self._driver.run(admin.purge(self.keys, None))
+
+    def check(self) -> list[str]:
+        """The queue's keys that hold another Redis type than durq expects (written by
+        something else); each makes calls fail with CorruptQueue until it is removed."""
+        found = self._driver.run(admin.check(self.keys))
+        return found + self._driver.run(flow.check(self.keys))
+
+    def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
+        """The largest groups by ready jobs, or the groups named."""
+        return (self._driver.run(admin.groups(self.keys, limit, names)))[1]
+
+    def configure(
+        self,
+        *,
+        group_limit: int | None = None,
+        dedup_window: float | None = None,
+        dead_cap: int | None = None,
+        limits: Mapping[str, int | None] | None = None,
+        weights: Mapping[str, int | None] | None = None,
+        rate: Rate | EllipsisType | None = ...,
+        group_rate: Rate | EllipsisType | None = ...,
+        group_rates: Mapping[str, Rate | None] | None = None,
+        max_active: int | EllipsisType | None = ...,
+    ) -> None:
+        """Change settings shared by every client of this queue.
+
+        Args:
+            group_limit: default concurrency of each named group (0: unlimited).
+            dedup_window: seconds after its enqueue during which a finished job's id
+                stays taken (default 60).
+            dead_cap: dead letters kept at most (0: unlimited); evictions are counted.
+            limits: per-group concurrency limits (None removes one).
+            weights: per-group jobs served per turn (None removes one).
+            rate: at most this many job starts for the whole queue (a ``durq.Rate``;
+                None removes it). Flow control: see docs/flow-control.md.
+            group_rate: the rate of each named group that has none of its own (None
+                removes it).
+            group_rates: rates of single groups, overriding ``group_rate`` (None
+                removes one).
+            max_active: at most this many jobs of the queue leased at once, across all
+                workers (None removes the cap).
+        """
+        queue: dict[str, int | None] = {}
+        if group_limit is not None:
+            queue["group_limit"] = group_limit
+        if dedup_window is not None:
+            queue["dedup_window"] = delay_ms(dedup_window, "dedup_window")
+        if dead_cap is not None:
+            queue["dead_cap"] = dead_cap
+        settings: dict[str, flow.FlowSetting] = {}
+        if not isinstance(rate, EllipsisType):
+            settings["rate"] = rate
+        if not isinstance(group_rate, EllipsisType):
+            settings["group_rate"] = group_rate
+        if not isinstance(max_active, EllipsisType):
+            settings["max_active"] = max_active
+        flow_op = flow.configure(self.keys, settings, group_rates)  # checked before sending
+        op = admin.configure(self.keys, queue=queue, limits=limits, weights=weights)
+        self._driver.run(op)
+        self._driver.run(flow_op)
+
+    def limits(self, limit: int = 20) -> FlowInfo:
+        """Flow control at a glance: the limits, the current rate, pauses, and the
+        groups parked by their rate (the ``limit`` that start again first)."""
+        return self._driver.run(flow.flow_info(self.keys, limit))

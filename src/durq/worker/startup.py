@@ -1,0 +1,66 @@
+"""What a worker learns and registers in Redis before it consumes: the shard counts of
+its queues, the subscriptions of the app's topics it consumes, and warnings about the
+server's settings."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from durq._async.driver import AsyncDriver
+from durq._async.queue import AsyncQueue
+from durq._async.retry import retrying
+from durq._async.topic import AsyncTopic
+from durq.keys import NamespaceKeys
+from durq.protocol.namespace import shard_counts
+from durq.server_settings import server_warnings
+
+if TYPE_CHECKING:
+    from durq.app import App
+
+__all__ = ["check_server", "find_shards", "subscribe"]
+
+log = logging.getLogger("durq.worker")
+
+
+async def check_server(queue: AsyncQueue) -> None:
+    """Say loudly when the server's settings can lose jobs."""
+    try:
+        found = await queue.run(server_warnings())
+    except Exception as exc:  # best effort: the worker runs regardless
+        log.debug("could not read the server's settings: %s", exc)
+        return
+    for level, message in found:
+        log.log(logging.WARNING if level == "warning" else logging.INFO, "redis: %s", message)
+
+
+async def find_shards(app: App, client: Any, queue_names: list[str]) -> None:
+    """Learn the shard counts the app does not declare from Redis, where sharded
+    queues record them: ``durq worker -q emails`` then consumes every shard."""
+    if all(name in app.shards for name in queue_names):
+        return
+    driver = AsyncDriver(client)
+
+    async def read() -> dict[str, int]:
+        return await driver.run(shard_counts(NamespaceKeys(app.namespace)))
+
+    known = await retrying(read, 30.0)
+    for name in queue_names:
+        if name in known and name not in app.shards:
+            app.shard(name, known[name])
+
+
+async def subscribe(app: App, client: Any, queue_names: list[str]) -> None:
+    """Register the subscriptions the worker consumes, so that events published from
+    now on reach them."""
+    for topic in app.topics.values():
+        for name in queue_names:
+            subscriber = topic.subscription_of(name)
+            if subscriber is None:
+                continue
+            remote = AsyncTopic(topic.name, client=client, namespace=app.namespace)
+
+            async def subscribe(t: AsyncTopic = remote, s: str = subscriber) -> str:
+                return await t.subscribe(s)
+
+            await retrying(subscribe, 30.0)
