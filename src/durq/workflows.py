@@ -38,13 +38,15 @@ from durq import tracing
 from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
 from durq.codec import check_json
-from durq.errors import InvalidArgument, NotSerializable, PayloadTooLarge
-from durq.handle import JobFailed
+from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
+from durq.handle import Cancelled, JobFailed
 from durq.keys import QueueKeys, check_job_id, shard_name
 from durq.message import build_call, decode_result
+from durq.models import CancelStatus
 from durq.protocol import workflows as wf
 from durq.protocol.args import delay_ms, new_ids
 from durq.protocol.calls import Op
+from durq.protocol.status import Status
 from durq.protocol.workflows import StepInfo, WorkflowInfo
 from durq.task import Call, Task
 
@@ -208,7 +210,8 @@ class WorkflowHandle:
 
     def result(self, timeout: float = 30.0) -> Any:
         """Wait up to ``timeout`` seconds (without polling) for the workflow's result:
-        the last step's, or a group's list. Raises TimeoutError, or WorkflowFailed."""
+        the last step's, or a group's list. Raises TimeoutError, WorkflowFailed, or
+        Cancelled once the workflow was cancelled."""
         return _value(self.id, self.app.queue(self.queue).wait_result(self.id, timeout), timeout)
 
     async def aresult(self, timeout: float = 30.0) -> Any:
@@ -227,6 +230,30 @@ class WorkflowHandle:
         queue = self.app.async_queue(self.queue)
         return await queue.run(wf.info(queue.keys, self.id))
 
+    def cancel(self) -> CancelStatus:
+        """Cancel the workflow: it ends ``cancelled`` and its callback never runs. Its
+        steps that did not start never do, and its running steps are stopped as
+        ``JobHandle.cancel`` stops a job; ``result()`` then raises ``durq.Cancelled``.
+        Returns CANCELLED, or FINISHED when it had ended already (nothing changed: see
+        ``status()``). Raises JobNotFound for a workflow unknown to its home queue (or
+        whose summary expired)."""
+        queue = self.app.queue(self.queue)
+        return _cancel_status(self, queue.run(wf.cancel(queue.keys, self.id)))
+
+    async def acancel(self) -> CancelStatus:
+        """``cancel`` for asyncio code."""
+        queue = self.app.async_queue(self.queue)
+        return _cancel_status(self, await queue.run(wf.cancel(queue.keys, self.id)))
+
+
+def _cancel_status(handle: WorkflowHandle, reply: tuple[Status, str | None]) -> CancelStatus:
+    status = reply[0]
+    if status is Status.NOT_FOUND:
+        error = JobNotFound(handle.id)
+        error.args = (f"no workflow {handle.id!r} in queue {handle.queue}",)
+        raise error
+    return CancelStatus.CANCELLED if status is Status.CANCELLED else CancelStatus.FINISHED
+
 
 def _value(workflow_id: str, raw: bytes | None, timeout: float) -> Any:
     if raw is None:
@@ -234,6 +261,11 @@ def _value(workflow_id: str, raw: bytes | None, timeout: float) -> Any:
     ok, value = decode_result(raw)
     if ok:
         return value
+    if isinstance(value, dict) and value.get("reason") == "cancelled":
+        # WorkflowHandle.cancel: as for a cancelled job, not a failure of one of its steps
+        cancelled = Cancelled(workflow_id, {"message": "the workflow was cancelled", **value})
+        cancelled.args = (f"workflow {workflow_id} was cancelled",)
+        raise cancelled
     raise WorkflowFailed(workflow_id, value)
 
 

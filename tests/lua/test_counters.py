@@ -33,9 +33,12 @@ def _counters_written() -> set[str]:
     found = set(re.findall(r"\bcount\('(\w+)'", code))
     found |= set(re.findall(r"'HINCRBY', K_STATS, '(\w+)'", code))
     # count(why, 1) in lib/control.lua: why is 'cancelled' or 'expired'
-    # 'wf_' .. state in lib/fan_in.lua (wf_close): state is 'completed' or 'failed'
+    # 'wf_' .. state in lib/fan_in.lua (wf_close): state is 'completed', 'failed' or
+    # 'cancelled' (its callers: wf_end, wf_fail, wf_abort)
     if re.search(r"'wf_' \.\. state", code):
         found |= {"wf_completed", "wf_failed"}
+        if "wf_close(home, wid, wk, 'cancelled'" in code:
+            found.add("wf_cancelled")
     if re.search(r"\bcount\(why, ", code):
         found |= {"cancelled", "expired"}
     return found

@@ -7,6 +7,7 @@ tests count runs by job id from it, across processes and SIGKILLs.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import Any
@@ -80,6 +81,19 @@ def slow_first(log: str, key: str, seconds: float) -> str:
     return key
 
 
+async def nap(log: str, key: str, seconds: float) -> str:
+    """An async step: logs its start, sleeps ``seconds``, logs its run; logs
+    ``stopped`` instead when it is cancelled (WorkflowHandle.cancel)."""
+    record(log, "start", key)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        record(log, "stopped", key)
+        raise
+    record(log, "run", key)
+    return key
+
+
 _TASKS: list[tuple[Any, dict[str, Any]]] = [
     (square, {}),
     (collect, {}),
@@ -91,6 +105,7 @@ _TASKS: list[tuple[Any, dict[str, Any]]] = [
     (dies, {"max_attempts": 1}),
     (dies_until, {"max_attempts": 1}),
     (slow_first, {}),
+    (nap, {}),
 ]
 
 

@@ -17,8 +17,8 @@ _QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf")
 
 def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> list[str]:
     """The keys of ``queues`` that ended workflows must not leave behind (SCAN):
-    anything but the queues' own bookkeeping, an empty outbox, and each workflow's
-    result and summary (which expire)."""
+    anything but the queues' own bookkeeping, an empty outbox, each workflow's result
+    and summary, and the wake markers of workers (all of which expire)."""
     found: list[str] = []
     for queue in queues:
         tag, _, rest = queue.partition("/")
@@ -31,6 +31,8 @@ def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> l
                     continue
             elif name in _QUEUE_KEYS:
                 continue
+            elif name.startswith(("ring:", "wfo:ring:")) and raw.pttl(key) > 0:
+                continue  # a worker's own wake marker (worker/alarm.py): it expires
             elif name.startswith(("result:", "wf:")) and ":o:" not in name:
                 wid = name.split(":", 1)[1]
                 if wid in workflow_ids and raw.pttl(key) > 0:

@@ -1,4 +1,5 @@
-"""``durq workflow show ID``: a workflow's state, its steps and where it waits."""
+"""``durq workflow show ID``: a workflow's state, its steps and where it waits;
+``durq workflow cancel ID``: cancel it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from durq.errors import DurqError
 from durq.keys import check_job_id, workflow_key
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Command, Op
+from durq.protocol.status import Status
 from durq.protocol.workflows import WorkflowInfo
 
 __all__ = ["workflow"]
@@ -22,7 +24,7 @@ __all__ = ["workflow"]
 
 @click.group()
 def workflow() -> None:
-    """Inspect workflows (durq.chain, durq.group)."""
+    """Inspect and cancel workflows (durq.chain, durq.group)."""
 
 
 def _exists(key: str) -> Op[bool]:
@@ -99,3 +101,28 @@ def show(
                 time.sleep(1.0)
     except DurqError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+@workflow.command("cancel", short_help="Cancel a running workflow.")
+@click.argument("workflow_id")
+@click.option("-q", "--queue", default=None, help="Its home queue [default: searched].")
+@url_option
+@namespace_option
+@_redis_errors
+def cancel(workflow_id: str, queue: str | None, url: str | None, namespace: str) -> None:
+    """Cancel a workflow (WorkflowHandle.cancel): it ends cancelled, its callback never
+    runs, its steps that did not start never do, and its running steps are stopped.
+    A workflow that had ended is left as it is; an unknown one exits 1."""
+    try:
+        check_job_id(workflow_id)
+        q = _find(workflow_id, queue, url, namespace)
+        with q:
+            status, state = q.run(wf.cancel(q.keys, workflow_id))
+    except DurqError as exc:
+        raise click.ClickException(str(exc)) from None
+    if status is Status.CANCELLED:
+        console.print(f"workflow {workflow_id}: cancelled")
+    elif status is Status.FINISHED:
+        console.print(f"workflow {workflow_id} had ended ({state}): nothing changed")
+    else:
+        raise click.ClickException(f"workflow {workflow_id} is gone (expired)")

@@ -101,7 +101,7 @@ async def workflow_counters(dash: Dashboard, names: Sequence[str]) -> dict[str, 
 
 
 class WorkflowCounters(Collector):
-    """``durq_workflows_{started,completed,failed}_total{queue}``, by home queue."""
+    """``durq_workflows_{started,completed,failed,cancelled}_total{queue}``, by home queue."""
 
     def __init__(self, counts: dict[str, dict[str, int]]) -> None:
         self.counts = counts
@@ -111,6 +111,7 @@ class WorkflowCounters(Collector):
             "started": "Workflows started (by home queue)",
             "completed": "Workflows that completed",
             "failed": "Workflows that failed (a step dead-lettered, policy fail)",
+            "cancelled": "Workflows cancelled (WorkflowHandle.cancel, durq workflow cancel)",
             "steps_cancelled": "Unstarted workflow steps cancelled because their workflow failed",
         }
         for kind, doc in docs.items():

@@ -44,6 +44,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "schedule_refill",
     "schedule_upsert",
     "stats",
+    "workflow_cancel",
     "workflow_deliver",
     "workflow_submit",
 )

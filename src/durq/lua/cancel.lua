@@ -72,8 +72,9 @@ for i = 2, #ARGV do
     end
     status = S_CANCELLING
   end
-  -- Seam for workflows (issue 16): a cancelled or cancelling parent cancels its pending
-  -- children here, in this same call, when the workflow data exists.
+  -- A workflow step cancelled here reports to its workflow like a dead one
+  -- (lib/control.lua end_unstarted, end_cancelled); a whole workflow is cancelled by
+  -- workflow_cancel.lua.
   out[#out + 1] = status
   out[#out + 1] = state
 end

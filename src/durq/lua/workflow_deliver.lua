@@ -12,6 +12,9 @@ ARGV[1]  the entry, NUL-separated fields, the first naming the order:
                                          NUL-joined id, group, priority, max_attempts,
                                          delay_ms, link, payload
            X prefix wid id...            cancel the steps (policy "fail")
+           K prefix wid id...            cancel the steps and flag the running ones
+                                         to stop (the workflow was cancelled:
+                                         workflow_cancel.lua)
            R home wid node continue      go on starting a large node (lib/fan_in.lua
                                          wf_start); continue '1': push the next 'R'
                                          when more remain ('0': the client sends them)
@@ -20,7 +23,7 @@ Returns  'OK'
 Errors   DURQ_ARG for an entry of an unknown kind or for another slot. Never
          DURQ_WRONGTYPE (its shared helper is included, not called): a step whose
          queue's keys hold another Redis type stays in the outbox until they are repaired.
-Cost     C, D: O(1), plus the barrier's members when it fires; S, X: O(items);
+Cost     C, D: O(1), plus the barrier's members when it fires; S, X, K: O(items);
          R: O(START_CHUNK)
 ]]
 --- @include "lib/status"
@@ -44,8 +47,8 @@ elseif op == 'S' then
   end
 elseif op == 'R' then
   engine.resume(f[2], f[3], f[4], f[5] == '1')
-elseif op == 'X' then
-  for i = 4, #f do engine.cancel(f[2], f[3], f[i]) end
+elseif op == 'X' or op == 'K' then
+  for i = 4, #f do engine.cancel(f[2], f[3], f[i], op == 'K') end
 else
   return redis.error_reply('DURQ_ARG unknown workflow outbox entry ' .. tostring(op))
 end

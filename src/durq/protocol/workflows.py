@@ -37,6 +37,7 @@ __all__ = [
     "StepInfo",
     "StepSpec",
     "WorkflowInfo",
+    "cancel",
     "compile_workflow",
     "counters",
     "deliver_call",
@@ -236,6 +237,15 @@ def submit(
     return Status(replies[commit][0]) is Status.CREATED
 
 
+def cancel(home: QueueKeys, workflow_id: str) -> Op[tuple[Status, str | None]]:
+    """Cancel workflow ``workflow_id`` of home queue ``home`` (workflow_cancel.lua):
+    (CANCELLED, "cancelled") when it was running and ended now; (FINISHED, its state)
+    when it had ended; (NOT_FOUND, None) when it is unknown or its summary expired."""
+    reply = yield ScriptCall(lua.load("workflow_cancel"), home.vector, (workflow_id,))
+    status = Status(reply[0])
+    return status, (reply[1].decode() if reply[1] else None)
+
+
 def entry_target(entry: bytes) -> str:
     """The prefix of the queue an outbox entry is for (its second field)."""
     parts = entry.split(_SEP, 2)
@@ -255,8 +265,9 @@ def deliver_call(entry: bytes) -> ScriptCall:
 @dataclass(frozen=True)
 class StepInfo:
     """One step of a workflow: its node number, task, queue, job id and state
-    (``waiting``: not started yet; ``cancelled``: it never ran, its workflow failed;
-    ``done``: finished and gone; else its job's state: pending, active, dead...)."""
+    (``waiting``: not started yet; ``cancelled``: its workflow failed or was cancelled
+    before it ran, or it was stopped; ``done``: finished and gone; else its job's
+    state: pending, active, dead...)."""
 
     node: int
     task: str
@@ -267,7 +278,7 @@ class StepInfo:
 
 @dataclass(frozen=True)
 class WorkflowInfo:
-    """A workflow as stored: ``state`` is running, completed or failed; ``waiting_on``
+    """A workflow as stored: ``state`` is running, completed, failed or cancelled; ``waiting_on``
     maps each open group (node) to how many of its members are still open; ``dead``
     lists the steps whose death the workflow waits out (policy "wait")."""
 
@@ -393,7 +404,7 @@ def running(home: QueueKeys, limit: int = 100) -> Op[list[tuple[str, float]]]:
     return [(reply[i].decode(), float(reply[i + 1]) / 1000) for i in range(0, len(reply), 2)]
 
 
-COUNTERS = ("started", "completed", "failed", "steps_cancelled")
+COUNTERS = ("started", "completed", "failed", "cancelled", "steps_cancelled")
 """The workflow counters the scripts keep in a queue's stats hash, as ``wf_<name>``."""
 
 

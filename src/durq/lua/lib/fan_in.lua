@@ -6,6 +6,7 @@
 --- @include "lib/counters"
 --- @include "lib/slots"
 --- @include "lib/offer"
+--- @include "lib/control"
 --- @include "lib/schedule"
 --- @include "lib/reason"
 --- @include "lib/types"
@@ -71,14 +72,17 @@ local function wf_build()
     list[#list + 1] = item
   end
 
-  local function wf_cancel(prefix, wid, id)
-    local list = wf_stops[prefix]
+  -- Cancel step `id` of workflow wid in queue prefix; `stop` (the workflow was
+  -- cancelled): a running step is flagged to stop too (see wf_cancel_one).
+  local function wf_cancel(prefix, wid, id, stop)
+    local mk = (stop and 'K' or 'X') .. prefix
+    local list = wf_stops[mk]
     if not list then
       list = {}
-      wf_stops[prefix] = list
-      wf_stops_order[#wf_stops_order + 1] = prefix
+      wf_stops[mk] = list
+      wf_stops_order[#wf_stops_order + 1] = mk
     end
-    list[#list + 1] = {wid, id}
+    list[#list + 1] = {wid, id, stop}
   end
 
   local function wf_hmget(key, fields)
@@ -127,12 +131,12 @@ local function wf_build()
   -- Policy "fail": the workflow ends failed with the reason; its steps that did not start
   -- are cancelled in their queues (a running one finishes, and its completion finds the
   -- workflow ended: see wf_cancel_one).
-  local function wf_fail(home, wid, wk, n, reason)
-    if redis.call('HGET', wk, 'state') ~= 'running' then return end
-    local err = '{"reason":"child_failed","step":' .. n .. ',"job":' .. cjson.encode(wid .. '.' .. n)
-      .. ',"error":' .. reason .. '}'
+  -- The steps of a workflow that ends early: parked ones (never started) are listed,
+  -- to be shown as cancelled; the others are cancelled in their queues (`stop`: running
+  -- ones are flagged to stop too). Returns the parked leaves.
+  local function wf_stop_steps(wid, wk, stop)
     local q = redis.call('HGET', wk, 'Q')
-    local parked = {} -- never started: shown as cancelled
+    local parked = {}
     if q then
       for prefix, leaves in pairs(cjson.decode(q)) do
         local fields = {}
@@ -143,12 +147,32 @@ local function wf_build()
           if specs[i] then
             parked[#parked + 1] = leaf
           else
-            wf_cancel(prefix, wid, wid .. '.' .. leaf)
+            wf_cancel(prefix, wid, wid .. '.' .. leaf, stop)
           end
         end
       end
     end
+    return parked
+  end
+
+  local function wf_fail(home, wid, wk, n, reason)
+    if redis.call('HGET', wk, 'state') ~= 'running' then return end
+    local err = '{"reason":"child_failed","step":' .. n .. ',"job":' .. cjson.encode(wid .. '.' .. n)
+      .. ',"error":' .. reason .. '}'
+    local parked = wf_stop_steps(wid, wk, false)
     wf_close(home, wid, wk, 'failed', '{"ok":false,"error":' .. err .. '}', err, parked)
+  end
+
+  -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends cancelled.
+  -- Its callback and other parked steps never start, its pending steps are cancelled,
+  -- and its running steps get the cancel flag of job control (lib/control.lua): their
+  -- workers stop them, and their release ends them cancelled. A step's report that
+  -- still arrives finds the workflow ended and changes nothing.
+  local function wf_abort(home, wid, wk)
+    if redis.call('HGET', wk, 'state') ~= 'running' then return end
+    local err = '{"reason":"cancelled","at":' .. string.format('%d', wf_now) .. '}'
+    local parked = wf_stop_steps(wid, wk, true)
+    wf_close(home, wid, wk, 'cancelled', '{"ok":false,"error":' .. err .. '}', err, parked)
   end
 
   local wf_target -- forward: member -> fire -> target -> member ...
@@ -346,30 +370,55 @@ local function wf_build()
     counts, ready_delta, ready_groups = {}, {}, {}
     touched, touched_list, need_wake = {}, {}, false
     earliest_due, conf_cache = nil, nil
+    control_fns = nil -- lib/control names its keys from the prefix when it is built
   end
 
-  -- Cancel a step of workflow wid in the queue K_* name (policy "fail"): only while it is
-  -- linked (not finished) and not running; like a superseded job, its id stays listed
-  -- and is skipped when dequeue reaches it. A running step keeps its link: it finishes,
-  -- and its release reports to the ended workflow, which ignores it.
-  local function wf_cancel_one(wid, id, now)
+  -- Cancel a step of workflow wid in the queue K_* name: only while it is linked (not
+  -- finished). Under policy "fail" a step that did not start ends like a superseded job
+  -- (its id stays listed and is skipped when dequeue reaches it), and a running step
+  -- finishes: its release reports to the ended workflow, which ignores it. With `stop`
+  -- (the workflow was cancelled) a step that did not start ends cancelled, as cancel.lua
+  -- ends a job, and a running one is flagged as cancel.lua flags it: its worker stops it
+  -- and its release ends it cancelled. A step not enqueued yet (its start is still in an
+  -- outbox) gets a tombstone, so that the start skips it.
+  local function wf_cancel_one(wid, id, now, stop)
     local lk = K_PREFIX .. WF_LINKS
-    if redis.call('HEXISTS', lk, id) == 0 then return end
+    if redis.call('HEXISTS', lk, id) == 0 then
+      if stop and redis.call('HEXISTS', K_JOBS, id) == 0 then
+        redis.call('ZADD', K_DONE, 'NX', now + get_conf().dedup_window, id)
+      end
+      return
+    end
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
-    if r and r.state == ST_ACTIVE then return end
+    if r and r.state == ST_ACTIVE then
+      if stop and bit.band(r.flags, FLAG_CANCEL) == 0 then
+        r.flags = bit.bor(r.flags, FLAG_CANCEL)
+        redis.call('HSET', K_JOBS, id, rec_encode(r))
+        -- a hint only, as in cancel.lua: the flag is the truth
+        redis.pcall('PUBLISH', K_PREFIX .. 'cancel', id)
+      end
+      return
+    end
     redis.call('HDEL', lk, id)
     if not r or (r.state ~= ST_PENDING and r.state ~= ST_DELAYED) then return end
-    local window_end = r.enq + get_conf().dedup_window
+    local listed = false
     if r.state == ST_DELAYED then
       redis.call('ZREM', K_DELAYED, id)
-      redis.call('ZADD', K_DONE, window_end, id)
     elseif r.prio ~= 0 then
       redis.pcall('ZREM', ready_prio(r.group), id)
       ready_add(r.group, -1)
-      redis.call('ZADD', K_DONE, window_end, id)
     else
+      listed = true
       ready_add(r.group, -1)
     end
+    if stop then
+      -- as cancel.lua ends a job that has not started: state cancelled, counted, shown
+      -- (its link is gone already: its workflow is not told again)
+      control().end_unstarted(id, r, now, ST_CANCELLED, nil, listed,
+        {by = 'workflow ' .. wid, message = 'its workflow was cancelled'})
+      return
+    end
+    if not listed then redis.call('ZADD', K_DONE, r.enq + get_conf().dedup_window, id) end
     drop_slot(r)
     r.state = ST_SUPERSEDED
     r.tail = string.char(#r.group) .. r.group .. string.char(#r.key) .. r.key
@@ -474,8 +523,9 @@ local function wf_build()
         wake_if_needed()
       end
     end
-    for _, prefix in ipairs(wf_stops_order) do
-      local items = wf_stops[prefix]
+    for _, mk in ipairs(wf_stops_order) do
+      local items = wf_stops[mk]
+      local kind, prefix = string.sub(mk, 1, 1), string.sub(mk, 2)
       local here = wf_tag(prefix) == WF_SLOT
       if here then
         bind_prefix(prefix)
@@ -483,13 +533,14 @@ local function wf_build()
         here = not keys_error(WF_QUEUE_PARTS) -- else the outbox retries it until repaired
       end
       if here then
-        for i = 1, #items do wf_cancel_one(items[i][1], items[i][2], now) end
+        for i = 1, #items do wf_cancel_one(items[i][1], items[i][2], now, items[i][3]) end
         flush_counters()
       else
         for c = 1, #items, 1000 do
-          local parts = {'X', prefix, items[c][1]}
+          local parts = {kind, prefix, items[c][1]}
           for i = c, math.min(c + 999, #items) do parts[#parts + 1] = items[i][2] end
-          outbox_push(WF_SELF, 'x:' .. items[c][2], table.concat(parts, '\0'), now)
+          outbox_push(WF_SELF, string.lower(kind) .. ':' .. items[c][2], table.concat(parts, '\0'),
+            now)
         end
       end
     end
@@ -511,6 +562,7 @@ local function wf_build()
   return {
     released = wf_released, flush = wf_flush, completed = wf_completed, died = wf_died,
     resume = wf_resume, enqueue = wf_enqueue, cancel = wf_cancel, start = wf_start,
+    abort = function(home, wid) wf_abort(home, wid, home .. 'wf:' .. wid) end,
     set_now = function(now) wf_now = now end,
   }
 end

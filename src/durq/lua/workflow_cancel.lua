@@ -1,0 +1,37 @@
+--[[ workflow_cancel: a running workflow is no longer wanted (WorkflowHandle.cancel).
+Run in the workflow's home slot. The workflow ends in the terminal state cancelled, with
+the error {"reason": "cancelled", "at": ms} as its result (a waiter gets it now), and
+its callback never runs. Its steps (lib/fan_in.lua wf_abort): parked ones (not started)
+are dropped; pending, delayed or backing-off ones end like superseded jobs (listed
+ones are skipped when dequeue reaches them) and are never delivered; running ones are
+flagged as cancel.lua flags a running job (FLAG_CANCEL, a hint on <prefix>cancel), so
+their workers stop them and their release ends them cancelled, never completed. Steps in
+queues of another slot are cancelled through this queue's workflow outbox ('K' entries,
+workflow_deliver.lua): idempotent, delivered at least once; a start still in an outbox
+finds a tombstone and starts nothing.
+KEYS     the home queue's key vector (lib/keys.lua)
+ARGV[1]  the workflow id
+Returns  {status, state}: CANCELLED (it ran: it ended cancelled now), FINISHED (it had
+         ended; state: completed, failed or cancelled), NOT_FOUND (no such workflow, or
+         its summary expired; state '') (lib/status.lua)
+Errors   DURQ_WRONGTYPE when the workflow's key holds another Redis type, before any
+         change
+Cost     O(steps) commands in this slot, plus one outbox entry per 1,000 steps of each
+         queue of another slot; like the policy "fail", which cancels the same steps
+]]
+--- @include "lib/status"
+--- @include "lib/type_check"
+--- @include "lib/fan_in"
+
+local wid = ARGV[1]
+local wk = K_PREFIX .. 'wf:' .. wid
+local problem = type_error(wk, 'hash')
+if problem then return wrongtype(problem) end
+local state = redis.call('HGET', wk, 'state')
+if not state then return {S_NOT_FOUND, ''} end
+if state ~= 'running' then return {S_FINISHED, state} end
+local engine = wf_engine()
+engine.set_now(now_ms())
+engine.abort(K_PREFIX, wid)
+fan_in_flush()
+return {S_CANCELLED, 'cancelled'}
