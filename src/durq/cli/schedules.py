@@ -8,7 +8,7 @@ queue lives in one shard, chosen by its name (``durq.schedules.pinned_queue``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -118,48 +118,37 @@ def _control(action: str, name: str, queue: str, url: str | None, namespace: str
 _queue_option = click.option("-q", "--queue", required=True, help="The schedule's queue.")
 
 
-@schedules.command()
-@click.argument("name")
-@_queue_option
-@url_option
-@namespace_option
-@_redis_errors
+def _control_command(fn: Callable[..., None]) -> click.Command:
+    """``durq schedules <verb> NAME -q QUEUE [--url] [--namespace]``: one command of
+    runtime control, with the options and error handling they all share."""
+    for add in (_redis_errors, namespace_option, url_option, _queue_option,
+                click.argument("name")):  # fmt: skip
+        fn = add(fn)
+    return schedules.command()(fn)
+
+
+@_control_command
 def pause(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Stop firing a schedule's ticks (worker restarts keep it paused)."""
     _control("pause", name, queue, url, namespace)
     console.print(f"paused {name}")
 
 
-@schedules.command()
-@click.argument("name")
-@_queue_option
-@url_option
-@namespace_option
-@_redis_errors
+@_control_command
 def resume(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Fire a paused schedule again from its next tick (the paused ticks are skipped)."""
     due = _control("resume", name, queue, url, namespace)
     console.print(f"resumed {name}: next tick {_when(due) if due else 'none (ended)'}")
 
 
-@schedules.command()
-@click.argument("name")
-@_queue_option
-@url_option
-@namespace_option
-@_redis_errors
+@_control_command
 def remove(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Delete a schedule and its state (a worker that declares it creates it anew)."""
     _control("remove", name, queue, url, namespace)
     console.print(f"removed {name}")
 
 
-@schedules.command()
-@click.argument("name")
-@_queue_option
-@url_option
-@namespace_option
-@_redis_errors
+@_control_command
 def trigger(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Enqueue a schedule's job now, besides its ticks."""
     job_id = _control("trigger", name, queue, url, namespace)
