@@ -147,8 +147,10 @@ class Executor:
         reason = reason_json(fields, attempt=job.attempt)
         return Outcome("retry", delay=delay, reason=reason, summary=_summary(fields))
 
-    def _prepare(self, job: Job) -> tuple[Task[Any, Any], list[Any], dict[str, Any]] | Outcome:
-        """The task and arguments of ``job``, or the dead-letter outcome saying why the
+    def _prepare(
+        self, job: Job
+    ) -> tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]] | Outcome:
+        """The task, arguments and metadata of ``job``, or the dead-letter outcome saying why the
         job cannot run at all."""
         try:
             name, args, kwargs, meta = parse_call(job.payload)
@@ -166,7 +168,7 @@ class Executor:
             return self._dead(task, {"reason": "bad_arguments", "message": problem}, job)
         if "tick" in meta:  # a periodic job: its tick time, for durq.current_job()
             apply_tick(job, meta)
-        return task, args, kwargs
+        return task, args, kwargs, meta
 
     async def execute(self, job: Job) -> Outcome:
         """Run ``job`` and return its outcome (in a consumer span when tracing is on)."""
@@ -178,7 +180,7 @@ class Executor:
         prepared = self._prepare(job)
         if isinstance(prepared, Outcome):
             return prepared
-        task, args, kwargs = prepared
+        task, args, kwargs, meta = prepared
         timeout = task.config.timeout
         started = time.monotonic()
         set_current_job(job)  # this coroutine runs in its own asyncio task: local to it
@@ -206,7 +208,8 @@ class Executor:
             raise
         except Exception as exc:
             return self._failed(task, error_fields(exc, task.fn), job)
-        return self._done(task, job, value)
+        # a workflow step's result goes to its workflow (the next step's input)
+        return self._done(task, job, value, keep=task.config.result or "wf" in meta)
 
     async def _call_sync(
         self, task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
@@ -229,9 +232,8 @@ class Executor:
                 streak[0] = 0
                 streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
 
-    def _done(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:
-        # a workflow step's result goes to its workflow (the next step's input)
-        if not task.config.result and not _in_workflow(job):
+    def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
+        if not keep:
             return Outcome("done")
         try:
             return Outcome("done", result=encode_result(value))
@@ -243,11 +245,3 @@ class Executor:
     def close(self) -> None:
         """Release the threads."""
         self.threads.close()
-
-
-def _in_workflow(job: Job) -> bool:
-    """True for a step of a workflow (its payload's metadata names the workflow)."""
-    try:
-        return "wf" in parse_call(job.payload)[3]
-    except (PayloadError, ValueError):
-        return False
