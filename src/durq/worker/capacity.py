@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from durq.models import Job
 from durq.task import Task
+from durq.worker.executor import Call, Outcome
 
 __all__ = ["Capacity", "Delivery"]
 
@@ -30,15 +31,16 @@ class Delivery:
 
     job: Job
     task: Task[Any, Any] | None
+    call: Call | Outcome  # Executor.prepare's answer: parsed once, when delivered
     started: float | None = None  # monotonic time it started running
     runner: asyncio.Task[None] | None = None
     lost: bool = False  # its lease was taken over: send nothing for it
     cancelling: bool = False  # a cancel was asked: it is being stopped (worker.control)
+    # (queue, job id, lease token): what tells two deliveries of one job apart
+    key: tuple[str, str, str] = field(init=False)
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        """(queue, job id, lease token): what tells two deliveries of one job apart."""
-        return (self.job.queue, self.job.id, self.job.token)
+    def __post_init__(self) -> None:
+        self.key = (self.job.queue, self.job.id, self.job.token)
 
 
 class Capacity:

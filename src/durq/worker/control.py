@@ -297,11 +297,16 @@ class WorkerControl:
         else:
             asyncio.get_running_loop().call_later(self._cancel_grace, _stop, runner)
 
+    def busy(self) -> bool:
+        """Whether some job in hand reports progress or was cancelled (else ``ended``
+        has nothing to do: checked first, without a coroutine per job)."""
+        controls = self.controls
+        return bool(controls.reporters or controls.cancelled)
+
     async def ended(self, job: Job) -> None:
         """``job`` ended here: write its last progress report, if one waits."""
-        controls = self.controls
-        if controls.reporters or controls.cancelled:
-            await controls.ended(job)
+        if self.busy():
+            await self.controls.ended(job)
 
     def _hint(self, queue: str) -> None:
         if self.keeper is not None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,7 +28,7 @@ from durq.worker.threads import ThreadRunner
 if TYPE_CHECKING:
     from durq.app import App
 
-__all__ = ["Executor", "Outcome"]
+__all__ = ["Call", "Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -58,6 +58,10 @@ class Outcome:
     reason: bytes = b""
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
+
+
+Call = tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]]
+"""A job ready to run: its task, arguments and metadata (``Executor.prepare``)."""
 
 
 def _safe_text(value: Any) -> str:
@@ -101,13 +105,19 @@ def error_fields(exc: BaseException, fn: Any = None) -> dict[str, Any]:
     }
 
 
-def _timed(fn: Callable[..., Any], took: list[float], args: Any, kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``, its wall time put in ``took[0]`` (also when it raises)."""
+def _timed(fn: Callable[..., Any], streak: list[int], args: Any, kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; its own run time (not the hop to its thread) counts in
+    ``streak``, the [short runs in a row, the streak that allows inline runs] of its task.
+    Runs in the calling thread, so no coroutine per call is needed to keep the count."""
     began = time.perf_counter()
     try:
         return fn(*args, **kwargs)
     finally:
-        took[0] = time.perf_counter() - began
+        if time.perf_counter() - began < INLINE_BUDGET:
+            streak[0] += 1
+        else:
+            streak[0] = 0
+            streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
 
 
 class Executor:
@@ -147,11 +157,10 @@ class Executor:
         reason = reason_json(fields, attempt=job.attempt)
         return Outcome("retry", delay=delay, reason=reason, summary=_summary(fields))
 
-    def _prepare(
-        self, job: Job
-    ) -> tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]] | Outcome:
-        """The task, arguments and metadata of ``job``, or the dead-letter outcome saying why the
-        job cannot run at all."""
+    def prepare(self, job: Job) -> Call | Outcome:
+        """The task, arguments and metadata of ``job``, or the dead-letter outcome saying
+        why the job cannot run at all. The worker prepares each job once, when it is
+        delivered (the task decides its lease and its thread), and runs it from that."""
         try:
             name, args, kwargs, meta = parse_call(job.payload)
         except PayloadError as exc:
@@ -170,14 +179,16 @@ class Executor:
             apply_tick(job, meta)
         return task, args, kwargs, meta
 
-    async def execute(self, job: Job) -> Outcome:
-        """Run ``job`` and return its outcome (in a consumer span when tracing is on)."""
+    async def execute(self, job: Job, prepared: Call | Outcome | None = None) -> Outcome:
+        """Run ``job`` (``prepared``: what ``prepare(job)`` returned) and return its outcome
+        (in a consumer span when tracing is on)."""
+        if prepared is None:
+            prepared = self.prepare(job)
         if tracing.enabled():
-            return await tracing.traced_execution(job, self._execute)
-        return await self._execute(job)
+            return await tracing.traced_execution(job, partial(self._execute, prepared=prepared))
+        return await self._execute(job, prepared)
 
-    async def _execute(self, job: Job) -> Outcome:
-        prepared = self._prepare(job)
+    async def _execute(self, job: Job, prepared: Call | Outcome) -> Outcome:
         if isinstance(prepared, Outcome):
             return prepared
         task, args, kwargs, meta = prepared
@@ -190,8 +201,11 @@ class Executor:
                     value = await task.fn(*args, **kwargs)
                 else:
                     value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
+            elif self._inline(task, timeout):
+                value = _timed(task.fn, self._streaks[task.name], args, kwargs)
             else:
-                value = await self._call_sync(task, args, kwargs, timeout)
+                call = (task.fn, self._streaks[task.name], args, kwargs)
+                value = await self.threads.run(_timed, call, {}, timeout)
         except RateLimited as exc:  # no attempt counted, however often (see flow.py)
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
@@ -211,26 +225,13 @@ class Executor:
         # a workflow step's result goes to its workflow (the next step's input)
         return self._done(task, job, value, keep=task.config.result or "wf" in meta)
 
-    async def _call_sync(
-        self, task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
-    ) -> Any:
-        """Call a sync task: inline when that is safe (see INLINE_BUDGET), else in a
-        pool thread; either way its run time decides whether it may run inline."""
+    def _inline(self, task: Task[Any, Any], timeout: float | None) -> bool:
+        """Whether a sync task's call may run in the event loop's thread (see
+        INLINE_BUDGET); either way its run time decides whether later calls may."""
         streak = self._streaks.get(task.name)
         if streak is None:
             streak = self._streaks[task.name] = [0, INLINE_AFTER]
-        inline = streak[0] >= streak[1] and timeout is None and self._alone()
-        took = [math.inf]  # the call's own time, set where it ran (not the hop)
-        try:
-            if inline:
-                return _timed(task.fn, took, args, kwargs)
-            return await self.threads.run(_timed, (task.fn, took, args, kwargs), {}, timeout)
-        finally:
-            if took[0] < INLINE_BUDGET:
-                streak[0] += 1
-            else:
-                streak[0] = 0
-                streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
+        return streak[0] >= streak[1] and timeout is None and self._alone()
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
         if not keep:

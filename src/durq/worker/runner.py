@@ -118,7 +118,9 @@ class Worker:
         """Take fetched jobs into hand and start as many as there are free slots."""
         for job in jobs:
             job.control = self._controls  # Job.cancelled, Job.progress (worker.control)
-            delivery = Delivery(job, self._executor.task_of(job))
+            call = self._executor.prepare(job)
+            task = self._executor.task_of(job) if isinstance(call, Outcome) else call[0]
+            delivery = Delivery(job, task, call)
             self.capacity.occupy(delivery)
             if self.capacity.open:
                 self._waiting.append(delivery)
@@ -179,7 +181,7 @@ class Worker:
         self.metrics.started(job.queue, name, (job.lease_deadline - self.lease) - job.enqueued_at)
         begun = time.monotonic()
         try:
-            outcome = await self._executor.execute(job)
+            outcome = await self._executor.execute(job, delivery.call)
         except asyncio.CancelledError:
             if delivery.cancelling:
                 outcome = CANCELLED
@@ -192,7 +194,7 @@ class Worker:
             self._running -= 1
         if delivery.lost:
             outcome = Outcome("lost")
-        if self._control is not None:
+        if self._control is not None and self._control.busy():
             await self._control.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun, name)
 

@@ -133,13 +133,14 @@ class ThreadRunner:
         ticket = _Ticket(fn, args, kwargs, future, loop)
         self._inbox.put(ticket)
         try:
-            # shielded: a cancellation (a cancelled job, shutdown) must leave the future
-            # pending, so that the thread is seen running and is replaced below
             if timeout is None:
-                return await asyncio.shield(future)
+                # not shielded: a shield costs a future and two loop callbacks per job.
+                # A cancellation (a cancelled job, shutdown) cancels the future itself,
+                # which the check below reads as "not finished" like a pending one
+                return await future
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError):
-            if not future.done():
+            if not future.done() or future.cancelled():
                 with self._lock:
                     ticket.abandoned = True
                     started = ticket.started
