@@ -257,6 +257,7 @@ class Driver:
             "candidates": {k: v["desc"] for k, v in self.mod.worker_specs().items()},
             "tune": self.tune_plan(),
             "work": self.work_entries(),
+            "latency_also": list(getattr(self.mod, "LATENCY_ALSO", {})),
         }
 
     def cmd_setup(self) -> None:
@@ -326,7 +327,12 @@ class Driver:
         )
         return result
 
-    def cmd_latency(self, n: int, interval: float, repeat: int) -> dict[str, Any]:
+    def cmd_latency(
+        self, n: int, interval: float, repeat: int, variant: str | None = None
+    ) -> dict[str, Any]:
+        # a variant (the peer module's LATENCY_ALSO) sends its jobs to another task
+        send = getattr(self.peer, self.mod.LATENCY_ALSO[variant]) if variant else None
+        send = send or self.peer.send_latency
         self.flush()
         warmup = 20
         runs = []
@@ -342,7 +348,7 @@ class Driver:
                     delay = t0 + i * interval - time.perf_counter()
                     if delay > 0:
                         time.sleep(delay)
-                    self.call(self.peer.send_latency)
+                    self.call(send)
                 send_s = time.perf_counter() - t0
                 deadline = time.monotonic() + 30.0
                 while self.r.llen(KEY_LAT) < n:

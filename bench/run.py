@@ -405,19 +405,28 @@ def measure_peer(  # noqa: C901
             if alive and classic:
                 alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
 
-        def latency() -> None:
+        def latency(variant: str | None = None) -> None:
             timeout = 120 + s.repeat * (s.latency_n * s.latency_interval + 35)
             r = driver.call(
-                "latency", timeout, n=s.latency_n, interval=s.latency_interval, repeat=s.repeat
+                "latency",
+                timeout,
+                n=s.latency_n,
+                interval=s.latency_interval,
+                repeat=s.repeat,
+                variant=variant,
             )
             runs = r["runs"]
-            res["latency"] = {
+            entry = {
                 "runs": runs,
                 "desc": r["desc"],
                 **{k: summary([x[k] for x in runs]) for k in ("p50_ms", "p99_ms", "max_ms")},
             }
+            if variant is None:
+                res["latency"] = entry
+            else:
+                res.setdefault("latency_also", {})[variant] = entry
             log(
-                "  latency: "
+                f"  latency{f' ({variant})' if variant else ''}: "
                 + ", ".join(
                     f"p50 {x['p50_ms']:.1f} / p99 {x['p99_ms']:.1f} / max {x['max_ms']:.1f} ms"
                     for x in runs
@@ -426,6 +435,9 @@ def measure_peer(  # noqa: C901
 
         if alive and classic:
             alive = step("latency", latency)
+        for variant in hello.get("latency_also", []):
+            if alive and classic:
+                alive = step(f"latency {variant}", lambda v=variant: latency(v))
         if alive and scenarios:
             res["work"] = {}
             measure_work(driver, hello, s, res, scenarios, variant, step)
