@@ -8,6 +8,11 @@ per run, ``--jobs`` jobs sent every 10 ms to a plain ``def`` task and as many to
 ``async def`` task (``bench/latency_app.py``), each measuring ``time.time()`` at its
 start against the ``time.time()`` taken just before its enqueue call. Prints p50 / p99 /
 max per path and run.
+
+Then, with the server's slow log recording every command, one more run of ``async def``
+jobs, and the server time of each command by kind (median and p90, µs): what the
+scripts on the pickup path (the enqueue, the fetch that ends the worker's wait) cost
+when they run once every 10 ms on a cold CPU, not back to back as in a drain.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import redis
 
+from durq import lua
 from durq.dev.server import RedisServer
 
 HERE = Path(__file__).resolve().parent
@@ -56,6 +63,34 @@ def _floors(url: str) -> None:
     print(f"PING back to back:                  {_pct(hot)}")
     print(f"PING after 10 ms idle:              {_pct(idle)}")
     print(f"thread hand-off after 10 ms idle:   {_pct(hop)}")
+
+
+def _server_times(client: redis.Redis, send: Any, jobs: int) -> None:
+    """Send ``jobs`` jobs every 10 ms with every command in the slow log; print the server
+    time per command (scripts by name)."""
+    names = {script.sha: name for name, script in lua.load_all().items()}
+    client.config_set("slowlog-max-len", 4 * jobs * 50)
+    client.config_set("slowlog-log-slower-than", 0)
+    client.slowlog_reset()
+    for _ in range(jobs):
+        send(time.time())
+        time.sleep(0.01)
+    time.sleep(0.5)
+    client.config_set("slowlog-log-slower-than", 10000)
+    by_kind: dict[str, list[int]] = {}
+    for entry in client.slowlog_get(4 * jobs * 50):
+        words = entry["command"].split(b" ")
+        kind = words[0].decode()
+        if kind == "EVALSHA" and len(words) > 1:
+            kind = f"script {names.get(words[1].decode(), words[1][:8].decode())}"
+        by_kind.setdefault(kind, []).append(entry["duration"])
+    print(f"server time per command, async def jobs sent every 10 ms (n={jobs}):")
+    for kind, us in sorted(by_kind.items(), key=lambda kv: -sum(kv[1]))[:12]:
+        us.sort()
+        print(
+            f"   {kind:28s} {len(us) / jobs:5.1f}/job  median {us[len(us) // 2]:4d} us  "
+            f"p90 {us[int(len(us) * 0.9)]:4d} us"
+        )
 
 
 def main() -> None:
@@ -96,6 +131,8 @@ def main() -> None:
                     delays = [float(line.split()[1]) for line in out.read_text().splitlines()]
                     label = f"worker, {kind} task, run {run}:"
                     print(f"{label:36s}{_pct(delays)}")
+            with redis.Redis.from_url(server.url) as client:
+                _server_times(client, lat_async.enqueue, args.jobs)
         finally:
             worker.terminate()
             worker.wait(30)

@@ -98,7 +98,7 @@ class Peer:
 BEST = "MJ100_P01-x1"
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "async"
-WORK = {"io_redis": "MJ100_P01-x2", "io_sleep": "MJ500_P01-x2", "cpu": "MJ10_P01-x2"}
+WORK = {"io_redis": "MJ100_P01-x1", "io_sleep": "MJ200_P01-x2", "cpu": "MJ100_P01-x2"}
 TUNE = {
     "noop": (
         "default",

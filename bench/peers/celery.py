@@ -106,9 +106,9 @@ TUNED = [
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "sync"
 WORK = {
-    "io_redis": "threads-8-x2-tuned",
+    "io_redis": "threads-16-x2-tuned",
     "io_sleep": "threads-64-x2-tuned",
-    "cpu": "prefork-2-tuned",
+    "cpu": "solo-x2-tuned",
 }
 TUNE = {
     "noop": (

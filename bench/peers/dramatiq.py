@@ -89,12 +89,12 @@ class Peer:
 BEST = "p2-t16"
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "sync"
-WORK = {"io_redis": "p2-t16", "io_sleep": "p2-t64", "cpu": "p2-t2"}
+WORK = {"io_redis": "p4-t8", "io_sleep": "p2-t64", "cpu": "p4-t4"}
 TUNE = {
     "noop": ("default", "p2-t8", "p2-t2", "p2-t16", "p4-t4", "p3-t8"),
-    "io_redis": ("p2-t8", "p2-t16", "p2-t32", "p4-t8"),
+    "io_redis": ("p2-t8", "p2-t16", "p2-t32", "p4-t8", "p4-t16", "p6-t8"),
     "io_sleep": ("p2-t32", "p2-t64", "p2-t128"),
-    "cpu": ("p2-t2", "p2-t8", "p4-t4"),
+    "cpu": ("p2-t2", "p2-t8", "p4-t4", "p4-t8"),
 }
 
 
@@ -108,7 +108,7 @@ def worker_specs():
             "slots": 8,
         }
     }
-    for p, t in ((2, 8), (2, 2), (2, 16), (4, 4), (3, 8), (2, 32), (4, 8), (2, 64), (2, 128)):
+    for p, t in ((2, 8), (2, 2), (2, 16), (4, 4), (3, 8), (2, 32), (4, 8), (4, 16), (6, 8), (2, 64), (2, 128)):
         specs[f"p{p}-t{t}"] = {
             "argv": [[*base, "-p", str(p), "-t", str(t)]],
             "desc": f"`dramatiq -p {p} -t {t}`",

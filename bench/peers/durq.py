@@ -176,15 +176,15 @@ WORK = {
         ("async def, 1 process", "io_redis_async", "p1-c100", "async"),
         ("async def, 2 processes", "io_redis_async", "p2-c100", "async"),
         ("def, 1 process", "io_redis_sync", "p1-c20", "sync"),
-        ("def, 2 processes", "io_redis_sync", "p2-c20", "sync"),
+        ("def, 2 processes", "io_redis_sync", "p2-c100", "sync"),
     ],
     "io_sleep": [
         ("async def", "io_sleep_async", "p2-c500", "async"),
-        ("def", "io_sleep_sync", "p2-c200", "sync"),
+        ("def", "io_sleep_sync", "p2-c500", "sync"),
     ],
     "cpu": [
         ("async def", "cpu_async", "p2-c20", "async"),
-        ("def", "cpu_sync", "p2-c20", "sync"),
+        ("def", "cpu_sync", "p3-c50", "sync"),
     ],
 }
 # what `--tune --scenario S` drains: both task styles, with these configurations

@@ -85,7 +85,7 @@ class Peer:
 BEST = "process-2"
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "sync"
-WORK = {"io_redis": "process-4", "io_sleep": "thread-64", "cpu": "process-2"}
+WORK = {"io_redis": "process-4", "io_sleep": "thread-32", "cpu": "process-2"}
 TUNE = {
     "noop": ("default", "thread-4", "thread-8", "process-2", "process-4", "process-8"),
     "io_redis": ("thread-8", "thread-16", "process-2", "process-4", "process-8"),

@@ -88,7 +88,7 @@ class Peer:
 BEST = "simple-x3"
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "sync"
-WORK = {"io_redis": "simple-x4", "io_sleep": "simple-x16", "cpu": "simple-x2"}
+WORK = {"io_redis": "simple-x4", "io_sleep": "simple-x8", "cpu": "simple-x2"}
 TUNE = {
     "noop": ("default", "fork-x4", "simple-x1", "simple-x2", "simple-x3", "simple-x4", "simple-x6"),
     "io_redis": ("simple-x2", "simple-x4", "simple-x6", "simple-x8"),

@@ -83,7 +83,7 @@ class Peer:
 BEST = "w2-c20"
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "async"
-WORK = {"io_redis": "w2-c50", "io_sleep": "w2-c200", "cpu": "w2-c10"}
+WORK = {"io_redis": "w2-c50", "io_sleep": "w2-c200", "cpu": "w2-c20"}
 TUNE = {
     "noop": ("default", "w2-c10", "w2-c20", "w2-c50", "w2-c200", "w3-c50", "w4-c50"),
     "io_redis": ("w2-c20", "w2-c50", "w3-c50", "w4-c50"),

@@ -90,7 +90,7 @@ class Peer:
 BEST = "w4-noparse"
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
 STYLE = "async"
-WORK = {"io_redis": "w2-noparse", "io_sleep": "w2-noparse-mat500", "cpu": "w2-noparse"}
+WORK = {"io_redis": "w2-noparse", "io_sleep": "w2-noparse", "cpu": "w2-noparse"}
 TUNE = {
     "io_redis": ("w2-noparse", "w3-noparse", "w4-noparse"),
     "io_sleep": ("w2-noparse", "w2-noparse-mat500", "w4-noparse"),
