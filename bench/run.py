@@ -435,9 +435,9 @@ def measure_peer(  # noqa: C901
 
         if alive and classic:
             alive = step("latency", latency)
-        for variant in hello.get("latency_also", []):
+        for style in hello.get("latency_also", []):  # not `variant`: that one filters WORK
             if alive and classic:
-                alive = step(f"latency {variant}", lambda v=variant: latency(v))
+                alive = step(f"latency {style}", lambda v=style: latency(v))
         if alive and scenarios:
             res["work"] = {}
             measure_work(driver, hello, s, res, scenarios, variant, step)
