@@ -22,8 +22,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
 check: $(STAMP)
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff format --check src tests examples bench
 	$(BIN)/mypy
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check

@@ -86,8 +86,12 @@ def measure(cluster: LocalCluster, shards: int, jobs: int, procs: int) -> dict[s
     name = f"bench-{secrets.token_hex(3)}"
     pids = [s.pid for s in cluster.servers]
     cpu = [_cpu_seconds(pid) for pid in pids]
-    fill = _timed([mp.Process(target=_run, args=("produce", cluster.url, name, shards,
-                                                 jobs // procs, i)) for i in range(procs)])
+    fill = _timed(
+        [
+            mp.Process(target=_run, args=("produce", cluster.url, name, shards, jobs // procs, i))
+            for i in range(procs)
+        ]
+    )
     drain = _timed([mp.Process(target=_run, args=("consume", cluster.url, name, shards, i,
                                                   procs)) for i in range(procs)])  # fmt: skip
     used = [_cpu_seconds(pid) - before for pid, before in zip(pids, cpu, strict=True)]

@@ -702,7 +702,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
             "version": ".".join(map(str, server.version)),
             "url": server.url,
             "binary": server.binary,
-            "config": "durq.dev.server.RedisServer defaults: no persistence (--save '', appendonly no)",
+            "config": (
+                "durq.dev.server.RedisServer defaults: no persistence (--save '', appendonly no)"
+            ),
             "io_threads": info.get("io_threads_active"),
         }
         log(f"server: {server.flavor} {results['server']['version']} at {server.url}")
