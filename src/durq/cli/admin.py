@@ -1,4 +1,4 @@
-"""Inspecting and repairing queues: ``stats``, ``workers``, ``job``, ``dlq``, ``enqueue``."""
+"""Inspecting and repairing queues: ``stats``, ``workers``, ``job``, ``dlq``, ``doctor``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from durq import connection
 from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.cli.common import load_app, namespace_option, url_option
+from durq.cli.common import namespace_option, url_option
 from durq.cli.flow_tables import flow_tables
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys
@@ -28,7 +28,7 @@ from durq.models import JobInfo
 from durq.protocol.namespace import queue_names, shard_counts
 from durq.worker.registry import list_workers
 
-__all__ = ["dlq", "enqueue", "job", "stats", "workers"]
+__all__ = ["dlq", "doctor", "job", "stats", "workers"]
 
 console = Console()
 P = ParamSpec("P")
@@ -383,83 +383,6 @@ def dlq_purge(
     with _queue(queue, url, namespace) as q:
         n = q.purge_all() if all_ else q.purge(list(ids))
     console.print(f"purged {n} job(s)")
-
-
-@click.command()
-@click.argument("task")
-@click.option(
-    "--args",
-    "args_json",
-    default="[]",
-    show_default=True,
-    help="Positional arguments as a JSON list.",
-)
-@click.option(
-    "--kwargs",
-    "kwargs_json",
-    default="{}",
-    show_default=True,
-    help="Keyword arguments as a JSON object.",
-)
-@click.option("-q", "--queue", default=None, help="Queue [default: the task's, with --app].")
-@click.option(
-    "--app",
-    "target",
-    default=None,
-    metavar="MODULE:APP",
-    help="Check the task and its arguments against this App.",
-)
-@click.option("--delay", type=float, default=None, help="Seconds before it is ready.")
-@click.option("--id", "job_id", default=None, help="Idempotency id.")
-@click.option("--group", default=None)
-@click.option("--key", default=None)
-@url_option
-@namespace_option
-@_redis_errors
-def enqueue(
-    task: str,
-    args_json: str,
-    kwargs_json: str,
-    queue: str | None,
-    target: str | None,
-    delay: float | None,
-    job_id: str | None,
-    group: str | None,
-    key: str | None,
-    url: str | None,
-    namespace: str,
-) -> None:
-    """Enqueue a call of TASK (by name) with JSON arguments."""
-    try:
-        args, kwargs = orjson.loads(args_json), orjson.loads(kwargs_json)
-    except orjson.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc}") from None
-    if not isinstance(args, list) or not isinstance(kwargs, dict):
-        raise click.BadParameter("--args must be a JSON list and --kwargs a JSON object")
-    if target:
-        app = load_app(target)
-        if url:
-            app.url = url
-        found = app.tasks.get(task)
-        if found is None:
-            raise click.ClickException(f"no task {task!r} in {target}: {sorted(app.tasks)}")
-        caller = found.options(id=job_id, delay=delay, group=group, key=key, queue=queue)
-        try:
-            handle = caller.enqueue(*args, **kwargs)
-        except DurqError as exc:
-            raise click.ClickException(str(exc)) from None
-        console.print(f"{handle.status.value}: job {handle.id} on {handle.queue}")
-        return
-    if queue is None:
-        raise click.UsageError("give --queue, or --app to use the task's queue")
-    with _queue(queue, url, namespace) as q:
-        try:
-            result = q.enqueue(
-                [task, args, kwargs], id=job_id, delay=delay or 0, group=group, key=key
-            )
-        except DurqError as exc:
-            raise click.ClickException(str(exc)) from None
-    console.print(f"{result.status.value}: job {result.id} on {queue}")
 
 
 @click.command()
