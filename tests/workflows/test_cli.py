@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import durq
 from cli.support import durq as run
+from durq.codec import PayloadCodec
+from durq.keys import OutboxKeys
 from durq.message import encode_result
+from durq.protocol import lifecycle
 from helpers import eventually
 from worker.support import Durq, running_worker
 
@@ -54,8 +57,13 @@ def test_stats_shows_the_outbox_backlog_of_a_step_done_in_another_slot(
     # the far step's start waits in the home queue's outbox for a worker of that queue
     assert outboxes() == {home_name: ["1", "0", "0", "0"]}
     home, far = wapp.queue(home_name), wapp.queue(far_name)
+    # a courier takes it under a lease and dies: it is being delivered until the lease ends
+    outbox = OutboxKeys(home.keys.name, home.keys.namespace)
+    taken, _, _ = home.run(lifecycle.fetch(outbox, PayloadCodec(), 10, 0.5))
+    assert len(taken) == 1
+    assert outboxes() == {home_name: ["0", "0", "1", "0"]}
     with running_worker(wapp, queues=[home_name]):  # delivers the home outbox only
-        # the home steps ran; the start was applied, then its entry released
+        # the home steps ran; the start was taken back after its lease, applied, released
         eventually(lambda: home.stats().completed == 2 and home.outbox_stats().completed, 10)
     assert far.stats().pending == 1
     step = far.dequeue()
