@@ -275,7 +275,13 @@ class AsyncShardedQueue:
 
     async def stats(self) -> QueueStats:
         """The shards' sizes and counters added up (``server_time``: the latest)."""
-        each = [await shard.stats() for shard in self.shards]
+        return self._added_up([await shard.stats() for shard in self.shards])
+
+    async def outbox_stats(self) -> QueueStats:
+        """The shards' workflow outboxes, added up (see ``AsyncQueue.outbox_stats``)."""
+        return self._added_up([await shard.outbox_stats() for shard in self.shards])
+
+    def _added_up(self, each: list[QueueStats]) -> QueueStats:
         sums = {
             f.name: sum(getattr(s, f.name) for s in each)
             for f in fields(QueueStats)

@@ -53,6 +53,13 @@ class QueueAdmin:
         """Sizes (pending, delayed, active, dead) and lifetime counters."""
         return self._driver.run(admin.stats(self.keys))
 
+    def outbox_stats(self) -> QueueStats:
+        """Sizes and counters of the queue's workflow outbox: entries for workflows and
+        steps in other Redis Cluster slots that its workers have not delivered yet
+        (pending: waiting, delayed: retrying, active: being delivered; see
+        docs/workflows.md, "Across queues")."""
+        return self._driver.run(admin.outbox_stats(self.keys))
+
     def job(self, job_id: str) -> JobInfo | None:
         """Everything stored about one job, or None if the queue has no trace of it."""
         return self._driver.run(admin.job(self.keys, job_id))

@@ -274,7 +274,13 @@ class ShardedQueue:
 
     def stats(self) -> QueueStats:
         """The shards' sizes and counters added up (``server_time``: the latest)."""
-        each = [shard.stats() for shard in self.shards]
+        return self._added_up([shard.stats() for shard in self.shards])
+
+    def outbox_stats(self) -> QueueStats:
+        """The shards' workflow outboxes, added up (see ``Queue.outbox_stats``)."""
+        return self._added_up([shard.outbox_stats() for shard in self.shards])
+
+    def _added_up(self, each: list[QueueStats]) -> QueueStats:
         sums = {
             f.name: sum(getattr(s, f.name) for s in each)
             for f in fields(QueueStats)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import click
 
 from durq._version import __version__
-from durq.cli.admin import dlq, doctor, enqueue, stats, workers
+from durq.cli.admin import dlq, doctor, stats, workers
 from durq.cli.dashboard import dashboard
+from durq.cli.enqueue import enqueue
 from durq.cli.jobs import job
 from durq.cli.limits import limits
 from durq.cli.local import demo, server

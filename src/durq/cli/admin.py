@@ -1,4 +1,4 @@
-"""Inspecting and repairing queues: ``stats``, ``workers``, ``job``, ``dlq``, ``enqueue``."""
+"""Inspecting and repairing queues: ``stats``, ``workers``, ``job``, ``dlq``, ``doctor``."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ from durq import connection
 from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.cli.common import load_app, namespace_option, url_option
+from durq.cli.common import namespace_option, url_option
 from durq.cli.flow_tables import flow_tables
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys
-from durq.models import JobInfo
+from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.protocol.namespace import queue_names, shard_counts
 from durq.worker.registry import list_workers
 
-__all__ = ["dlq", "enqueue", "job", "stats", "workers"]
+__all__ = ["dlq", "doctor", "job", "stats", "workers"]
 
 console = Console()
 P = ParamSpec("P")
@@ -94,6 +94,40 @@ def _stats_table(title: str, rows: dict[str, dict[str, Any]], columns: list[str]
     return table
 
 
+def _groups_table(group_rows: list[tuple[str, GroupInfo]]) -> Table:
+    gt = Table(title="largest groups", box=box.SIMPLE_HEAD)
+    gt.add_column("queue", no_wrap=True)
+    gt.add_column("group", overflow="fold")
+    for col in ("ready", "active", "limit", "weight"):
+        gt.add_column(col, justify="right")
+    for qname, g in group_rows:
+        gt.add_row(
+            qname,
+            g.name,
+            str(g.ready),
+            str(g.active),
+            str(g.limit or "-"),
+            str(g.weight or "-"),
+        )
+    return gt
+
+
+def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
+    """The workflow outboxes that hold entries (None when none does): what steps in
+    these queues wrote for workflows and steps in other slots, not delivered yet. It
+    grows when no worker consumes the queue, or deliveries fail."""
+    held = [o for o in outboxes if o.size or o.dead]
+    if not held:
+        return None
+    table = Table(title="workflow outboxes: not delivered yet", box=box.SIMPLE_HEAD)
+    table.add_column("queue", no_wrap=True)
+    for col in ("waiting", "retrying", "delivering", "dead"):
+        table.add_column(col, justify="right")
+    for o in held:
+        table.add_row(o.name, *(str(n) for n in (o.pending, o.delayed, o.active, o.dead)))
+    return table
+
+
 @click.command(short_help="Show the queues: sizes, totals and throughput.")
 @click.argument("queues", nargs=-1)
 @url_option
@@ -115,7 +149,10 @@ def _stats_table(title: str, rows: dict[str, dict[str, Any]], columns: list[str]
 def stats(
     queues: tuple[str, ...], url: str | None, namespace: str, top_groups: int, rate: bool
 ) -> None:
-    """Show the queues: pending, delayed, active, dead, totals and throughput."""
+    """Show the queues: pending, delayed, active, dead, totals and throughput.
+
+    Queues whose workflow outbox holds entries (workflow steps in other slots, not
+    delivered yet) are listed in a table of their own."""
     names = list(queues) or _known_queues(url, namespace)
     if not names:
         console.print("no queues yet (a queue is listed once something was enqueued)")
@@ -126,8 +163,9 @@ def stats(
             first[name] = q.stats()
     if rate:
         time.sleep(1.0)
-    group_rows: list[tuple[str, Any]] = []
+    group_rows: list[tuple[str, GroupInfo]] = []
     flow_infos = []  # flow control of the queues that use it (durq limits)
+    outboxes = []  # workflow outboxes (docs/workflows.md, "Across queues")
     rows: dict[str, dict[str, Any]] = {}
     for name in names:
         with _queue(name, url, namespace) as q:
@@ -135,6 +173,7 @@ def stats(
             if top_groups:
                 group_rows += [(name, g) for g in q.groups(top_groups)]
             flow_infos.append(q.limits())
+            outboxes.append(q.outbox_stats())
         row = {col: getattr(s, col.replace("-", "_")) for col in (*_NOW, *_TOTALS)}
         if rate:
             elapsed = max(s.server_time - first[name].server_time, 1e-3)
@@ -150,22 +189,11 @@ def stats(
     else:  # a narrow terminal: two tables rather than squeezed columns
         console.print(_stats_table("durq queues", rows, now))
         console.print(_stats_table("since each queue was created", rows, list(_TOTALS)))
+    backlog = _outbox_table(outboxes)
+    if backlog is not None:
+        console.print(backlog)
     if group_rows:
-        gt = Table(title="largest groups", box=box.SIMPLE_HEAD)
-        gt.add_column("queue", no_wrap=True)
-        gt.add_column("group", overflow="fold")
-        for col in ("ready", "active", "limit", "weight"):
-            gt.add_column(col, justify="right")
-        for qname, g in group_rows:
-            gt.add_row(
-                qname,
-                g.name,
-                str(g.ready),
-                str(g.active),
-                str(g.limit or "-"),
-                str(g.weight or "-"),
-            )
-        console.print(gt)
+        console.print(_groups_table(group_rows))
     for flow_table in flow_tables([info for info in flow_infos if info.limited]):
         console.print(flow_table)
 
@@ -383,83 +411,6 @@ def dlq_purge(
     with _queue(queue, url, namespace) as q:
         n = q.purge_all() if all_ else q.purge(list(ids))
     console.print(f"purged {n} job(s)")
-
-
-@click.command()
-@click.argument("task")
-@click.option(
-    "--args",
-    "args_json",
-    default="[]",
-    show_default=True,
-    help="Positional arguments as a JSON list.",
-)
-@click.option(
-    "--kwargs",
-    "kwargs_json",
-    default="{}",
-    show_default=True,
-    help="Keyword arguments as a JSON object.",
-)
-@click.option("-q", "--queue", default=None, help="Queue [default: the task's, with --app].")
-@click.option(
-    "--app",
-    "target",
-    default=None,
-    metavar="MODULE:APP",
-    help="Check the task and its arguments against this App.",
-)
-@click.option("--delay", type=float, default=None, help="Seconds before it is ready.")
-@click.option("--id", "job_id", default=None, help="Idempotency id.")
-@click.option("--group", default=None)
-@click.option("--key", default=None)
-@url_option
-@namespace_option
-@_redis_errors
-def enqueue(
-    task: str,
-    args_json: str,
-    kwargs_json: str,
-    queue: str | None,
-    target: str | None,
-    delay: float | None,
-    job_id: str | None,
-    group: str | None,
-    key: str | None,
-    url: str | None,
-    namespace: str,
-) -> None:
-    """Enqueue a call of TASK (by name) with JSON arguments."""
-    try:
-        args, kwargs = orjson.loads(args_json), orjson.loads(kwargs_json)
-    except orjson.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc}") from None
-    if not isinstance(args, list) or not isinstance(kwargs, dict):
-        raise click.BadParameter("--args must be a JSON list and --kwargs a JSON object")
-    if target:
-        app = load_app(target)
-        if url:
-            app.url = url
-        found = app.tasks.get(task)
-        if found is None:
-            raise click.ClickException(f"no task {task!r} in {target}: {sorted(app.tasks)}")
-        caller = found.options(id=job_id, delay=delay, group=group, key=key, queue=queue)
-        try:
-            handle = caller.enqueue(*args, **kwargs)
-        except DurqError as exc:
-            raise click.ClickException(str(exc)) from None
-        console.print(f"{handle.status.value}: job {handle.id} on {handle.queue}")
-        return
-    if queue is None:
-        raise click.UsageError("give --queue, or --app to use the task's queue")
-    with _queue(queue, url, namespace) as q:
-        try:
-            result = q.enqueue(
-                [task, args, kwargs], id=job_id, delay=delay or 0, group=group, key=key
-            )
-        except DurqError as exc:
-            raise click.ClickException(str(exc)) from None
-    console.print(f"{result.status.value}: job {result.id} on {queue}")
 
 
 @click.command()

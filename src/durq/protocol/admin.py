@@ -1,6 +1,6 @@
-"""Inspecting and administering a queue as IO-free operations: sizes and counters,
-one job, the largest groups, dead letters (list, replay, purge), shared settings, and a
-check of the keys' Redis types (``durq doctor``).
+"""Inspecting and administering a queue as IO-free operations: sizes and counters (of
+the queue and of its workflow outbox), one job, the largest groups, dead letters (list,
+replay, purge), shared settings, and a check of the keys' Redis types (``durq doctor``).
 
 Every read is bounded (O(1), or O(log n + page)): nothing walks a whole queue.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from durq.errors import InvalidArgument
-from durq.keys import QueueKeys, check_group, check_job_id
+from durq.keys import OutboxKeys, QueueKeys, check_group, check_job_id
 from durq.models import GroupInfo, JobInfo, JobState, QueueStats
 from durq.protocol.args import job_ids, natural, positive_int
 from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, script_call, text
@@ -30,6 +30,7 @@ __all__ = [
     "groups",
     "job",
     "job_info",
+    "outbox_stats",
     "purge",
     "replay",
     "stats",
@@ -186,6 +187,15 @@ def stats(keys: QueueKeys) -> Op[QueueStats]:
         server_time=values["now"] / 1000,
         **{name: values.get(name, 0) for name in _COUNTERS},
     )
+
+
+def outbox_stats(keys: QueueKeys) -> Op[QueueStats]:
+    """Sizes and counters of the queue's workflow outbox (``OutboxKeys``: a queue of its
+    own, in the queue's slot): entries for workflows and steps in other slots that no
+    worker has delivered yet. ``pending``: waiting for a worker of the queue; ``delayed``:
+    retried after a failed delivery; ``active``: being delivered; ``dead``: malformed.
+    One O(1) script call, as ``stats``."""
+    return (yield from stats(OutboxKeys(keys.name, keys.namespace, keys.shard_count)))
 
 
 def groups(
