@@ -9,6 +9,7 @@ from __future__ import annotations
 import durq
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
+from durq.message import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
@@ -84,3 +85,39 @@ def test_fail_ends_the_unstarted_steps_cancelled(wapp: durq.App, log: str) -> No
     assert home.dequeue() is None and far.dequeue() is None
     assert home.stats().cancelled == 3
     assert _entries(home) == [] and _entries(far) == []
+
+
+def test_a_start_racing_the_failure_starts_nothing(wapp: durq.App, log: str) -> None:
+    """A step's start to another slot waits in the outbox when the workflow fails; the
+    cancel entry is applied first (another courier): the start finds a tombstone."""
+    t = wapp.tasks
+    other = f"{wapp.default_queue}-b"
+    first = durq.chain(t["square"].s(log, 1), t["echo"].options(queue=other).s())
+    handle = durq.group([first, t["square"].s(log, 3)]).then(t["collect"].s(log)).enqueue()
+    home, far = wapp.queue(wapp.default_queue), wapp.queue(other)
+    info = handle.status()
+    assert info is not None
+    one, far_step, three, _callback = info.steps
+    jobs: dict[str, durq.Job] = {}
+    for _ in range(2):
+        job = home.dequeue()
+        assert job is not None
+        jobs[job.id] = job
+    home.release_many([jobs[one.job_id]], results=[encode_result(1)])  # starts far_step
+    home.requeue(jobs[three.job_id], reason="broken", dead=True)
+    taken, _, _ = home.run(lifecycle.fetch(_outbox(home), PayloadCodec(), 100, 30.0))
+    by_kind = {job.data[:1]: job for job in taken}
+    assert sorted(by_kind) == [b"D", b"S"]
+    assert home.run(_apply(by_kind[b"D"].data)) == b"OK"  # the workflow fails
+    assert [e[:2] for e in _entries(home)] == [b"X\0"]  # applied before the start
+    assert home.run(_apply(by_kind[b"S"].data)) == b"OK"
+    home.run(lifecycle.release(_outbox(home), taken))
+    assert far.dequeue() is None
+    stats = far.stats()
+    assert (stats.enqueued, stats.pending, stats.cancelled) == (0, 0, 0)
+    # no record: what a finished step whose record is gone shows (docs/workflows.md)
+    got = far.job(far_step.job_id)
+    assert got is not None and got.state is durq.JobState.COMPLETED
+    info = handle.status()
+    assert info is not None and info.state == "failed"
+    assert [s.state for s in info.steps] == ["done", "done", "dead", "cancelled"]
