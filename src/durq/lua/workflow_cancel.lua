@@ -2,13 +2,14 @@
 Run in the workflow's home slot. The workflow ends in the terminal state cancelled, with
 the error {"reason": "cancelled", "at": ms} as its result (a waiter gets it now), and
 its callback never runs. Its steps (lib/fan_in.lua wf_abort): parked ones (not started)
-are dropped; pending, delayed or backing-off ones end like superseded jobs (listed
-ones are skipped when dequeue reaches them) and are never delivered; running ones are
-flagged as cancel.lua flags a running job (FLAG_CANCEL, a hint on <prefix>cancel), so
-their workers stop them and their release ends them cancelled, never completed. Steps in
-queues of another slot are cancelled through this queue's workflow outbox ('K' entries,
-workflow_deliver.lua): idempotent, delivered at least once; a start still in an outbox
-finds a tombstone and starts nothing.
+are dropped; pending, delayed or backing-off ones end cancelled, as cancel.lua ends a
+job that did not start (listed ones are skipped when dequeue reaches them), and are
+never delivered; running ones are flagged as cancel.lua flags a running job
+(FLAG_CANCEL, a hint on <prefix>cancel), so their workers stop them and their release
+ends them cancelled, never completed. Steps in queues of another slot are cancelled
+through this queue's workflow outbox ('K' entries, workflow_deliver.lua): idempotent,
+delivered at least once; a start still in an outbox finds a tombstone and starts
+nothing.
 KEYS     the home queue's key vector (lib/keys.lua)
 ARGV[1]  the workflow id
 Returns  {status, state}: CANCELLED (it ran: it ended cancelled now), FINISHED (it had

@@ -390,7 +390,8 @@ def _step_states(
             if parked[i] is not None:
                 states[i] = "waiting"
             elif rec is not None:
-                # cancelling a started step leaves it superseded until dequeue passes
+                # a step cancelled by its failed workflow in an earlier version ended
+                # superseded (its record stays for the dedup window): cancelled all the same
                 name = STATE_NAMES[rec.state]
                 states[i] = "cancelled" if name == "superseded" else name
             elif str(leaves[i]["n"]) in cancelled:

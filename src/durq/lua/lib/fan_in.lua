@@ -128,9 +128,6 @@ local function wf_build()
     wf_close(home, wid, wk, 'completed', '{"ok":true,"value":' .. v .. '}', nil)
   end
 
-  -- Policy "fail": the workflow ends failed with the reason; its steps that did not start
-  -- are cancelled in their queues (a running one finishes, and its completion finds the
-  -- workflow ended: see wf_cancel_one).
   -- The steps of a workflow that ends early: parked ones (never started) are listed,
   -- to be shown as cancelled; the others are cancelled in their queues (`stop`: running
   -- ones are flagged to stop too). Returns the parked leaves.
@@ -155,6 +152,10 @@ local function wf_build()
     return parked
   end
 
+  -- Policy "fail": the workflow ends failed with the reason; its parked steps are
+  -- dropped (shown cancelled), and its steps that did not start end cancelled in their
+  -- queues; a running one finishes, and its completion finds the workflow ended (see
+  -- wf_cancel_one).
   local function wf_fail(home, wid, wk, n, reason)
     if redis.call('HGET', wk, 'state') ~= 'running' then return end
     local err = '{"reason":"child_failed","step":' .. n .. ',"job":' .. cjson.encode(wid .. '.' .. n)
@@ -374,17 +375,19 @@ local function wf_build()
   end
 
   -- Cancel a step of workflow wid in the queue K_* name: only while it is linked (not
-  -- finished). Under policy "fail" a step that did not start ends like a superseded job
-  -- (its id stays listed and is skipped when dequeue reaches it), and a running step
-  -- finishes: its release reports to the ended workflow, which ignores it. With `stop`
-  -- (the workflow was cancelled) a step that did not start ends cancelled, as cancel.lua
-  -- ends a job, and a running one is flagged as cancel.lua flags it: its worker stops it
-  -- and its release ends it cancelled. A step not enqueued yet (its start is still in an
-  -- outbox) gets a tombstone, so that the start skips it.
+  -- finished). A step that did not start (pending, delayed, backing off) ends cancelled,
+  -- as cancel.lua ends such a job: state, reason (by the workflow), counter `cancelled`,
+  -- a listed id skipped when dequeue reaches it; under policy "fail" (not `stop`) it also
+  -- counts in wf_steps_cancelled. Its link goes first, so its end does not report to the
+  -- workflow, and a cancel applied again finds nothing to do. A running step: under
+  -- "fail" it finishes, and its release reports to the ended workflow, which ignores
+  -- it; with `stop` (the workflow was cancelled) it is flagged as cancel.lua flags it: its
+  -- worker stops it and its release ends it cancelled. A step not enqueued yet (its start
+  -- is still in an outbox) gets a tombstone, so that the start skips it.
   local function wf_cancel_one(wid, id, now, stop)
     local lk = K_PREFIX .. WF_LINKS
     if redis.call('HEXISTS', lk, id) == 0 then
-      if stop and redis.call('HEXISTS', K_JOBS, id) == 0 then
+      if redis.call('HEXISTS', K_JOBS, id) == 0 then
         redis.call('ZADD', K_DONE, 'NX', now + get_conf().dedup_window, id)
       end
       return
@@ -411,20 +414,13 @@ local function wf_build()
       listed = true
       ready_add(r.group, -1)
     end
-    if stop then
-      -- as cancel.lua ends a job that has not started: state cancelled, counted, shown
-      -- (its link is gone already: its workflow is not told again)
-      control().end_unstarted(id, r, now, ST_CANCELLED, nil, listed,
-        {by = 'workflow ' .. wid, message = 'its workflow was cancelled'})
-      return
+    local message = 'its workflow was cancelled'
+    if not stop then
+      message = 'its workflow failed'
+      count('wf_steps_cancelled', 1)
     end
-    if not listed then redis.call('ZADD', K_DONE, r.enq + get_conf().dedup_window, id) end
-    drop_slot(r)
-    r.state = ST_SUPERSEDED
-    r.tail = string.char(#r.group) .. r.group .. string.char(#r.key) .. r.key
-    redis.call('HSET', K_JOBS, id, rec_encode(r))
-    set_reason(id, {reason = 'cancelled', by = 'workflow ' .. wid, at = now})
-    count('wf_steps_cancelled', 1)
+    control().end_unstarted(id, r, now, ST_CANCELLED, nil, listed,
+      {by = 'workflow ' .. wid, message = message})
   end
 
   -- Enqueue steps without delay or priority into the queue K_* name, linked to their
