@@ -35,8 +35,11 @@ def workers(
     SIGKILLed at the end."""
     started: list[DurqProcess] = []
 
-    def start(schedules: list[dict[str, Any]], lease: float = 30.0, *args: str) -> DurqProcess:
+    def start(
+        schedules: list[dict[str, Any]], lease: float = 30.0, *args: str, shards: int = 0
+    ) -> DurqProcess:
         env = durq_env(redis_url)
+        env["DURQ_TEST_SHARDS"] = str(shards)
         env["DURQ_TEST_QUEUE"] = queue_name
         env["DURQ_TEST_LEASE"] = str(lease)
         env["DURQ_TEST_SCHEDULES"] = json.dumps(schedules)

@@ -10,8 +10,9 @@ import httpx
 import durq
 from dashboard.support import LiveServer
 from durq.dashboard import create_app
+from durq.schedules import pinned_queue
 from helpers import eventually
-from schedules.apps import read_log
+from schedules.apps import build, read_log
 from worker.support import Durq, running_worker
 
 
@@ -45,6 +46,30 @@ def test_cli_lists_and_controls_schedules(app: durq.App, redis_url: str, tmp_pat
     assert app.schedules.get("hb") is None
     missing = cli.run("schedules", "pause", "hb", "-q", q, url=redis_url)
     assert missing.code == 1 and "no schedule 'hb'" in missing.stderr
+
+
+def test_cli_finds_the_schedules_of_a_sharded_queue(
+    redis_url: str, queue_name: str, tmp_path: object
+) -> None:
+    """A shard's keys carry the shard's own hash tag: the CLI must open ``name~i`` as a
+    shard (it raised "invalid queue name 'name~0'" before, for every queue listed)."""
+    app = build(redis_url, queue_name, shards=3)
+    app.schedule("hb", "tick", every=30, args=("log",))
+    app.sync_schedules()
+    home = pinned_queue(queue_name, "hb", 3)
+    cli = Durq(tmp_path)  # type: ignore[arg-type]
+    for args in (["-q", queue_name], []):  # its queue, then every known queue
+        out = cli.run("schedules", "list", *args, url=redis_url)
+        assert out.code == 0, out
+        assert any(line.split()[:2] == [home, "hb"] for line in out.stdout.splitlines()), out
+    assert cli.run("schedules", "pause", "hb", "-q", queue_name, url=redis_url).code == 0
+    info = app.schedules.get("hb")
+    assert info is not None and info.paused and info.queue == home
+    triggered = cli.run("schedules", "trigger", "hb", "-q", queue_name, url=redis_url)
+    assert triggered.code == 0 and "sched:hb@" in triggered.stdout, triggered
+    assert cli.run("schedules", "remove", "hb", "-q", queue_name, url=redis_url).code == 0
+    assert app.schedules.get("hb") is None
+    app.close()
 
 
 def test_dashboard_page_actions_and_metrics(app: durq.App, redis_url: str) -> None:

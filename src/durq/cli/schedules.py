@@ -21,7 +21,7 @@ from durq._sync.queue import Queue
 from durq.cli.admin import _known_queues, _redis_errors, _when
 from durq.cli.common import namespace_option, url_option
 from durq.errors import DurqError
-from durq.keys import NamespaceKeys
+from durq.keys import NamespaceKeys, shard_name, split_shard
 from durq.protocol import schedules as ops
 from durq.protocol.namespace import shard_counts
 from durq.protocol.schedules import ScheduleInfo
@@ -43,11 +43,19 @@ def _client(url: str | None, namespace: str) -> Iterator[tuple[Queue, dict[str, 
 
 def _shard_queues(name: str, shards: dict[str, int]) -> list[str]:
     count = shards.get(name, 0)
-    return [f"{name}~{i}" for i in range(count)] if count else [name]
+    return [shard_name(name, i) for i in range(count)] if count else [name]
 
 
-def _listed(base: Queue, queue: str, namespace: str) -> list[ScheduleInfo]:
-    q = Queue(queue, client=base.client, namespace=namespace)
+def _queue(base: Queue, queue: str, namespace: str, shards: dict[str, int]) -> Queue:
+    """Queue (or shard: ``name~i``) ``queue`` on ``base``'s client. A shard needs its
+    queue's shard count: its keys carry the shard's own hash tag, not ``{name~i}``."""
+    name, index = split_shard(queue)
+    count = shards.get(name, 0) if index is not None else 0
+    return Queue(queue, client=base.client, namespace=namespace, shard_count=count)
+
+
+def _listed(base: Queue, queue: str, namespace: str, shards: dict[str, int]) -> list[ScheduleInfo]:
+    q = _queue(base, queue, namespace, shards)
     out: list[ScheduleInfo] = []
     while True:
         total, items = q.run(ops.list_page(q.keys, len(out), 1000))
@@ -90,7 +98,7 @@ def list_(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
     with _client(url, namespace) as (base, shards):
         for name in names:
             for queue in _shard_queues(name, shards):
-                for info in _listed(base, queue, namespace):
+                for info in _listed(base, queue, namespace, shards):
                     found += 1
                     now = info.server_time
                     table.add_row(
@@ -108,7 +116,7 @@ def list_(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
 def _control(action: str, name: str, queue: str, url: str | None, namespace: str) -> Any:
     with _client(url, namespace) as (base, shards):
         target = pinned_queue(queue, name, shards.get(queue, 0))
-        q = Queue(target, client=base.client, namespace=namespace)
+        q = _queue(base, target, namespace, shards)
         result = q.run(ops.control(q.keys, action, name))
     if result is None:
         raise click.ClickException(f"no schedule {name!r} in queue {target!r}")
