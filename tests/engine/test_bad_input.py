@@ -19,6 +19,7 @@ from durq import (
     PayloadTooLarge,
     Queue,
 )
+from durq.keys import NamespaceKeys
 from engine.support import keys_of
 
 
@@ -249,3 +250,24 @@ def test_a_client_that_decodes_responses_is_refused(redis_url: str) -> None:
 async def test_messages_with_bad_options_refuse_the_batch(q: Any, untouched: Any) -> None:
     with pytest.raises(InvalidArgument, match="priority"):
         await q.enqueue_many([Message(1), Message(2, priority=99)])
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda q: q.enqueue("x", debounce=1.0), InvalidArgument),  # debounce needs a key
+        (lambda q: q.enqueue("x", priority=99), InvalidArgument),
+        (lambda q: q.enqueue_many([{"at": datetime.date.today()}]), NotSerializable),
+    ],
+)
+async def test_a_refused_enqueue_does_not_register_a_new_queue(
+    q: Any, raw: Any, call: Any, error: type[Exception]
+) -> None:
+    """The queue list of ``durq stats`` names only queues something was enqueued to: the
+    check comes before the registration."""
+    space = NamespaceKeys(q.keys.namespace)
+    with pytest.raises(error):
+        await call(q)
+    assert not raw.sismember(space.queues, q.name)
+    await q.enqueue("fine")
+    assert raw.sismember(space.queues, q.name)

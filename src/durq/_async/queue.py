@@ -229,8 +229,7 @@ class AsyncQueue(AsyncQueueAdmin):
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         async def attempt() -> list[EnqueueResult]:
-            if not self._registered:
-                await self.register()
+            # the op checks the messages as it is made: bad input registers nothing
             op = lifecycle.enqueue(
                 self.keys,
                 self.codec,
@@ -245,6 +244,8 @@ class AsyncQueue(AsyncQueueAdmin):
                 ids=fresh,
                 result_ttl=self.result_ttl,
             )
+            if not self._registered:
+                await self.register()
             return await self._driver.run(op)
 
         return await retrying(attempt, self.enqueue_retry_for)

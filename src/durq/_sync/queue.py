@@ -229,8 +229,7 @@ class Queue(QueueAdmin):
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         def attempt() -> list[EnqueueResult]:
-            if not self._registered:
-                self.register()
+            # the op checks the messages as it is made: bad input registers nothing
             op = lifecycle.enqueue(
                 self.keys,
                 self.codec,
@@ -245,6 +244,8 @@ class Queue(QueueAdmin):
                 ids=fresh,
                 result_ttl=self.result_ttl,
             )
+            if not self._registered:
+                self.register()
             return self._driver.run(op)
 
         return retrying(attempt, self.enqueue_retry_for)

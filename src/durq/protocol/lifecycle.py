@@ -149,7 +149,10 @@ def enqueue(
 ) -> Op[list[EnqueueResult]]:
     """Add ``messages``; per-message options override the keyword defaults. With an
     active ``durability``, confirm the copies in the same round trip (NotDurable).
-    ``result_ttl``: how long the outcome of a job that expires stays for its waiter."""
+    ``result_ttl``: how long the outcome of a job that expires stays for its waiter.
+
+    The messages are checked when this is called, not when the operation first runs, so
+    a caller can reject bad input before it touches Redis at all (InvalidArgument)."""
     rows = _enqueue_rows(
         codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
         group=group, key=key, replace=replace, ids=ids,
@@ -166,6 +169,16 @@ def enqueue(
         script = "enqueue_plain"
     else:
         script = "enqueue"
+    return _enqueue_op(script, keys, rows, tail, confirm)
+
+
+def _enqueue_op(
+    script: str,
+    keys: QueueKeys,
+    rows: list[tuple[Arg, ...]],
+    tail: Command | None,
+    confirm: Durability | None,
+) -> Op[list[EnqueueResult]]:
     replies = yield from batched(script, keys, (), rows, tail)
     if confirm is not None:
         confirmation = replies.pop()
