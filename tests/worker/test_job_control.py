@@ -22,23 +22,11 @@ import redis
 import durq
 from durq.worker.control import CancelListener
 from helpers import eventually
-from worker.apps import record
+from worker.apps import awork, record
 from worker.support import ExecLog, running_worker
 
 LEASE = 1.5
 THIRD = LEASE / 3
-
-
-async def hold(log: str, key: str, seconds: float) -> str:
-    """Record a start, sleep, record a finish; records ``cancelled`` when cancelled."""
-    record(log, "start", key)
-    try:
-        await asyncio.sleep(seconds)
-    except asyncio.CancelledError:
-        record(log, "cancelled", key)
-        raise
-    record(log, "finish", key)
-    return key
 
 
 def sync_hold(log: str, key: str, seconds: float) -> str:
@@ -123,7 +111,7 @@ def app(redis_url: str, queue_name: str) -> Iterator[durq.App]:
         redis_url, default_queue=queue_name, lease=LEASE, max_attempts=3, backoff=durq.fixed(0.05)
     )
     for fn, options in [
-        (hold, {"result": True}),
+        (awork, {"result": True}),
         (sync_hold, {"result": True}),
         (stubborn, {}),
         (fails_first, {"backoff": durq.fixed(1.0), "result": True}),
@@ -147,7 +135,7 @@ def _stats(app: durq.App, queue: str) -> durq.QueueStats:
 def test_cancelled_pending_and_backing_off_jobs_are_never_delivered(
     app: durq.App, exec_log: ExecLog, queue_name: str
 ) -> None:
-    handles = app.tasks["hold"].enqueue_many([(str(exec_log), f"p{i}", 0.0) for i in range(6)])
+    handles = app.tasks["awork"].enqueue_many([(str(exec_log), f"p{i}", 0.0) for i in range(6)])
     cancelled = handles[::2]
     assert all(h.cancel().status is durq.CancelStatus.CANCELLED for h in cancelled)
     with running_worker(app, concurrency=4):
@@ -181,7 +169,7 @@ def test_a_running_async_job_stops_within_a_third_of_its_lease_and_is_not_retrie
     try:
         with running_worker(app):
             eventually(lambda: client.pubsub_numsub(channel)[0][1] == 1, 5, "the listener")
-            handle = app.tasks["hold"].enqueue(str(exec_log), "long", 30.0)
+            handle = app.tasks["awork"].enqueue(str(exec_log), "long", 30.0)
             eventually(lambda: exec_log.count("start") == 1, 5)
             if cut:
                 client.client_kill_filter(_type="pubsub")
@@ -217,7 +205,7 @@ def test_a_sync_task_sees_the_cancel_and_one_that_ignores_it_is_abandoned(
         eventually(lambda: _stats(app, queue_name).cancelled == 2, 3)
         assert worker._executor.threads.abandoned == 1
         # the abandoned thread was replaced: both slots still run jobs
-        later = app.tasks["hold"].enqueue_many([(str(exec_log), f"n{i}", 0.0) for i in range(2)])
+        later = app.tasks["awork"].enqueue_many([(str(exec_log), f"n{i}", 0.0) for i in range(2)])
         eventually(lambda: exec_log.count("finish") == 2, 5)
     assert _state(polite) is _state(rude) is durq.JobState.CANCELLED
     assert all(_state(h) in (None, durq.JobState.COMPLETED) for h in later)

@@ -11,8 +11,8 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from durq.dashboard.params import corrupt_page, queue_or_error
 from durq.dashboard.state import Dashboard, dashboard_of, render
-from durq.dashboard.views import _corrupt, _queue_or_error
 from durq.errors import CorruptQueue
 from durq.flow import FlowInfo
 
@@ -40,12 +40,12 @@ async def flow_infos(dash: Dashboard, names: Sequence[str], parked: int = 1) -> 
 async def flow_page(request: Request) -> Response:
     """One queue's flow control: limits, the current rate, pauses, parked groups."""
     dash = dashboard_of(request)
-    name = await _queue_or_error(request, dash)
+    name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
     infos = await flow_infos(dash, [name], MAX_PARKED_SHOWN)
     if not infos:
-        return _corrupt(request, dash, name)
+        return corrupt_page(request, dash, name)
     return render(request, dash, "flow.html", {"name": name, "f": infos[0], "live": True})
 
 

@@ -18,9 +18,10 @@ from durq.dashboard.charts import Chart, format_count, format_rate, format_secon
 from durq.dashboard.data import WorkerEntry, WorkerJob
 from durq.dashboard.history import History, Recent
 from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
+from durq.dashboard.params import corrupt_page, error_page, id_or_error, queue_or_error
 from durq.dashboard.state import Dashboard, dashboard_of, render
 from durq.errors import InvalidArgument
-from durq.keys import check_group, check_job_id, check_queue_name
+from durq.keys import check_group
 from durq.models import QueueStats
 
 __all__ = [
@@ -67,39 +68,16 @@ def _consumers(workers: list[WorkerEntry], queue: str) -> list[WorkerEntry]:
     return [w for w in workers if queue in w.queues]
 
 
-def _error(request: Request, dash: Dashboard, status: int, message: str) -> Response:
-    return render(request, dash, "error.html", {"status": status, "message": message}, status)
-
-
-def _corrupt(request: Request, dash: Dashboard, name: str) -> Response:
-    message = (
-        f"Queue {name} has keys that something other than durq wrote; `durq doctor` names them."
-    )
-    return _error(request, dash, 500, message)
-
-
-async def _queue_or_error(request: Request, dash: Dashboard) -> str | Response:
-    """The queue named by ``?q=``, or the error page when it is not a known queue."""
-    name = request.query_params.get("q", "")
-    try:
-        check_queue_name(name)
-    except InvalidArgument:
-        return _error(request, dash, 400, "Not a valid queue name.")
-    if not await dash.data.is_queue(name):
-        return _error(request, dash, 404, f"No queue named {name} in this namespace.")
-    return name
-
-
 async def redis_unavailable(request: Request, exc: Exception) -> Response:
     """The page shown when Redis does not answer (the sampler keeps trying)."""
     dash: Dashboard = request.app.state.durq
     message = f"Redis at {dash.display_url} did not answer ({type(exc).__name__}). Retrying."
-    return _error(request, dash, 503, message)
+    return error_page(request, dash, 503, message)
 
 
 async def corrupt_queue(request: Request, exc: Exception) -> Response:
     """The page shown when a queue's keys hold what durq did not write."""
-    return _error(request, request.app.state.durq, 500, f"{exc}.")
+    return error_page(request, request.app.state.durq, 500, f"{exc}.")
 
 
 async def overview(request: Request) -> Response:
@@ -130,7 +108,7 @@ async def overview(request: Request) -> Response:
 async def queue_page(request: Request) -> Response:
     """One queue: sizes, counters, charts, its largest groups, its workers."""
     dash = dashboard_of(request)
-    name = await _queue_or_error(request, dash)
+    name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
     limit = _int_param(request, "groups", 20, 1, MAX_GROUPS_SHOWN)
@@ -146,7 +124,7 @@ async def queue_page(request: Request) -> Response:
         dash.data.stats([name]), dash.data.groups(name, limit), dash.data.workers()
     )
     if name not in stats:
-        return _corrupt(request, dash, name)
+        return corrupt_page(request, dash, name)
     consumers = _consumers(workers, name)
     held: list[tuple[WorkerEntry, WorkerJob]] = [
         (w, j) for w in consumers for j in w.jobs if j.queue == name
@@ -176,21 +154,19 @@ async def queue_page(request: Request) -> Response:
 async def job_page(request: Request) -> Response:
     """One job: state, attempts, times, reason with traceback, payload, its group."""
     dash = dashboard_of(request)
-    name = await _queue_or_error(request, dash)
+    name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
-    job_id = request.query_params.get("id", "").strip()
-    try:
-        check_job_id(job_id)
-    except InvalidArgument:
-        return _error(request, dash, 400, "Not a valid job id.")
+    job_id = id_or_error(request, dash, "job")
+    if isinstance(job_id, Response):
+        return job_id
     info, workers, stats = await asyncio.gather(
         dash.data.job(name, job_id), dash.data.workers(), dash.data.stats([name])
     )
     if info is None:
-        return _error(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
+        return error_page(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
     if name not in stats:
-        return _corrupt(request, dash, name)
+        return corrupt_page(request, dash, name)
     group = None
     if info.group is not None:
         group = (await dash.data.groups(name, 1, [info.group]))[1][0]
@@ -226,7 +202,7 @@ _CANCEL_SAID = {
 async def dead_page(request: Request) -> Response:
     """A page of a queue's dead letters, newest first, with replay and purge."""
     dash = dashboard_of(request)
-    name = await _queue_or_error(request, dash)
+    name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
     limit = _int_param(request, "limit", 50, 1, max(DEAD_PAGE_SIZES))

@@ -11,9 +11,8 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from durq.dashboard.params import error_page, id_or_error, queue_or_error
 from durq.dashboard.state import Dashboard, dashboard_of, render
-from durq.errors import InvalidArgument
-from durq.keys import check_job_id, check_queue_name
 from durq.protocol import workflows as wf
 
 __all__ = ["WorkflowCounters", "workflow_counters", "workflow_page", "workflows_page"]
@@ -22,25 +21,10 @@ MAX_STEPS_SHOWN = 500
 MAX_RUNNING_SHOWN = 200
 
 
-def _error(request: Request, dash: Dashboard, status: int, message: str) -> Response:
-    return render(request, dash, "error.html", {"status": status, "message": message}, status)
-
-
-async def _home(request: Request, dash: Dashboard) -> str | Response:
-    name = request.query_params.get("q", "")
-    try:
-        check_queue_name(name)
-    except InvalidArgument:
-        return _error(request, dash, 400, "Not a valid queue name.")
-    if not await dash.data.is_queue(name):
-        return _error(request, dash, 404, f"No queue named {name} in this namespace.")
-    return name
-
-
 async def workflows_page(request: Request) -> Response:
     """The running workflows whose home is a queue, oldest first, and its counters."""
     dash = dashboard_of(request)
-    name = await _home(request, dash)
+    name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
     queue = dash.data.queue(name)
@@ -55,18 +39,16 @@ async def workflows_page(request: Request) -> Response:
 async def workflow_page(request: Request) -> Response:
     """One workflow: state, error, each step's state, and where it waits."""
     dash = dashboard_of(request)
-    name = await _home(request, dash)
+    name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
-    workflow_id = request.query_params.get("id", "").strip()
-    try:
-        check_job_id(workflow_id)
-    except InvalidArgument:
-        return _error(request, dash, 400, "Not a valid workflow id.")
+    workflow_id = id_or_error(request, dash, "workflow")
+    if isinstance(workflow_id, Response):
+        return workflow_id
     queue = dash.data.queue(name)
     info = await queue.run(wf.info(queue.keys, workflow_id))
     if info is None:
-        return _error(request, dash, 404, f"Queue {name} has no workflow {workflow_id}.")
+        return error_page(request, dash, 404, f"Queue {name} has no workflow {workflow_id}.")
     # where it waits: the open groups, their members still open, and dead steps
     members = {s.node: s for s in info.steps}
     return render(
