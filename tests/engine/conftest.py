@@ -4,7 +4,9 @@ each front end.
 Engine tests are written once, as coroutines, against the AsyncQueue API. The ``q``
 fixture runs each of them through both front ends: the AsyncQueue itself, and the
 generated blocking ``Queue`` behind :class:`Blocking`, which calls the real blocking
-methods and only wraps their results in coroutines.
+methods and only wraps their results in coroutines. The two fronts also take the two ways
+of running scripts on a server with Functions: the async one FCALL, the blocking one
+EVALSHA (forced), so every engine test checks that both give the same results.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ async def make_q(
             queue: Any = AsyncQueue(name or queue_name, server.url, **options)
         else:
             queue = Blocking(Queue(name or queue_name, server.url, **options))
+            queue.sync._driver.functions = False
         made.append(queue)
         return queue
 

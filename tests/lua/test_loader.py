@@ -105,7 +105,7 @@ def test_every_lua_file_of_the_package_is_a_known_script() -> None:
 
 
 def test_every_library_file_is_used_by_some_script() -> None:
-    include = re.compile(r'^--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
+    include = re.compile(r'^[ \t]*--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
     used: set[str] = set()
     todo = list(SCRIPT_NAMES)
     while todo:
@@ -127,21 +127,29 @@ def test_every_script_compiles_on_every_server(server: RedisServer) -> None:
         client.close()
 
 
-def _flush(server: RedisServer) -> None:
-    client = redis.Redis.from_url(server.url)
-    try:
-        client.script_flush()
-    finally:
-        client.close()
-
-
+@pytest.mark.parametrize("path", ["evalsha", "fcall"])
 @pytest.mark.parametrize("front", ["sync", "async"])
 async def test_a_flushed_script_cache_is_reloaded_on_noscript(
-    server: RedisServer, queue_name: str, front: str
+    server: RedisServer, queue_name: str, front: str, path: str
 ) -> None:
+    """Both ways of running scripts: EVALSHA after SCRIPT FLUSH, FCALL after FUNCTION
+    FLUSH (the library is loaded again where a call finds it missing)."""
     from durq.protocol.calls import MAX_BATCH
 
+    if path == "fcall" and server.version < (7,):
+        pytest.skip("no Functions before Redis 7")
     queue: Any = (Queue if front == "sync" else AsyncQueue)(queue_name, server.url)
+    queue._driver.functions = path == "fcall"
+
+    def _flush(server: RedisServer) -> None:
+        client = redis.Redis.from_url(server.url)
+        try:
+            if path == "fcall":
+                client.function_flush()
+            else:
+                client.script_flush()
+        finally:
+            client.close()
 
     async def call(name: str, *args: Any, **kwargs: Any) -> Any:
         result = getattr(queue, name)(*args, **kwargs)

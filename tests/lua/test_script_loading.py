@@ -1,6 +1,6 @@
 """The drivers load each script once per connection pool, and again when the server lost
 its scripts (restart, failover, SCRIPT FLUSH; the flushes within pipelines are in
-test_loader.py)."""
+test_loader.py). The same for the Functions library: test_functions.py."""
 
 from __future__ import annotations
 
@@ -39,12 +39,15 @@ class _Front:
 
     def __init__(self, front: str, server: RedisServer) -> None:
         self.sync = front == "sync"
+        self.evalsha = True  # these tests count SCRIPT LOADs
         self.client: Any = (
             connection.sync_client(server.url) if self.sync else connection.async_client(server.url)
         )
 
     def queue(self, name: str) -> Any:
-        return (Queue if self.sync else AsyncQueue)(name, client=self.client)
+        queue = (Queue if self.sync else AsyncQueue)(name, client=self.client)
+        queue._driver.functions = not self.evalsha
+        return queue
 
     async def call(self, queue: Any, method: str, *args: Any) -> Any:
         result = getattr(queue, method)(*args)

@@ -5,6 +5,7 @@ GENERATED from durq/_async/driver.py by scripts/unasync.py: edit that file.
 
 from __future__ import annotations
 
+import os
 import time
 from time import sleep
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from durq import cluster
 from durq.cluster import sync_node_pool, sync_refresh
 from durq.connection import sync_exchange
 from durq.errors import DurqError
+from durq.lua.functions import library
 from durq.protocol.calls import (
     Command,
     Op,
@@ -38,15 +40,46 @@ Wire = tuple[Any, ...]
 
 # commands that name no key: in a Cluster they go where the request's keys go (WAIT
 # confirms the writes of its own connection), or to any node when alone
-_KEYLESS = frozenset({"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRIPT"})
+_KEYLESS = frozenset(
+    {"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRIPT", "FUNCTION"}
+)
+
+#: set (to anything but "" or "0") to run every script with EVALSHA, even on servers
+#: with Functions (debugging; the tests of both paths)
+EVALSHA_ENV = "DURQ_EVALSHA"
+#: a node's entry in the script cache when it runs durq's scripts with EVALSHA: Redis 6.2
+#: (no Functions), or a user not allowed FCALL or FUNCTION LOAD
+_NO_FUNCTIONS = "evalsha"
 
 
 def _evalsha(call: ScriptCall) -> Wire:
     return ("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
 
 
-def _wire(call: ScriptCall | Command) -> Wire:
-    return _evalsha(call) if isinstance(call, ScriptCall) else call.args
+def _wire(call: ScriptCall | Command, functions: dict[str, str] | None) -> Wire:
+    if not isinstance(call, ScriptCall):
+        return call.args
+    name = functions.get(call.script.name) if functions is not None else None
+    if name is None:
+        return _evalsha(call)
+    return ("FCALL", name, len(call.keys), *call.keys, *call.args)
+
+
+def _function_missing(reply: Any) -> bool:
+    """An FCALL not executed because the server lacks durq's library (a restart without
+    persistence, FUNCTION FLUSH, a failover to a node that never had it)."""
+    return isinstance(reply, ResponseError) and str(reply).startswith("Function not found")
+
+
+def _without_functions(reply: Any) -> bool:
+    """An FCALL or FUNCTION LOAD refused by a server without Functions (Redis 6.2) or
+    for a user without the permission: that node runs the scripts with EVALSHA."""
+    if not isinstance(reply, ResponseError):
+        return False
+    text = str(reply)
+    if text.startswith("unknown command"):
+        return "FCALL" in text.upper() or "FUNCTION" in text.upper()
+    return text.startswith("User ") and ("'fcall'" in text or "'function|load'" in text)
 
 
 def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
@@ -66,6 +99,8 @@ def _retry_from(replies: Sequence[Any]) -> int | None:
     Cluster redirect), else None."""
     for i, reply in enumerate(replies):
         if isinstance(reply, (NoScriptError, *cluster.REDIRECTS)):
+            return i
+        if _function_missing(reply) or _without_functions(reply):
             return i
     return None
 
@@ -182,13 +217,19 @@ def _script_cache(home: Any) -> dict[str, set[str]]:
 class Driver:
     """Executes the requests of protocol operations.
 
-    Scripts run with EVALSHA. Before a request is sent, the scripts it uses that are not
-    yet known to be loaded on its node are loaded with SCRIPT LOAD (one round trip for
-    all of them); what is loaded is remembered per connection pool (``_script_cache``).
-    A NOSCRIPT reply (a restart, a failover or SCRIPT FLUSH emptied the server's script
-    cache) forgets that node's scripts, loads the request's again and resends the request
-    from the call that was not executed, so that a WAIT after it still follows it on its
-    connection.
+    Scripts run as Redis Functions (FCALL of durq's library, ``durq.lua.functions``)
+    where the server has them, else with EVALSHA (Redis 6.2, a user without FCALL or
+    FUNCTION LOAD permission, or ``functions`` set False, as the DURQ_EVALSHA environment
+    variable does). FCALL is sent first, without a check: the library is loaded with
+    FUNCTION LOAD when a reply says the function is missing (a new server, a restart
+    without persistence, FUNCTION FLUSH, a failover to a node that never had it), and a
+    reply that says FCALL is unknown or not allowed marks the node as an EVALSHA one.
+    Under EVALSHA, the scripts a request uses that are not yet known to be loaded on its
+    node are loaded with SCRIPT LOAD before it is sent (one round trip for all of them).
+    What each node runs and holds is remembered per connection pool (``_script_cache``).
+    A NOSCRIPT or missing-function reply forgets what that node holds, loads again and
+    resends the request from the call that was not executed, so that a WAIT after it
+    still follows it on its connection.
 
     With a plain ``Redis`` client (Sentinel's included) the commands go straight through
     a pooled connection (redis-py's packer and parser): the client's per-command wrapper
@@ -208,6 +249,8 @@ class Driver:
         self._direct = type(client) is Redis and client.connection is None
         self._stale = self._cluster  # the slot map must be (re)loaded before use
         self._node_pools: dict[str, Any] = {}  # a Cluster's, by node name
+        #: False: EVALSHA even where the server has Functions
+        self.functions = os.environ.get(EVALSHA_ENV, "") in ("", "0")
 
     def release_idle(self) -> None:
         """Give the connections durq keeps idle back to the client's pool (when the
@@ -285,14 +328,21 @@ class Driver:
         error replies come back in place. A call that was not executed (NOSCRIPT, a
         redirect) is sent again with every call after it, in order."""
         key = _route(calls) if self._cluster else None
-        wire = [_wire(c) for c in calls]
+        functions: dict[str, str] | None = None
+        wire: list[Wire] = []
         replies: list[Any] = [None] * len(calls)
         start, attempt = 0, 0
         give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
             node = self._node(key)
             loaded = self._loaded.get(node, ())
+            uses = library().functions if self.functions and _NO_FUNCTIONS not in loaded else None
+            if uses is not functions or not wire:
+                functions = uses
+                wire = [_wire(c, functions) for c in calls]
             scripts = [c for c in calls[start:] if isinstance(c, ScriptCall)]
+            if functions is not None:
+                scripts = [c for c in scripts if c.script.name not in functions]
             missing = {c.script.sha: c for c in scripts if c.script.sha not in loaded}
             if missing:
                 self._load(node, list(missing.values()))
@@ -308,6 +358,14 @@ class Driver:
             if isinstance(error, NoScriptError):  # the node lost its script cache
                 self._loaded.pop(node, None)
                 if attempt < 3:  # reloaded at once, twice; then as a redirect is followed
+                    continue
+            if _without_functions(error):  # sent again with EVALSHA
+                self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
+                continue
+            if _function_missing(error):  # the node lost (or never had) the library
+                self._loaded.pop(node, None)
+                if attempt < 3:  # loaded at once, twice; then as a redirect is followed
+                    self._load_library(node)
                     continue
             if time.monotonic() > give_up:
                 return replies
@@ -345,6 +403,17 @@ class Driver:
             if isinstance(reply, Exception):
                 raise reply
         self._loaded.setdefault(node, set()).update(sources)
+
+    def _load_library(self, node: str) -> None:
+        """FUNCTION LOAD durq's library on ``node``; already there (loaded meanwhile by
+        another client) is as good. A server or user that refuses it makes the node an
+        EVALSHA one."""
+        lib = library()
+        reply = (self._send(node, [("FUNCTION", "LOAD", lib.source)]))[0]
+        if _without_functions(reply):
+            self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
+        elif isinstance(reply, Exception) and "already exists" not in str(reply):
+            raise reply
 
     def _send(self, node: str, commands: Sequence[Wire]) -> list[Any]:
         """Send ``commands`` to ``node`` in one round trip; error replies in place."""

@@ -4,7 +4,8 @@ Each script starts with a contract header (``--[[ name: purpose ... ]]``) that l
 KEYS, ARGV, replies, errors and cost; shared helpers live in ``lib/`` and are pulled in
 with ``--- @include "lib/name"`` lines. :func:`load` resolves the includes (each file at
 most once, cycles and missing files are errors that name the include stack) and returns
-the flattened source with its SHA1, ready for EVALSHA.
+the flattened source with its SHA1, ready for EVALSHA. On servers with Functions the
+same files run as one library instead (``durq.lua.functions``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from importlib import resources
 
 __all__ = ["SCRIPT_NAMES", "Script", "ScriptLoadError", "load", "load_all"]
 
-_INCLUDE = re.compile(r'^--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
+# an indented include is inside a function of the including file (lib/functions.py)
+_INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
 
 SCRIPT_NAMES: tuple[str, ...] = (
     "cancel",
@@ -89,7 +91,7 @@ def _flatten(name: str, stack: tuple[str, ...], seen: set[str]) -> str:
         raise ScriptLoadError(f"{exc}{via}") from None
 
     def expand(match: re.Match[str]) -> str:
-        return _flatten(match.group(1), (*stack, name), seen)
+        return _flatten(match.group(2), (*stack, name), seen)
 
     return _INCLUDE.sub(expand, text)
 

@@ -3,7 +3,9 @@
 
 -- Queue settings shared by every client, stored in K_CONF and written by configure.lua,
 -- read at most once per call (their defaults and meaning: lib/conf_defaults.lua).
+--- @per-call (reset at the start of every call: lua/functions.py)
 local conf_cache = nil
+--- @end
 
 local function get_conf()
   if conf_cache == nil then

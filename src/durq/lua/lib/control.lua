@@ -25,7 +25,9 @@
 -- never promoted; the end of that job makes it due (finish below).
 local PARKED = 9007199254740991
 
+--- @per-call (reset at the start of every call: lua/functions.py)
 local control_fns = nil
+--- @end
 
 -- The job-control functions: get, finish, outcome, end_unstarted, end_cancelled,
 -- expired (each described where it is made).

@@ -4,9 +4,11 @@
 -- costs one HINCRBY per counter. They are bookkeeping, written after the job changes are
 -- complete and with pcall: a corrupted stats key cannot undo or block a job transition
 -- (stats() then reports the corruption).
+--- @per-call (reset at the start of every call: lua/functions.py)
 local counts = {}
 local ready_delta = {}
 local ready_groups = {}
+--- @end
 
 local function count(field, n)
   counts[field] = (counts[field] or 0) + n

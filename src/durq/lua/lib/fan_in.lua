@@ -563,7 +563,9 @@ local function wf_build()
   }
 end
 
+--- @per-call (reset at the start of every call: lua/functions.py)
 local WF = nil
+--- @end
 local function wf_engine()
   WF = WF or wf_build()
   return WF

@@ -7,10 +7,12 @@
 -- closure that captures variables costs a script call a fraction of a µs for each (Lua
 -- walks the list of open upvalues, long in a script of many locals), and dequeue runs
 -- for every job. A queue without flow control pays one EXISTS.
+--- @per-call (reset at the start of every call: lua/functions.py)
 local flow_ctl = nil -- the hooks, or nil: no flow control
+--- @end
 
 local function flow_machinery()
---- @include "lib/flow_hooks"
+  --- @include "lib/flow_hooks"
 end
 
 -- Before any change: make the hooks when the queue uses flow control, and return the

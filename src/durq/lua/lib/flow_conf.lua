@@ -21,7 +21,9 @@ local FLOW_DEFAULT_MAX_ACTIVE = 0     -- 0: no cap on leased jobs
 local FLOW_KEY_TYPES = {flow = 'hash', grate = 'hash', gtat = 'hash', park = 'zset',
   alarm = 'string'}
 
+--- @per-call (reset at the start of every call: lua/functions.py)
 local flow_cache = nil
+--- @end
 
 local function flow_read(raw)
   local f = {

@@ -5,6 +5,7 @@
 -- KEYS[1], the prefix, is never a key: while a Redis Cluster migrates the queue's slot,
 -- a missing declared key makes the server redirect (ASK/TRYAGAIN) rather than run the
 -- script on a half-moved queue whose group and result keys it does not declare.
+--- @per-call (reset at the start of every call: lua/functions.py)
 local K_PREFIX = KEYS[1]   -- durq:{name}:  (a prefix, never a key itself)
 local K_JOBS = KEYS[2]     -- hash   id -> record (lib/record_layout.lua)
 local K_RR = KEYS[3]       -- list   groups with ready jobs and free slots, served in turn
@@ -22,4 +23,5 @@ local K_GROUPS = KEYS[14]  -- zset   named group -> ready jobs (for "largest gro
 local K_GACTIVE = KEYS[15] -- hash   named group -> jobs holding a slot (active or returning)
 local K_GLIMIT = KEYS[16]  -- hash   named group -> concurrency limit override
 local K_GWEIGHT = KEYS[17] -- hash   named group -> jobs served per turn
+--- @end
 

@@ -6,9 +6,11 @@
 -- being eligible stays listed until dequeue pops and drops it, so nothing here costs
 -- more with the number of groups. Scripts touch() the groups whose jobs or slots they
 -- changed and offer them once at the end; an offer wakes one idle consumer.
+--- @per-call (reset at the start of every call: lua/functions.py)
 local need_wake = false
 local touched = {}
 local touched_list = {}
+--- @end
 
 local function touch(g)
   if not touched[g] then

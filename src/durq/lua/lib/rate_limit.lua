@@ -6,7 +6,9 @@
 -- in the long run `limit` per `per`. Pushing the TAT into the future pauses the limiter
 -- (durq.RateLimited); a scope without a rate can be paused too (its t is then 0).
 
+--- @per-call (reset at the start of every call: lua/functions.py)
 local rate_specs = {}
+--- @end
 
 -- A rate spec 'limit:per_ms:burst' -> {t = interval ms, tau = tolerance ms}, or nil for
 -- '' (no rate). configure.lua stores well-formed specs only (rate_spec_ok).

@@ -23,9 +23,11 @@ local SCH_FIELDS = {'kind', 'every', 'anchor', 'ends', 'wm', 'horizon', 'catch',
 
 local function sch_key(name) return K_PREFIX .. 'sch:' .. name end
 local function sch_ticks(name) return K_PREFIX .. 'sticks:' .. name end
+--- @per-call (reset at the start of every call: lua/functions.py)
 local K_SCHED = K_PREFIX .. 'sched'
 local K_SNAMES = K_PREFIX .. 'snames'
 local K_SREFILL = K_PREFIX .. 'srefill'
+--- @end
 
 local function ms(n) return string.format('%d', n) end
 

@@ -1,7 +1,9 @@
 --- @include "lib/keys"
 --- @include "lib/offer"
 
+--- @per-call (reset at the start of every call: lua/functions.py)
 local earliest_due = nil -- due time of the first delayed job (false: none), read once
+--- @end
 
 -- Put an id in the delayed set. An idle consumer sleeps until the earliest due time it
 -- knows, so a new earliest one wakes a consumer to re-plan.

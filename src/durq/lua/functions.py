@@ -1,0 +1,148 @@
+"""The operation scripts as one Redis Functions library (Redis 7+, Valkey), for FCALL.
+
+With EVALSHA, Lua runs a script's whole flattened text on every call: each ``local
+function`` and table of the included ``lib/`` files is made again each time. A Functions
+library runs its text once, at FUNCTION LOAD; each FCALL then runs only the body of the
+function it names. :func:`library` builds that library from the same files, with no
+second copy of any Lua:
+
+* every operation becomes a ``do ... end`` block of the library holding its own copy of
+  the libs it includes (so that no chunk exceeds Lua's 200 locals), the libs' text at
+  block level (made once) and the operation's own text inside a function ``run`` (made
+  per call, as under EVALSHA: its locals are per call by nature);
+* functions receive ``(keys, args)`` rather than the KEYS and ARGV globals: each block
+  declares ``KEYS`` and ``ARGV`` locals, which the registered function sets first;
+* what a lib computes per call at its top level (the K_* keys from KEYS, caches, flags,
+  counters) sits between ``--- @per-call`` and ``--- @end`` lines. Under EVALSHA those
+  lines are comments; here the block's ``local`` statements become block-level
+  declarations plus a function that assigns them, run at the start of every call, so each
+  call starts exactly as a fresh EVALSHA would. A lib's other top-level locals are
+  functions or constants (``UPPER_CASE``, never assigned): tests/lua/test_functions.py
+  fails on any other;
+* an include indented under a ``local function`` (lib/flow.lua includes lib/flow_hooks
+  so) is part of that function's body, made per call of it: it stays as it is.
+
+Every function name carries a hash of the library's text (``durq_<hash>_<op>``), and the
+library is named ``durq_<hash>``: a new durq version loads its own library next to an
+older one that workers still run, and function names (global on a server) never clash.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass
+
+from durq.lua import SCRIPT_NAMES, ScriptLoadError, _INCLUDE, _read
+
+__all__ = ["Library", "library"]
+
+_PER_CALL = re.compile(r"^--- @per-call[^\n]*\n(.*?)^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
+# text that only EVALSHA runs (Redis 6.2's replicate_commands, a name Functions refuse)
+_EVAL_ONLY = re.compile(r"^--- @eval-only[^\n]*\n.*?^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
+# one statement of a per-call block: `local a, b = ...` or `local a` (nil)
+_LOCAL = re.compile(r"^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)[ \t]*(=?)", re.MULTILINE)
+
+#: operations whose own text refers to more library-level names than a Lua 5.1 closure
+#: may capture (60 upvalues): their whole flattened text runs per call inside the
+#: registered function, as it would under EVALSHA (FUNCTION LOAD names any that must be)
+WHOLE_PER_CALL: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Library:
+    """The Functions library: its name, its source (for FUNCTION LOAD) and the function
+    that runs each operation, by operation name."""
+
+    name: str
+    source: str
+    functions: dict[str, str]
+
+
+def per_call_block(text: str) -> tuple[list[str], str]:
+    """The names a ``--- @per-call`` block declares and the body of the function that
+    gives them their per-call values (its statements without ``local``)."""
+    names: list[str] = []
+
+    def assign(match: re.Match[str]) -> str:
+        declared = [n.strip() for n in match.group(1).split(",")]
+        names.extend(declared)
+        if match.group(2):
+            return match.group(1) + " ="
+        return match.group(1) + " = " + ", ".join("nil" for _ in declared)
+
+    body = _LOCAL.sub(assign, text)
+    if not names:
+        raise ScriptLoadError("a --- @per-call block declares no local")
+    return names, body
+
+
+def _hoisted(name: str, seen: set[str], nested: bool) -> str:
+    """The flattened text of lib ``name`` for a library block: per-call blocks of a lib
+    at block level become declarations and a reset function; an include inside a
+    function (``nested``) keeps its text as it is."""
+    if name in seen:
+        return ""
+    seen.add(name)
+    text = _read(name)
+
+    def expand(match: re.Match[str]) -> str:
+        return _hoisted(match.group(2), seen, nested or bool(match.group(1)))
+
+    text = _INCLUDE.sub(expand, _EVAL_ONLY.sub("", text))
+    if nested:
+        return text
+
+    def reset(match: re.Match[str]) -> str:
+        names, body = per_call_block(match.group(1))
+        return (
+            f"local {', '.join(names)}\n"
+            f"durq_resets[#durq_resets + 1] = function()\n{body}end\n"
+        )
+
+    return _PER_CALL.sub(reset, text)
+
+
+def _block(op: str, function: str) -> str:
+    """The ``do ... end`` block of the library that registers ``function`` for ``op``."""
+    text = _read(op)
+    if op in WHOLE_PER_CALL:
+        from durq.lua import load
+
+        return (
+            f"do\nredis.register_function('{function}', function(KEYS, ARGV)\n"
+            f"{load(op).source}\nend)\nend\n"
+        )
+    seen: set[str] = set()
+    libs: list[str] = []
+
+    def hoist(match: re.Match[str]) -> str:
+        if match.group(1):
+            raise ScriptLoadError(f"{op}.lua: an operation's includes must be at its top level")
+        libs.append(_hoisted(match.group(2), seen, False))
+        return ""
+
+    own = _INCLUDE.sub(hoist, text)
+    return (
+        "do\nlocal KEYS, ARGV\nlocal durq_resets = {}\n"
+        + "".join(libs)
+        + f"\nlocal function durq_run()\n{own}\nend\n"
+        + f"redis.register_function('{function}', function(keys, args)\n"
+        + "  KEYS, ARGV = keys, args\n"
+        + "  for i = 1, #durq_resets do durq_resets[i]() end\n"
+        + "  return durq_run()\n"
+        + "end)\nend\n"
+    )
+
+
+@functools.cache
+def library() -> Library:
+    """The library of every operation in ``SCRIPT_NAMES``."""
+    # the hash covers the blocks with a placeholder for itself
+    blocks = {op: _block(op, f"durq_@_{op}") for op in SCRIPT_NAMES}
+    digest = hashlib.sha1("".join(blocks.values()).encode("utf-8")).hexdigest()[:12]
+    name = f"durq_{digest}"
+    functions = {op: f"{name}_{op}" for op in SCRIPT_NAMES}
+    body = "".join(b.replace(f"'durq_@_{op}'", f"'{functions[op]}'") for op, b in blocks.items())
+    return Library(name, f"#!lua name={name}\n{body}", functions)
