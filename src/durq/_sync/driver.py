@@ -40,9 +40,7 @@ Wire = tuple[Any, ...]
 
 # commands that name no key: in a Cluster they go where the request's keys go (WAIT
 # confirms the writes of its own connection), or to any node when alone
-_KEYLESS = frozenset(
-    {"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRIPT", "FUNCTION"}
-)
+_KEYLESS = frozenset({"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRIPT", "FUNCTION"})
 
 #: set (to anything but "" or "0") to run every script with EVALSHA, even on servers
 #: with Functions (debugging; the tests of both paths)
@@ -355,18 +353,8 @@ class Driver:
             start += again
             attempt += 1
             give_up = give_up or time.monotonic() + cluster.REDIRECT_BUDGET
-            if isinstance(error, NoScriptError):  # the node lost its script cache
-                self._loaded.pop(node, None)
-                if attempt < 3:  # reloaded at once, twice; then as a redirect is followed
-                    continue
-            if _without_functions(error):  # sent again with EVALSHA
-                self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
+            if self._reload(node, error, attempt):
                 continue
-            if _function_missing(error):  # the node lost (or never had) the library
-                self._loaded.pop(node, None)
-                if attempt < 3:  # loaded at once, twice; then as a redirect is followed
-                    self._load_library(node)
-                    continue
             if time.monotonic() > give_up:
                 return replies
             if cluster.needs_refresh(error):
@@ -403,6 +391,21 @@ class Driver:
             if isinstance(reply, Exception):
                 raise reply
         self._loaded.setdefault(node, set()).update(sources)
+
+    def _reload(self, node: str, error: Exception, attempt: int) -> bool:
+        """After ``error``, a reply that says ``node`` lacks what a call runs: forget
+        what the node holds, load again, and return True to resend at once."""
+        if isinstance(error, NoScriptError):  # the node lost its script cache
+            self._loaded.pop(node, None)
+            return attempt < 3  # reloaded at once, twice; then as a redirect is followed
+        if _without_functions(error):  # sent again with EVALSHA
+            self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
+            return True
+        if _function_missing(error):  # the node lost (or never had) the library
+            self._loaded.pop(node, None)
+            self._load_library(node)
+            return attempt < 3  # sent at once, twice; then as a redirect is followed
+        return False
 
     def _load_library(self, node: str) -> None:
         """FUNCTION LOAD durq's library on ``node``; already there (loaded meanwhile by

@@ -32,11 +32,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from durq.lua import SCRIPT_NAMES, ScriptLoadError, _INCLUDE, _read
+from durq import lua
+from durq.lua import _INCLUDE, SCRIPT_NAMES, ScriptLoadError
 
-__all__ = ["Library", "library"]
+__all__ = ["Library", "build", "library", "per_call_block"]
 
 _PER_CALL = re.compile(r"^--- @per-call[^\n]*\n(.*?)^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
 # text that only EVALSHA runs (Redis 6.2's replicate_commands, a name Functions refuse)
@@ -85,7 +87,7 @@ def _hoisted(name: str, seen: set[str], nested: bool) -> str:
     if name in seen:
         return ""
     seen.add(name)
-    text = _read(name)
+    text = lua._read(name)
 
     def expand(match: re.Match[str]) -> str:
         return _hoisted(match.group(2), seen, nested or bool(match.group(1)))
@@ -96,23 +98,18 @@ def _hoisted(name: str, seen: set[str], nested: bool) -> str:
 
     def reset(match: re.Match[str]) -> str:
         names, body = per_call_block(match.group(1))
-        return (
-            f"local {', '.join(names)}\n"
-            f"durq_resets[#durq_resets + 1] = function()\n{body}end\n"
-        )
+        return f"local {', '.join(names)}\ndurq_resets[#durq_resets + 1] = function()\n{body}end\n"
 
     return _PER_CALL.sub(reset, text)
 
 
 def _block(op: str, function: str) -> str:
     """The ``do ... end`` block of the library that registers ``function`` for ``op``."""
-    text = _read(op)
+    text = lua._read(op)
     if op in WHOLE_PER_CALL:
-        from durq.lua import load
-
         return (
             f"do\nredis.register_function('{function}', function(KEYS, ARGV)\n"
-            f"{load(op).source}\nend)\nend\n"
+            f"{lua.load(op).source}\nend)\nend\n"
         )
     seen: set[str] = set()
     libs: list[str] = []
@@ -138,11 +135,16 @@ def _block(op: str, function: str) -> str:
 
 @functools.cache
 def library() -> Library:
-    """The library of every operation in ``SCRIPT_NAMES``."""
+    """The library of every operation in ``SCRIPT_NAMES``, as the driver loads it."""
+    return build(SCRIPT_NAMES)
+
+
+def build(ops: Sequence[str]) -> Library:
+    """A library of the operations ``ops`` (files of this package, without ``.lua``)."""
     # the hash covers the blocks with a placeholder for itself
-    blocks = {op: _block(op, f"durq_@_{op}") for op in SCRIPT_NAMES}
+    blocks = {op: _block(op, f"durq_@_{op}") for op in ops}
     digest = hashlib.sha1("".join(blocks.values()).encode("utf-8")).hexdigest()[:12]
     name = f"durq_{digest}"
-    functions = {op: f"{name}_{op}" for op in SCRIPT_NAMES}
+    functions = {op: f"{name}_{op}" for op in ops}
     body = "".join(b.replace(f"'durq_@_{op}'", f"'{functions[op]}'") for op, b in blocks.items())
     return Library(name, f"#!lua name={name}\n{body}", functions)

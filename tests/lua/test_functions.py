@@ -1,0 +1,220 @@
+"""The scripts as one Redis Functions library (durq.lua.functions), and the driver's use
+of it: FCALL where the server has Functions, EVALSHA on Redis 6.2 or when forced."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from importlib import resources
+from typing import Any
+
+import pytest
+import redis
+
+from durq import AsyncQueue, Queue, lua
+from durq.dev.server import RedisServer
+from durq.keys import QueueKeys
+from durq.lua import SCRIPT_NAMES
+from durq.lua.functions import build, library, per_call_block
+
+_BLOCKS = re.compile(r"^--- @(?:per-call|eval-only).*?^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
+_LOCAL = re.compile(r"^local (?!function\b)([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)", re.MULTILINE)
+_INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"', re.MULTILINE)
+
+
+def _libs() -> list[str]:
+    root = resources.files("durq.lua").joinpath("lib")
+    return sorted(f"lib/{p.name[:-4]}" for p in root.iterdir() if p.name.endswith(".lua"))
+
+
+def _inside_functions_only() -> set[str]:
+    """Libs that every file includes indented, inside a function (made per call of it)."""
+    top: set[str] = set()
+    nested: set[str] = set()
+    for name in [*SCRIPT_NAMES, *_libs()]:
+        for indent, lib in _INCLUDE.findall(lua._read(name)):
+            (nested if indent else top).add(lib)
+    return nested - top
+
+
+def test_a_lib_keeps_no_state_between_calls_outside_a_per_call_block() -> None:
+    """A library runs a lib's top level once, at FUNCTION LOAD: a top-level local that
+    any call changes would carry one call's value into the next. Such state must sit in
+    a ``--- @per-call`` block (reset at the start of every call); the other top-level
+    locals are functions or UPPER_CASE constants that nothing assigns or fills."""
+    code = "\n".join(lua._read(n) for n in [*SCRIPT_NAMES, *_libs()])
+    problems: list[str] = []
+    exempt = _inside_functions_only()
+    for lib in _libs():
+        if lib in exempt:
+            continue
+        text = _BLOCKS.sub("", lua._read(lib))
+        for match in _LOCAL.finditer(text):
+            for name in (n.strip() for n in match.group(1).split(",")):
+                if not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+                    problems.append(f"{lib}: local {name} outside a --- @per-call block")
+                    continue
+                changed = re.compile(
+                    rf"(?<![\w.])(?<!local ){name}\s*(?:\[[^\]\n]*\]|\.\w+)?\s*=(?!=)"
+                    rf"|table\.(?:insert|remove|sort)\(\s*{name}\b"
+                )
+                if changed.search(code):
+                    problems.append(f"{lib}: the constant {name} is changed somewhere")
+        for line in text.splitlines():
+            if line and not line[0].isspace() and not line.startswith(("local ", "--", "end", "}")):
+                problems.append(f"{lib}: top-level statement {line!r} (runs once, at load)")
+    assert problems == []
+
+
+def test_a_per_call_block_becomes_declarations_and_assignments() -> None:
+    names, body = per_call_block("local a = KEYS[1] -- the first\nlocal b, c\nlocal d = {\n}\n")
+    assert names == ["a", "b", "c", "d"]
+    assert body == "a = KEYS[1] -- the first\nb, c = nil, nil\nd = {\n}\n"
+
+
+def test_the_library_name_and_function_names_carry_its_hash() -> None:
+    lib = library()
+    assert re.fullmatch(r"durq_[0-9a-f]{12}", lib.name)
+    assert lib.source.startswith(f"#!lua name={lib.name}\n")
+    assert lib.functions == {op: f"{lib.name}_{op}" for op in SCRIPT_NAMES}
+
+
+def _redis7(make_server: Callable[..., RedisServer]) -> RedisServer:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no Debian redis-server (7.0) on PATH")
+    server = make_server(binary=binary)
+    if server.version < (7,):
+        pytest.skip(f"redis-server on PATH is {server.version}, without Functions")
+    return server
+
+
+@pytest.fixture(params=["valkey", "redis7"])
+def functions_server(
+    request: pytest.FixtureRequest, make_server: Callable[..., RedisServer]
+) -> RedisServer:
+    """A private server with Functions: Valkey 9, or Debian's Redis 7.0."""
+    if request.param == "redis7":
+        return _redis7(make_server)
+    return make_server("valkey")
+
+
+def test_the_library_loads_and_registers_every_operation(functions_server: RedisServer) -> None:
+    lib = library()
+    client = redis.Redis.from_url(functions_server.url)
+    try:
+        assert client.function_load(lib.source) == lib.name.encode()
+        with pytest.raises(redis.ResponseError, match="already exists"):
+            client.function_load(lib.source)  # the driver takes this as loaded
+        (listed,) = client.function_list(library=lib.name)
+        got = {f[b"name"].decode() for f in _pairs(listed)[b"functions"]}
+        assert got == set(lib.functions.values())
+    finally:
+        client.close()
+
+
+def _pairs(reply: Any) -> dict[bytes, Any]:
+    """A RESP2 map reply (a flat list, or a list of maps for each function) as a dict."""
+    if isinstance(reply, dict):
+        return reply
+    out = dict(zip(reply[::2], reply[1::2], strict=True))
+    if b"functions" in out:
+        out[b"functions"] = [_pairs(f) for f in out[b"functions"]]
+    return out
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Lua files served from a dict, for a library of test operations."""
+    fake: dict[str, str] = {}
+    real = lua._read
+    monkeypatch.setattr(lua, "_read", lambda name: fake[name] if name in fake else real(name))
+    yield fake
+
+
+def test_per_call_state_starts_fresh_in_every_call(
+    functions_server: RedisServer, probe: dict[str, str]
+) -> None:
+    probe["lib/state"] = (
+        "--- @per-call\nlocal hits = {}\nlocal first = KEYS[1]\n--- @end\n"
+        "local KEPT = {} -- made once at load: shows that only the block is reset\n"
+        "local function hit() hits[#hits + 1] = 1; KEPT[#KEPT + 1] = 1; return #hits end\n"
+    )
+    probe["probe"] = '--- @include "lib/state"\nreturn {hit(), #KEPT, first, ARGV[1]}\n'
+    lib = build(["probe"])
+    client = redis.Redis.from_url(functions_server.url)
+    try:
+        client.function_load(lib.source)
+        fn = lib.functions["probe"]
+        assert client.fcall(fn, 1, "{q}a", "x") == [1, 1, b"{q}a", b"x"]
+        assert client.fcall(fn, 1, "{q}b", "y") == [1, 2, b"{q}b", b"y"]
+    finally:
+        client.close()
+
+
+def _calls(server: RedisServer) -> dict[str, int]:
+    client = redis.Redis.from_url(server.url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {k: int(stats.get(f"cmdstat_{k}", {}).get("calls", 0)) for k in ("fcall", "evalsha")}
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["default", "evalsha-forced"])
+@pytest.mark.parametrize("front", ["sync", "async"])
+async def test_scripts_run_with_fcall_where_the_server_has_functions(
+    server: RedisServer, queue_name: str, front: str, forced: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis 6.2 keeps EVALSHA (told by the first FCALL's reply); DURQ_EVALSHA forces it."""
+    if forced:
+        monkeypatch.setenv("DURQ_EVALSHA", "1")
+    queue: Any = (Queue if front == "sync" else AsyncQueue)(queue_name, server.url)
+
+    async def call(name: str, *args: Any) -> Any:
+        result = getattr(queue, name)(*args)
+        return await result if front == "async" else result
+
+    try:
+        before = _calls(server)
+        await call("enqueue", "x")
+        await call("release", await call("dequeue"))
+        assert (await call("stats")).completed == 1
+        after = _calls(server)
+    finally:
+        await call("aclose" if front == "async" else "close")
+    fcalls, evalshas = after["fcall"] - before["fcall"], after["evalsha"] - before["evalsha"]
+    if server.version >= (7,) and not forced:
+        # one more where this server did not have the library yet (Function not found)
+        assert fcalls in (4, 5)
+        assert evalshas == 0
+    else:
+        assert evalshas == 4
+        # Redis 6.2 counts no FCALL (unknown); the first one told the driver
+        assert fcalls == 0
+
+
+async def test_a_setting_changed_between_two_calls_is_read_again(
+    server: RedisServer, queue_name: str
+) -> None:
+    """release.lua reads the dedup window through lib/conf.lua's per-call cache: a cache
+    left from the previous call would keep the old window for the new tombstone."""
+    queue = AsyncQueue(queue_name, server.url)
+    client = redis.Redis.from_url(server.url)
+    done = QueueKeys(queue_name).prefix + "done"
+    try:
+        ends = []
+        for window in (60.0, 1.0):
+            await queue.configure(dedup_window=window)
+            await queue.enqueue("x")
+            job = await queue.dequeue()
+            assert job is not None
+            await queue.release(job)
+            ends.append(float(client.zscore(done, job.id) or 0) / 1000 - time.time())
+        assert 50 < ends[0] <= 60.5
+        assert 0 < ends[1] <= 1.5
+    finally:
+        await queue.aclose()
+        client.close()
