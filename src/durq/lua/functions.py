@@ -87,20 +87,21 @@ def _hoisted(name: str, seen: set[str], nested: bool) -> str:
     if name in seen:
         return ""
     seen.add(name)
-    text = lua._read(name)
+    text = _EVAL_ONLY.sub("", lua._read(name))
+    if not nested:
+        # the lib's own blocks only: a lib it includes inside a function stays as it is
+        text = _PER_CALL.sub(_reset, text)
 
     def expand(match: re.Match[str]) -> str:
         return _hoisted(match.group(2), seen, nested or bool(match.group(1)))
 
-    text = _INCLUDE.sub(expand, _EVAL_ONLY.sub("", text))
-    if nested:
-        return text
+    return _INCLUDE.sub(expand, text)
 
-    def reset(match: re.Match[str]) -> str:
-        names, body = per_call_block(match.group(1))
-        return f"local {', '.join(names)}\ndurq_resets[#durq_resets + 1] = function()\n{body}end\n"
 
-    return _PER_CALL.sub(reset, text)
+def _reset(match: re.Match[str]) -> str:
+    """A per-call block as block-level declarations and a function run at every call."""
+    names, body = per_call_block(match.group(1))
+    return f"local {', '.join(names)}\ndurq_resets[#durq_resets + 1] = function()\n{body}end\n"
 
 
 def _block(op: str, function: str) -> str:
