@@ -237,7 +237,7 @@ def test_idle_workers_of_a_parked_queue_send_few_commands(
     flow_app.close()
 
 
-_WORKER_COMMANDS = ("evalsha", "bzpopmin", "zadd", "pexpire", "eval")
+_WORKER_COMMANDS = ("fcall", "evalsha", "bzpopmin", "zadd", "pexpire", "eval")
 
 
 def _calls(client: redis.Redis) -> dict[str, int]:
