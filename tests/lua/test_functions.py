@@ -218,3 +218,26 @@ async def test_a_setting_changed_between_two_calls_is_read_again(
     finally:
         await queue.aclose()
         client.close()
+
+
+def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """FCALL finds no library, FUNCTION LOAD gets NOPERM: the node is an EVALSHA node."""
+    server = make_server("valkey")
+    admin = redis.Redis.from_url(server.url)
+    try:
+        admin.execute_command(
+            "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-function"
+        )
+        url = f"redis://app:pw@{server.host}:{server.port}"
+        with Queue(queue_name, url) as queue:
+            for payload in ("a", "b"):
+                queue.enqueue(payload)
+                job = queue.dequeue()
+                assert job is not None and job.payload == payload
+                queue.release(job)
+        # one FCALL, the first: told the library is missing, the driver could not load it
+        assert _calls(server) == {"fcall": 1, "evalsha": 6}
+    finally:
+        admin.close()
