@@ -121,17 +121,79 @@ def _block(op: str, function: str) -> str:
         libs.append(_hoisted(match.group(2), seen, False))
         return ""
 
-    own = _INCLUDE.sub(hoist, text)
+    declarations, body = _declarations(_INCLUDE.sub(hoist, text))
     return (
         "do\nlocal KEYS, ARGV\nlocal durq_resets = {}\n"
         + "".join(libs)
-        + f"\nlocal function durq_run()\n{own}\nend\n"
+        + declarations
+        + f"\nlocal function durq_run()\n{body}\nend\n"
         + f"redis.register_function('{function}', function(keys, args)\n"
         + "  KEYS, ARGV = keys, args\n"
         + "  for i = 1, #durq_resets do durq_resets[i]() end\n"
         + "  return durq_run()\n"
         + "end)\nend\n"
     )
+
+
+_CONSTANT = re.compile(r"local [A-Z][A-Z0-9_]* = (?:-?[0-9][0-9.e]*|'[^'\\]*')\s*(?:--.*)?")
+_FUNCTION = re.compile(r"local function ([A-Za-z_]\w*)")
+
+
+def _declarations(text: str) -> tuple[str, str]:
+    """Split an operation's own text into the leading run of top-level ``local``
+    statements, for block level, and the rest (from its first other statement on), the
+    body run per call. In the declarations, a ``local function`` is made once; a literal
+    ``UPPER_CASE`` constant is kept once; any other local is per-call state, declared at
+    block level and assigned by a reset function, in order, before the body runs: as
+    these statements only declare, running them all before the body is the order they
+    had. A function that the rest reassigns ends the run."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("--[["):  # a long comment (the contract header)
+            end = next(j for j in range(i, len(lines)) if "]]" in lines[j])
+            out.extend(lines[i : end + 1])
+            i = end + 1
+            continue
+        if not line.strip() or line.startswith("--"):
+            out.append(line)
+            i += 1
+            continue
+        if not line.startswith("local "):
+            break
+        j = i + 1
+        function = _FUNCTION.match(line)
+        if function:  # to its `end` at column 0
+            while j < len(lines) and not re.match(r"end\b", lines[j]):
+                j += 1
+            j += 1
+        else:  # to the next line at column 0 that is not a closing one
+            while j < len(lines) and (
+                not lines[j].strip()
+                or lines[j][0].isspace()
+                or re.match(r"(?:end\b|\}|\))", lines[j])
+            ):
+                j += 1
+        item = "\n".join(lines[i:j])
+        rest = "\n".join(lines[j:])
+        if function:
+            assigned = rf"(?m)^\s*{function.group(1)}\s*=(?!=)"
+            if re.search(assigned, rest):
+                break
+            out.append(item)
+        elif _CONSTANT.fullmatch(item.strip()) and not re.search(
+            rf"(?m)^\s*{item.split()[1]}\s*=(?!=)", rest
+        ):
+            out.append(item)
+        else:
+            names, body = per_call_block(item + "\n")
+            out.append(
+                f"local {', '.join(names)}\ndurq_resets[#durq_resets + 1] = function()\n{body}end"
+            )
+        i = j
+    return "\n".join(out) + "\n", "\n".join(lines[i:])
 
 
 @functools.cache
