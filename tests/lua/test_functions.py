@@ -227,8 +227,13 @@ def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
     server = make_server("valkey")
     admin = redis.Redis.from_url(server.url)
     try:
-        admin.execute_command(
-            "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-function"
+        admin.acl_setuser(
+            "app",
+            enabled=True,
+            passwords=["+pw"],
+            keys=["*"],
+            channels=["*"],
+            commands=["+@all", "-function"],
         )
         url = f"redis://app:pw@{server.host}:{server.port}"
         with Queue(queue_name, url) as queue:
