@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from durq import lua
@@ -80,20 +80,20 @@ def per_call_block(text: str) -> tuple[list[str], str]:
     return names, body
 
 
-def _hoisted(name: str, seen: set[str], nested: bool) -> str:
+def _hoisted(name: str, seen: set[str], nested: bool, read: Callable[[str], str]) -> str:
     """The flattened text of lib ``name`` for a library block: per-call blocks of a lib
     at block level become declarations and a reset function; an include inside a
     function (``nested``) keeps its text as it is."""
     if name in seen:
         return ""
     seen.add(name)
-    text = _EVAL_ONLY.sub("", lua._read(name))
+    text = _EVAL_ONLY.sub("", read(name))
     if not nested:
         # the lib's own blocks only: a lib it includes inside a function stays as it is
         text = _PER_CALL.sub(_reset, text)
 
     def expand(match: re.Match[str]) -> str:
-        return _hoisted(match.group(2), seen, nested or bool(match.group(1)))
+        return _hoisted(match.group(2), seen, nested or bool(match.group(1)), read)
 
     return _INCLUDE.sub(expand, text)
 
@@ -104,9 +104,9 @@ def _reset(match: re.Match[str]) -> str:
     return f"local {', '.join(names)}\ndurq_resets[#durq_resets + 1] = function()\n{body}end\n"
 
 
-def _block(op: str, function: str) -> str:
+def _block(op: str, function: str, read: Callable[[str], str]) -> str:
     """The ``do ... end`` block of the library that registers ``function`` for ``op``."""
-    text = lua._read(op)
+    text = read(op)
     if op in WHOLE_PER_CALL:
         return (
             f"do\nredis.register_function('{function}', function(KEYS, ARGV)\n"
@@ -118,7 +118,7 @@ def _block(op: str, function: str) -> str:
     def hoist(match: re.Match[str]) -> str:
         if match.group(1):
             raise ScriptLoadError(f"{op}.lua: an operation's includes must be at its top level")
-        libs.append(_hoisted(match.group(2), seen, False))
+        libs.append(_hoisted(match.group(2), seen, False, read))
         return ""
 
     declarations, body = _declarations(_INCLUDE.sub(hoist, text))
@@ -205,7 +205,8 @@ def library() -> Library:
 def build(ops: Sequence[str]) -> Library:
     """A library of the operations ``ops`` (files of this package, without ``.lua``)."""
     # the hash covers the blocks with a placeholder for itself
-    blocks = {op: _block(op, f"durq_@_{op}") for op in ops}
+    read = functools.cache(lua._read)  # each file is included by many operations
+    blocks = {op: _block(op, f"durq_@_{op}", read) for op in ops}
     digest = hashlib.sha1("".join(blocks.values()).encode("utf-8")).hexdigest()[:12]
     name = f"durq_{digest}"
     functions = {op: f"{name}_{op}" for op in ops}
