@@ -142,14 +142,21 @@ def test_per_call_state_starts_fresh_in_every_call(
         "local KEPT = {} -- made once at load: shows that only the block is reset\n"
         "local function hit() hits[#hits + 1] = 1; KEPT[#KEPT + 1] = 1; return #hits end\n"
     )
-    probe["probe"] = '--- @include "lib/state"\nreturn {hit(), #KEPT, first, ARGV[1]}\n'
+    # the operation's own leading locals go to block level too: `seen` is per call
+    probe["probe"] = (
+        '--- @include "lib/state"\nlocal LIMIT = 3\nlocal seen = {}\nlocal arg = ARGV[1]\n'
+        "local function see() seen[#seen + 1] = arg; return #seen end\n"
+        "local out = {hit(), #KEPT, first, see(), arg, LIMIT}\n"
+        "return out\n"
+    )
     lib = build(["probe"])
+    assert "local function durq_run()\nreturn out" in lib.source
     client = redis.Redis.from_url(functions_server.url)
     try:
         client.function_load(lib.source)
         fn = lib.functions["probe"]
-        assert client.fcall(fn, 1, "{q}a", "x") == [1, 1, b"{q}a", b"x"]
-        assert client.fcall(fn, 1, "{q}b", "y") == [1, 2, b"{q}b", b"y"]
+        assert client.fcall(fn, 1, "{q}a", "x") == [1, 1, b"{q}a", 1, b"x", 3]
+        assert client.fcall(fn, 1, "{q}b", "y") == [1, 2, b"{q}b", 1, b"y", 3]
     finally:
         client.close()
 

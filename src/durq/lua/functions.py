@@ -139,6 +139,15 @@ _CONSTANT = re.compile(r"local [A-Z][A-Z0-9_]* = (?:-?[0-9][0-9.e]*|'[^'\\]*')\s
 _FUNCTION = re.compile(r"local function ([A-Za-z_]\w*)")
 
 
+def _continues(lines: list[str], j: int) -> bool:
+    """True when the statement before line ``j`` goes on: the next line with code is
+    indented (a one-line ``local function ... end`` is followed by one that is not)."""
+    for line in lines[j:]:
+        if line.strip() and not line.startswith("--"):
+            return line[0].isspace()
+    return False
+
+
 def _declarations(text: str) -> tuple[str, str]:
     """Split an operation's own text into the leading run of top-level ``local``
     statements, for block level, and the rest (from its first other statement on), the
@@ -165,9 +174,11 @@ def _declarations(text: str) -> tuple[str, str]:
             break
         j = i + 1
         function = _FUNCTION.match(line)
-        if function:  # to its `end` at column 0
+        if function and _continues(lines, j):  # to its `end` at column 0
             while j < len(lines) and not re.match(r"end\b", lines[j]):
                 j += 1
+            if j == len(lines):
+                break  # not a layout this understands: the rest stays per call
             j += 1
         else:  # to the next line at column 0 that is not a closing one
             while j < len(lines) and (
