@@ -8,14 +8,17 @@ SCRIPT_COMMANDS = (
     "+smembers +type +del +pexpire +zpopmin +hgetall +time +get +set +publish +exists +hscan "
     "+hsetnx +persist +rename +scard +zcount +zremrangebyscore +zrevrangebyscore"
 )
+# Redis 7+ and Valkey: the scripts as Functions; Redis 6.2 knows neither (leave them out)
+FUNCTIONS_ONLY = ("+fcall", "+function|load")
 PRODUCER = (
-    "on >{password} ~durq:* resetchannels &durq:* -@all +evalsha +script|load +sadd +ping +blmove "
-    "+lindex +hget +hmget +hset +zrange "
+    "on >{password} ~durq:* resetchannels &durq:* -@all +fcall +function|load +evalsha "
+    "+script|load +sadd +ping +blmove +lindex +hget +hmget +hset +zrange "
     "+client|setinfo " + SCRIPT_COMMANDS
 )
 WORKER = (
-    "on >{password} ~durq:* resetchannels &durq:* -@all +evalsha +script|load +sadd +srem "
-    "+smembers +hset +hgetall +pexpire +del +bzpopmin +blmove +lindex +ping +info +config|get "
+    "on >{password} ~durq:* resetchannels &durq:* -@all +fcall +function|load +evalsha "
+    "+script|load +sadd +srem +smembers +hset +hgetall +pexpire +del +bzpopmin +blmove "
+    "+lindex +ping +info +config|get "
     "+subscribe +zadd +hget +hmget +zrange +scard "
     "+client|setinfo " + SCRIPT_COMMANDS
 )

@@ -14,7 +14,7 @@ import durq
 from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
 
-from .acl_rules import PRODUCER, SCRIPT_COMMANDS, WORKER
+from .acl_rules import FUNCTIONS_ONLY, PRODUCER, SCRIPT_COMMANDS, WORKER
 
 
 def _command(client: redis.Redis, *args: Any) -> Any:
@@ -24,7 +24,10 @@ def _command(client: redis.Redis, *args: Any) -> Any:
 def _user(server_url: str, name: str, rule: str, password: str) -> str:
     admin = redis.Redis.from_url(server_url)
     try:
-        _command(admin, "ACL", "SETUSER", name, "reset", *rule.format(password=password).split())
+        words = rule.format(password=password).split()
+        if int(str(admin.info("server")["redis_version"]).split(".")[0]) < 7:
+            words = [w for w in words if w not in FUNCTIONS_ONLY]  # unknown to Redis 6.2
+        _command(admin, "ACL", "SETUSER", name, "reset", *words)
     finally:
         admin.close()
     host_port = server_url.split("//", 1)[1].split("/", 1)[0]
