@@ -253,3 +253,25 @@ def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
         assert _calls(server) == {"fcall": 1, "evalsha": 6}
     finally:
         admin.close()
+
+
+def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """A function is refused before it runs when the server is out of memory; a script
+    without flags runs until its first write that could grow memory. The driver resends
+    such an FCALL with EVALSHA, so a read (stats) works as it did before Functions."""
+    server = make_server("valkey")
+    admin = redis.Redis.from_url(server.url)
+    try:
+        with Queue(queue_name, server.url) as queue:
+            queue.enqueue("a")
+            used = int(admin.info("memory")["used_memory"])
+            admin.config_set("maxmemory", used - 100_000)
+            assert queue.stats().pending == 1
+            with pytest.raises(redis.exceptions.OutOfMemoryError):
+                queue.enqueue("b")
+            admin.config_set("maxmemory", 0)
+            assert queue.stats().pending == 1
+    finally:
+        admin.close()

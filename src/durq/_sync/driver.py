@@ -15,7 +15,13 @@ from typing import Any, TypeVar
 
 import hiredis
 from redis import Redis
-from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
+from redis.exceptions import (
+    ConnectionError,
+    NoScriptError,
+    OutOfMemoryError,
+    ResponseError,
+    TimeoutError,
+)
 
 from durq import cluster
 from durq.cluster import sync_node_pool, sync_refresh
@@ -92,13 +98,18 @@ def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
     return None
 
 
-def _retry_from(replies: Sequence[Any]) -> int | None:
+def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
     """Index of the first reply that means "not executed, send again" (NOSCRIPT, or a
     Cluster redirect), else None."""
     for i, reply in enumerate(replies):
         if isinstance(reply, (NoScriptError, *cluster.REDIRECTS)):
             return i
         if _function_missing(reply) or _without_functions(reply):
+            return i
+        if fcall and isinstance(reply, OutOfMemoryError):
+            # a function (no allow-oom flag) is refused before it runs when the server
+            # is out of memory; a script without flags runs until its first write that
+            # could grow memory: resent with EVALSHA, a read (stats) still works
             return i
     return None
 
@@ -330,11 +341,13 @@ class Driver:
         wire: list[Wire] = []
         replies: list[Any] = [None] * len(calls)
         start, attempt = 0, 0
+        oom = False  # the server refused an FCALL for want of memory: EVALSHA from then on
         give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
             node = self._node(key)
             loaded = self._loaded.get(node, ())
-            uses = library().functions if self.functions and _NO_FUNCTIONS not in loaded else None
+            fcall = self.functions and not oom and _NO_FUNCTIONS not in loaded
+            uses = library().functions if fcall else None
             if uses is not functions or not wire:
                 functions = uses
                 wire = [_wire(c, functions) for c in calls]
@@ -345,7 +358,7 @@ class Driver:
             if missing:
                 self._load(node, list(missing.values()))
             got = self._send(node, wire[start:])
-            again = _retry_from(got)
+            again = _retry_from(got, uses is not None)
             replies[start : start + len(got)] = got
             if again is None:
                 return replies
@@ -353,7 +366,9 @@ class Driver:
             start += again
             attempt += 1
             give_up = give_up or time.monotonic() + cluster.REDIRECT_BUDGET
-            if self._reload(node, error, attempt):
+            # an OOM reply comes back here only for an FCALL, not run: resent by EVALSHA
+            oom = oom or isinstance(error, OutOfMemoryError)
+            if isinstance(error, OutOfMemoryError) or self._reload(node, error, attempt):
                 continue
             if time.monotonic() > give_up:
                 return replies
