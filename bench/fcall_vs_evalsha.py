@@ -10,7 +10,8 @@ driver's FCALL and once with EVALSHA forced (``driver.functions``), in turn for
 * warm dequeue: ``--jobs`` jobs enqueued, then dequeued one call each, back to back;
 * warm release: those jobs released one call each, back to back;
 * cold dequeue: ``--cold`` dequeues of the empty queue, one every 10 ms (the pickup
-  path of a queue that work trickles into).
+  path of a queue that work trickles into);
+* cold release: ``--cold`` leased jobs released one every 10 ms.
 
 Prints each phase's median over the rounds. The server's time only: no round trip.
 """
@@ -52,6 +53,14 @@ def _round(client: redis.Redis, url: str, fcall: bool, jobs: int, cold: int) -> 
             time.sleep(0.01)
             assert queue.dequeue() is None
         out["cold dequeue (empty, every 10 ms)"] = _usec(client, command)
+        queue.enqueue_many(range(cold))
+        held = [queue.dequeue() for _ in range(cold)]
+        client.config_resetstat()
+        for job in held:
+            assert job is not None
+            time.sleep(0.01)
+            queue.release(job)
+        out["cold release (one every 10 ms)"] = _usec(client, command)
     return out
 
 
