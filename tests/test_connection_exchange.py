@@ -160,3 +160,14 @@ def test_bytes_redis_py_read_already_are_not_lost(conn: Any) -> None:
         ),
         1,
     ) == [b"three"]
+
+
+@pytest.mark.parametrize("path", ["lean", "redis-py"])
+def test_a_loading_error_raises_as_redis_py_raises_it(conn: Any, path: str) -> None:
+    exchange = sync_exchange if path == "lean" else connection._redis_py_exchange
+    for script in ("return redis.error_reply('LOADING busy')",
+                   "return {redis.error_reply('LOADING busy'), 1}"):  # fmt: skip
+        with pytest.raises(ConnectionError, match="busy"):
+            exchange(conn, _packed(("EVAL", script, 0),), 1)
+        conn.disconnect()  # as the driver does after any error
+        conn.connect()

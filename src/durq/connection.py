@@ -423,8 +423,11 @@ def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
                     raise ConnectionError(_SERVER_CLOSED)
                 reader.feed(buffer, 0, size)
                 reply = reader.gets()
-            if isinstance(reply, ConnectionError):  # LOADING, MASTERDOWN (as redis-py)
+            # LOADING, MASTERDOWN, as a reply or first in one, raise as redis-py has them
+            if isinstance(reply, ConnectionError):
                 raise reply
+            if type(reply) is list and reply and isinstance(reply[0], ConnectionError):
+                raise reply[0]
             replies.append(reply)
     except builtins.TimeoutError:  # the socket's timeout (socket.timeout)
         raise TimeoutError(f"Timeout in a round trip with {conn._host_error()}") from None
