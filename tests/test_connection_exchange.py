@@ -168,6 +168,12 @@ def test_a_loading_error_raises_as_redis_py_raises_it(conn: Any, path: str) -> N
     for script in ("return redis.error_reply('LOADING busy')",
                    "return {redis.error_reply('LOADING busy'), 1}"):  # fmt: skip
         with pytest.raises(ConnectionError, match="busy"):
-            exchange(conn, _packed(("EVAL", script, 0),), 1)
+            exchange(
+                conn,
+                _packed(
+                    ("EVAL", script, 0),
+                ),
+                1,
+            )
         conn.disconnect()  # as the driver does after any error
         conn.connect()
