@@ -30,9 +30,6 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import redis
 import redis.asyncio
 from redis import connection as _redis_connection
-from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
-from redis._parsers.hiredis import _HiredisParser
-from redis._parsers.socket import SERVER_CLOSED_CONNECTION_ERROR as _SERVER_CLOSED
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 from redis.retry import Retry
@@ -341,6 +338,18 @@ def check_client(client: Any) -> None:
 
 # -- one request's exchange on a pooled connection (what durq's drivers send) ----------
 
+# redis-py's parser internals the lean exchange uses; a redis-py without them (older, or
+# laid out otherwise) keeps its own path for every exchange. Its reader must be built
+# with this "not enough data" marker: a reader that answers False instead cannot be told
+# from a reply of false.
+_HiredisParser: Any
+try:
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
+    from redis._parsers.hiredis import _HiredisParser
+    from redis._parsers.socket import SERVER_CLOSED_CONNECTION_ERROR as _SERVER_CLOSED
+except ImportError:  # pragma: no cover - depends on the redis-py version
+    _HiredisParser = None
+
 # the connection classes whose read_response is the parser's alone (Sentinel's turns a
 # READONLY reply into an error, maintenance-aware and caching ones do more)
 _PLAIN_CONNECTIONS = frozenset(
@@ -397,6 +406,7 @@ def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
     if (
         type(conn) not in _PLAIN_CONNECTIONS
         or sock is None
+        or _HiredisParser is None
         or type(parser) is not _HiredisParser
         or parser._reader is None
         or parser._reader.has_data()
