@@ -17,9 +17,11 @@ The URL defaults to the ``DURQ_URL`` environment variable, then ``redis://localh
 from __future__ import annotations
 
 import asyncio
+import builtins
 import math
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -336,6 +338,29 @@ def check_client(client: Any) -> None:
 
 # -- one request's exchange on a pooled connection (what durq's drivers send) ----------
 
+# redis-py's parser internals the lean exchange uses; a redis-py without them (older, or
+# laid out otherwise) keeps its own path for every exchange. Its reader must be built
+# with this "not enough data" marker: a reader that answers False instead cannot be told
+# from a reply of false.
+_HiredisParser: Any
+try:
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
+    from redis._parsers.hiredis import _HiredisParser
+    from redis._parsers.socket import SERVER_CLOSED_CONNECTION_ERROR as _SERVER_CLOSED
+except ImportError:  # pragma: no cover - depends on the redis-py version
+    _HiredisParser = None
+
+# the connection classes whose read_response is the parser's alone (Sentinel's turns a
+# READONLY reply into an error, maintenance-aware and caching ones do more)
+_PLAIN_CONNECTIONS = frozenset(
+    {
+        _redis_connection.Connection,
+        _redis_connection.SSLConnection,
+        _redis_connection.UnixDomainSocketConnection,
+    }
+)
+_RESP2 = (None, 2, "2")
+
 # asyncio.timeout (3.11+): one deadline for a whole exchange. redis-py's asyncio
 # connection otherwise sends under asyncio.wait_for (a Task and a timer) and reads each
 # reply under a timeout of its own: about 15 µs of CPU and a loop turn per round trip.
@@ -374,8 +399,56 @@ async def _reply(conn: Any, timeout: float | None = None) -> Any:
 
 
 def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
-    """``async_exchange`` for blocking connections (redis-py's socket timeout applies
-    to each send and read)."""
+    """``async_exchange`` for blocking connections (the socket timeout applies to each
+    send and read)."""
+    sock = conn._sock
+    parser = conn._parser
+    if (
+        type(conn) not in _PLAIN_CONNECTIONS
+        or sock is None
+        or _HiredisParser is None
+        or type(parser) is not _HiredisParser
+        or parser._reader is None
+        or parser._reader.has_data()
+        or conn.protocol not in _RESP2
+    ):
+        return _redis_py_exchange(conn, packed, count)
+    # redis-py's own socket, reader and buffer, without its read_response layers
+    # (about 6 µs of CPU per round trip): error replies are the ResponseError
+    # subclasses its reader makes (parse_error: NoScriptError, the Cluster redirects),
+    # and the bytes of a later reply stay in its reader. Only when its reader holds
+    # nothing, so no byte it read already is skipped; anything else (RESP3 push
+    # messages, Sentinel's connection class, a reply left unread) takes its path.
+    reader: Any = parser._reader  # hiredis's stubs leave out feed(bytearray, ...)
+    buffer = parser._buffer
+    replies: list[Any] = []
+    try:
+        for chunk in packed:
+            sock.sendall(chunk)
+        for _ in range(count):
+            reply = reader.gets()
+            while reply is _NOT_ENOUGH_DATA:
+                size = sock.recv_into(buffer)
+                if not size:
+                    raise ConnectionError(_SERVER_CLOSED)
+                reader.feed(buffer, 0, size)
+                reply = reader.gets()
+            # LOADING, MASTERDOWN, as a reply or first in one, raise as redis-py has them
+            if isinstance(reply, ConnectionError):
+                raise reply
+            if type(reply) is list and reply and isinstance(reply[0], ConnectionError):
+                raise reply[0]
+            replies.append(reply)
+    except builtins.TimeoutError:  # the socket's timeout (socket.timeout)
+        raise TimeoutError(f"Timeout in a round trip with {conn._host_error()}") from None
+    except OSError as exc:
+        raise ConnectionError(f"Error in a round trip with {conn._host_error()}: {exc}") from exc
+    if conn.health_check_interval:
+        conn.next_health_check = time.monotonic() + conn.health_check_interval
+    return replies
+
+
+def _redis_py_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
     conn.send_packed_command(packed, check_health=False)
     replies: list[Any] = []
     for _ in range(count):

@@ -388,6 +388,23 @@ async def test_a_batch_that_touches_a_garbled_group_enqueues_nothing(q: Any, raw
     assert keys_of(raw, q) == before
 
 
+async def test_a_single_enqueue_into_a_garbled_list_changes_nothing(q: Any, raw: Any) -> None:
+    # the list's RPUSH is the script's first write and its type check: the stale
+    # tombstone of the id, removed after it, stays too
+    raw.zadd(q.keys.prefix + "done", {"t": 1})
+    raw.set(q.keys.prefix + "pending", "garbage")
+    raw.set(q.keys.prefix + "g:bad", "garbage")
+    before = keys_of(raw, q)
+    with pytest.raises(CorruptQueue, match=re.escape(q.keys.prefix + "pending")):
+        await q.enqueue("x", id="t")
+    assert keys_of(raw, q) == before
+    raw.delete(q.keys.prefix + "pending")
+    before = keys_of(raw, q)
+    with pytest.raises(CorruptQueue, match=re.escape(q.keys.prefix + "g:bad")):
+        await q.enqueue_many([Message("doomed", group="bad"), Message("fine")])
+    assert keys_of(raw, q) == before
+
+
 async def test_a_publish_with_one_garbled_subscriber_queue_reaches_none(
     server: RedisServer, queue_name: str, raw: Any
 ) -> None:

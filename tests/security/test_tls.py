@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -81,3 +82,27 @@ def test_tls_refuses_a_server_certificate_from_another_ca(
     )
     with durq.Queue(queue_name, url) as q, pytest.raises(Exception, match=r"(?i)certificate|ssl"):
         q.stats()
+
+
+def test_the_lean_exchange_reads_large_replies_over_tls(
+    tls_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hiredis
+    from redis.connection import SSLConnection
+
+    from durq import connection
+    from durq.connection import sync_client, sync_exchange
+
+    monkeypatch.setattr(connection, "_redis_py_exchange", None)  # the lean path only
+
+    client = sync_client(tls_server)
+    conn = client.connection_pool.get_connection()
+    try:
+        assert type(conn) is SSLConnection  # one of the classes the lean path takes
+        big = b"x" * (3 * len(conn._parser._buffer) + 11)
+        commands: list[tuple[Any, ...]] = [("SET", "tls:big", big), ("GET", "tls:big")]
+        packed = [b"".join(hiredis.pack_command(c) for c in commands)]
+        assert sync_exchange(conn, packed, 2) == [b"OK", big]
+    finally:
+        client.connection_pool.release(conn)
+        client.close()

@@ -10,7 +10,7 @@ import time
 from time import sleep
 from collections.abc import Sequence
 from contextlib import suppress
-from os import getpid
+from os import getpid, register_at_fork
 from typing import Any, TypeVar
 
 import hiredis
@@ -98,11 +98,16 @@ def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
     return None
 
 
+_SEND_AGAIN = (NoScriptError, *cluster.REDIRECTS)
+
+
 def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
     """Index of the first reply that means "not executed, send again" (NOSCRIPT, or a
     Cluster redirect), else None."""
     for i, reply in enumerate(replies):
-        if isinstance(reply, (NoScriptError, *cluster.REDIRECTS)):
+        if not isinstance(reply, Exception):  # the common case: a reply
+            continue
+        if isinstance(reply, _SEND_AGAIN):
             return i
         if _function_missing(reply) or _without_functions(reply):
             return i
@@ -120,12 +125,17 @@ def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
 SENTINEL_CHECK = 1.0
 
 
-def _refused_write(reply: Any) -> bool:
-    # a primary demoted to a replica by a failover, or one that lost its replicas under
-    # min-replicas-to-write; Redis 6.2 reports it from inside the script (ERR ...
-    # -READONLY), later servers before running it: either way nothing was written
-    text = str(reply)[:200] if isinstance(reply, ResponseError) else ""
-    return "READONLY" in text or "NOREPLICAS" in text
+def _refused_write(replies: Sequence[Any]) -> Any:
+    """The first reply that refused a write, else None: a primary demoted to a replica
+    by a failover, or one that lost its replicas under min-replicas-to-write. Redis 6.2
+    reports it from inside the script (ERR ... -READONLY), later servers before running
+    it: either way nothing was written."""
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            text = str(reply)[:200]
+            if "READONLY" in text or "NOREPLICAS" in text:
+                return reply
+    return None
 
 
 def _pack(commands: Sequence[Wire]) -> list[bytes]:
@@ -145,11 +155,16 @@ def _idle_of(pool: Any) -> list[tuple[Any, float]]:
     """The connections taken from ``pool`` and idle between durq's requests, most
     recently used last. Kept on the pool, which the queues of an App or a worker share;
     a forked child starts with none (its parent's sockets are not its own)."""
-    pid = getpid()
+    pid = _process[0]
     idle: tuple[int, list[tuple[Any, float]]] = pool.__dict__.setdefault("durq_idle", (pid, []))
     if idle[0] != pid:
         idle = pool.__dict__["durq_idle"] = (pid, [])
     return idle[1]
+
+
+# this process's id, kept current across forks (os.getpid is a system call per request)
+_process = [getpid()]
+register_at_fork(after_in_child=lambda: _process.__setitem__(0, getpid()))
 
 
 def _return_idle(pool: Any, idle: list[tuple[Any, float]]) -> None:
@@ -190,10 +205,11 @@ def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
         conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
         replies = sync_exchange(conn, _pack(commands), len(commands))
-        if any(_refused_write(r) for r in replies):
+        refused = _refused_write(replies)
+        if refused is not None:
             # the caller retries as after a lost connection, and reconnects to the
             # server that is the primary now
-            raise ConnectionError(f"the server refused the write (failover?): {replies[0]}")
+            raise ConnectionError(f"the server refused the write (failover?): {refused}")
     except BaseException as exc:
         # redis-py may close a pooled connection while it is in use: on a Sentinel
         # switch its pool disconnects its idle connections from tasks that run later,
@@ -351,14 +367,19 @@ class Driver:
             if uses is not functions or not wire:
                 functions = uses
                 wire = [_wire(c, functions) for c in calls]
-            scripts = [c for c in calls[start:] if isinstance(c, ScriptCall)]
-            if functions is not None:
-                scripts = [c for c in scripts if c.script.name not in functions]
-            missing = {c.script.sha: c for c in scripts if c.script.sha not in loaded}
+            missing = {
+                c.script.sha: c
+                for c in calls[start:]
+                if isinstance(c, ScriptCall)
+                and (functions is None or c.script.name not in functions)
+                and c.script.sha not in loaded
+            }
             if missing:
                 self._load(node, list(missing.values()))
-            got = self._send(node, wire[start:])
+            got = self._send(node, wire[start:] if start else wire)
             again = _retry_from(got, uses is not None)
+            if again is None and not start:
+                return got  # the common case: every call ran at the first send
             replies[start : start + len(got)] = got
             if again is None:
                 return replies

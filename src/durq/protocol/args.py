@@ -7,7 +7,7 @@ checked and converted (seconds to ms) by one of these.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -44,10 +44,17 @@ PRIORITY_RANGE = range(-10, 11)
 MAX_ATTEMPTS_RANGE = range(1, 10001)
 
 
+_ALTCHARS = bytes.maketrans(b"+/", b"._")
+
+
 def new_ids(n: int) -> list[str]:
     """``n`` random job ids: 16 characters (96 random bits) each, from letters, digits,
     ``_`` and ``.`` (not ``-``, so an id never reads as an option on a command line)."""
-    raw = base64.b64encode(os.urandom(12 * n), altchars=b"._").decode()
+    # base64.b64encode(..., altchars=b"._") without its Python layers (a third of the
+    # cost of one id)
+    raw = binascii.b2a_base64(os.urandom(12 * n), newline=False).translate(_ALTCHARS).decode()
+    if n == 1:
+        return [raw]
     return [raw[i : i + 16] for i in range(0, 16 * n, 16)]
 
 
