@@ -54,6 +54,41 @@ local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call a
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
+-- The keys a call may write, or read after its first write: each must be checked before
+-- the call's first write (lib/type_check.lua). A call that reclaims, promotes and fires
+-- nothing (the common one) first writes in serve, and the reads it makes before that
+-- (reclaim's and promote's ZRANGEBYSCORE, group_settings, the first LLEN of K_RR) are
+-- typed: they prove their keys' types for free, so only the others are checked, just
+-- before that first write. A call with work in reclaim, promote or due schedules checks
+-- the rest before that work's first write.
+local WRITTEN = {'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf', 'rr',
+  'rrset', 'gactive', 'glimit', 'gweight'}
+local proven = {} -- parts whose type a typed read proved before any write
+local guarded = false -- true once WRITTEN was checked: no later write meets another type
+
+-- Call before a write: the problem with a key of WRITTEN a read has not proven, or nil.
+local function guard()
+  if guarded then return nil end
+  guarded = true
+  return keys_error(WRITTEN, proven)
+end
+
+-- A read of the queue's key `part` (a name of lib/keys.lua): before the guard, a typed
+-- read whose reply proves the key's type (lib/type_check.lua). Returns an error reply
+-- (the call must return it) or nil, and the reply.
+local function read_key(part, ...)
+  if guarded then return nil, redis.call(...) end
+  local err, reply = read(K_PREFIX .. part, KEY_TYPES[part], ...)
+  if not err then proven[part] = true end
+  return err, reply
+end
+
+-- guard() before work that writes: an error reply naming the key, or nil.
+local function guard_reply()
+  local problem = guard()
+  return problem and wrongtype(problem)
+end
+
 -- A job whose group's keys hold another type cannot go back to its group. Rather than
 -- failing every dequeue until the keys are repaired, it becomes a dead letter with its
 -- record intact (replayable once they are), the reason naming the key.
@@ -67,8 +102,12 @@ end
 -- Leases that ran out: the holder is presumed dead. The attempt it used counts; once
 -- attempts are exhausted the job is dead-lettered, so a job that kills its workers
 -- cannot loop forever.
+-- Returns how many leases ran out, or nil and an error reply (before any change).
 local function reclaim(now)
-  local ids = redis.call('ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0, RECLAIM_MAX)
+  local err, ids = read_key('active', 'ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0,
+    RECLAIM_MAX)
+  err = err or (#ids > 0 and guard_reply())
+  if err then return nil, err end
   for i = 1, #ids do
     local id = ids[i]
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
@@ -95,8 +134,12 @@ local function reclaim(now)
   return #ids
 end
 
+-- Returns how many delayed jobs were due, or nil and an error reply (before any change).
 local function promote(now)
-  local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_MAX)
+  local err, ids = read_key('delayed', 'ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
+    PROMOTE_MAX)
+  err = err or (#ids > 0 and guard_reply())
+  if err then return nil, err end
   if #ids == 0 then return 0 end
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local good = {}
@@ -207,13 +250,26 @@ local function commit(hargs, zargs)
   end
 end
 
--- Limits and weights are read per group only when some are configured.
+-- Limits and weights are read per group only when some are configured. Returns an
+-- error reply (nil: none), whether limits (lib/slots.lua), weights and priorities are
+-- used. Its reads are typed (read_key): made before the first write, they prove their
+-- keys' types.
 local function group_settings()
-  local weighted = redis.call('HLEN', K_GWEIGHT) > 0
+  local err, n = read_key('gweight', 'HLEN', K_GWEIGHT)
+  if err then return err end
+  local weighted = n > 0
   -- a queue that never had a prioritized job has no priority zsets to look at (the
   -- sequence of priorities, lib/group_push.lua, exists once one was pushed)
-  local prioritized = redis.call('HEXISTS', K_CONF, 'seq') == 1
-  return limits_configured(), weighted, prioritized
+  err, n = read_key('conf', 'HEXISTS', K_CONF, 'seq')
+  if err then return err end
+  local prioritized = n == 1
+  local limited = get_conf().group_limit > 0 -- as limits_configured, its HLEN typed
+  if not limited then
+    err, n = read_key('glimit', 'HLEN', K_GLIMIT)
+    if err then return err end
+    limited = n > 0
+  end
+  return nil, limited, weighted, prioritized
 end
 
 local function free_slots(g, want)
@@ -275,13 +331,14 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   return got, more, false, false
 end
 
-local function serve(want, now, deadline, out)
+-- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
+-- those of group_settings.
+local function serve(want, now, deadline, out, listed, limited, weighted, prioritized)
   local hargs, zargs = {}, {}
   local handed = 0
-  local limited, weighted, prioritized = group_settings()
   local skipped = 0 -- groups skipped in a row
   while handed < want and budget > 0 do
-    local listed = redis.call('LLEN', K_RR)
+    listed = listed or redis.call('LLEN', K_RR)
     if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
         and not (flow_ctl and flow_ctl.only_parked_listed()) then
       -- K_RRSET (not empty, as it exists) lists the members of K_RR, so something else
@@ -322,6 +379,7 @@ local function serve(want, now, deadline, out)
     if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
     if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
     if skipped >= listed then break end -- every listed group was skipped: stop
+    listed = nil
   end
   commit(hargs, zargs)
   return handed
@@ -341,18 +399,29 @@ end
 
 local want = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
-local problem = keys_error({'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf',
-  'rr', 'rrset', 'gactive', 'glimit', 'gweight'})
-problem = problem or flow_prepare()
+local problem = flow_prepare()
 if problem then return wrongtype(problem) end
+-- no write before the guard (see WRITTEN): each step below calls it before its first
 local now = now_ms()
-local reclaimed = reclaim(now)
-local promoted = promote(now)
-local ticked = schedules_due(now) -- periodic schedules (lib/schedules_due.lua)
-offer_touched()
+local reclaimed, err = reclaim(now)
+if err then return err end
+local promoted
+promoted, err = promote(now)
+if err then return err end
+local ticked
+ticked, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules_due.lua)
+if problem then return wrongtype(problem) end
+offer_touched() -- groups touched above, after the guard
+local listed, limited, weighted, prioritized
+err, limited, weighted, prioritized = group_settings()
+if err then return err end
+err, listed = read_key('rr', 'LLEN', K_RR)
+err = err or guard_reply()
+if err then return err end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out)
+local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out,
+  listed, limited, weighted, prioritized)
 if handed == 0 then
   if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0
     or ticked == SCHED_MAX then

@@ -35,13 +35,21 @@ Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
-local problem = keys_error({'jobs', 'conf', 'done', 'reasons', 'active'})
+-- K_CONF and K_JOBS are read before the first write, with typed reads that prove their
+-- types (lib/type_check.lua); the keys written without such a read are checked here.
+local problem = keys_error({'done', 'reasons', 'active'})
 if problem then return wrongtype(problem) end
 local now = now_ms()
-local window = get_conf().dedup_window
+local err, conf = read_by(K_CONF, 'hash', get_conf)
+if err then return err end
+local window = conf.dedup_window
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[4 + 3 * i] end
-local raws = n > 0 and redis.call('HMGET', K_JOBS, unpack(ids)) or {}
+local raws = {}
+if n > 0 then
+  err, raws = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
+  if err then return err end
+end
 local links = fan_in_links(ids)
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
