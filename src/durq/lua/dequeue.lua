@@ -18,11 +18,14 @@ Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, re
          Under flow control (lib/flow_hooks.lua: rate limits, max_active, pauses) it also
          counts when a parked group or the queue may start again, for the one consumer
          that holds the alarm; a consumer leaving with jobs wakes another to take it.
-Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
-         (lib/types.lua). Records that cannot be read are quarantined as dead letters
-         (reason corrupt_record), and jobs that cannot go back to a group whose keys hold
-         another type are dead-lettered (reason corrupt_group: replay them once the keys
-         are repaired), so the queue keeps working.
+Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before
+         any change (lib/types.lua): the keys read before the first write are checked by
+         those reads, the others with TYPE just before it (6 TYPE in a call that reclaims,
+         promotes and fires nothing; up to 11 when it does). Records that cannot be read
+         are quarantined as dead letters (reason corrupt_record), and jobs that cannot go
+         back to a group whose keys hold another type are dead-lettered (reason
+         corrupt_group: replay them once the keys are repaired), so the queue keeps
+         working.
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.

@@ -14,7 +14,9 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
          A workflow step's result goes to its workflow instead (lib/fan_in.lua): counted
          in the parent's open set here when the workflow's home shares this slot, else
          forwarded through this queue's outbox.
-Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
+Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
+         change: K_JOBS and K_CONF are checked by their reads (before the first write),
+         the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends
 Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 ]]
 --- @include "lib/status"
