@@ -49,6 +49,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/reason"
 --- @include "lib/expire_done"
 --- @include "lib/types"
+--- @include "lib/typed_read"
 --- @include "lib/schedules_due"
 
 local RECLAIM_MAX = 100
@@ -60,36 +61,24 @@ local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 -- The keys a call may write, or read after its first write: each must be checked before
 -- the call's first write (lib/type_check.lua). A call that reclaims, promotes and fires
 -- nothing (the common one) first writes in serve, and the reads it makes before that
--- (reclaim's and promote's ZRANGEBYSCORE, group_settings, the first LLEN of K_RR) are
--- typed: they prove their keys' types for free, so only the others are checked, just
--- before that first write. A call with work in reclaim, promote or due schedules checks
--- the rest before that work's first write.
+-- (the due leases and delayed jobs, group_settings, the length of K_RR) are typed: they
+-- prove their keys' types for free (lib/typed_read.lua), so only the other keys are
+-- checked, just before that first write. A call with leases to reclaim, delayed jobs to
+-- promote or ticks to fire checks the rest before that work.
 local WRITTEN = {'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf', 'rr',
   'rrset', 'gactive', 'glimit', 'gweight'}
-local proven = {} -- parts whose type a typed read proved before any write
-local guarded = false -- true once WRITTEN was checked: no later write meets another type
+-- parts of WRITTEN whose type a typed read proved before any write; made with its fields,
+-- so that Lua sizes the table once (a table that grows is rebuilt at each power of two)
+local proven = {active = false, delayed = false, conf = false, gweight = false,
+  glimit = false, rr = false}
+local guarded = false -- WRITTEN was checked: no later write meets a key of another type
 
--- Call before a write: the problem with a key of WRITTEN a read has not proven, or nil.
+-- Call before the call's first write: the problem with a key of WRITTEN not proven, or nil.
+-- (A function of few upvalues: a closure costs every call for each, lib/flow.lua.)
 local function guard()
   if guarded then return nil end
   guarded = true
   return keys_error(WRITTEN, proven)
-end
-
--- A read of the queue's key `part` (a name of lib/keys.lua): before the guard, a typed
--- read whose reply proves the key's type (lib/type_check.lua). Returns an error reply
--- (the call must return it) or nil, and the reply.
-local function read_key(part, ...)
-  if guarded then return nil, redis.call(...) end
-  local err, reply = read(K_PREFIX .. part, KEY_TYPES[part], ...)
-  if not err then proven[part] = true end
-  return err, reply
-end
-
--- guard() before work that writes: an error reply naming the key, or nil.
-local function guard_reply()
-  local problem = guard()
-  return problem and wrongtype(problem)
 end
 
 -- A job whose group's keys hold another type cannot go back to its group. Rather than
@@ -105,12 +94,8 @@ end
 -- Leases that ran out: the holder is presumed dead. The attempt it used counts; once
 -- attempts are exhausted the job is dead-lettered, so a job that kills its workers
 -- cannot loop forever.
--- Returns how many leases ran out, or nil and an error reply (before any change).
-local function reclaim(now)
-  local err, ids = read_key('active', 'ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0,
-    RECLAIM_MAX)
-  err = err or (#ids > 0 and guard_reply())
-  if err then return nil, err end
+-- `ids`: the active jobs whose lease ran out by `now` (at most RECLAIM_MAX).
+local function reclaim(now, ids)
   for i = 1, #ids do
     local id = ids[i]
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
@@ -137,12 +122,8 @@ local function reclaim(now)
   return #ids
 end
 
--- Returns how many delayed jobs were due, or nil and an error reply (before any change).
-local function promote(now)
-  local err, ids = read_key('delayed', 'ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
-    PROMOTE_MAX)
-  err = err or (#ids > 0 and guard_reply())
-  if err then return nil, err end
+-- `ids`: the delayed jobs due by `now` (at most PROMOTE_MAX).
+local function promote(now, ids)
   if #ids == 0 then return 0 end
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local good = {}
@@ -255,23 +236,24 @@ end
 
 -- Limits and weights are read per group only when some are configured. Returns an
 -- error reply (nil: none), whether limits (lib/slots.lua), weights and priorities are
--- used. Its reads are typed (read_key): made before the first write, they prove their
--- keys' types.
-local function group_settings()
-  local err, n = read_key('gweight', 'HLEN', K_GWEIGHT)
+-- used. Its reads are typed: made before the first write, they prove their keys' types.
+local function group_settings(proven)
+  local err, n = read(K_GWEIGHT, 'hash', 'HLEN', K_GWEIGHT)
   if err then return err end
   local weighted = n > 0
   -- a queue that never had a prioritized job has no priority zsets to look at (the
   -- sequence of priorities, lib/group_push.lua, exists once one was pushed)
-  err, n = read_key('conf', 'HEXISTS', K_CONF, 'seq')
+  err, n = read(K_CONF, 'hash', 'HEXISTS', K_CONF, 'seq')
   if err then return err end
   local prioritized = n == 1
   local limited = get_conf().group_limit > 0 -- as limits_configured, its HLEN typed
   if not limited then
-    err, n = read_key('glimit', 'HLEN', K_GLIMIT)
+    err, n = read(K_GLIMIT, 'hash', 'HLEN', K_GLIMIT)
     if err then return err end
     limited = n > 0
+    proven.glimit = true
   end
+  proven.gweight, proven.conf = true, true
   return nil, limited, weighted, prioritized
 end
 
@@ -404,23 +386,34 @@ local want = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local problem = flow_prepare()
 if problem then return wrongtype(problem) end
--- no write before the guard (see WRITTEN): each step below calls it before its first
+-- no write before guard() (see WRITTEN): each step below calls it before its first
 local now = now_ms()
-local reclaimed, err = reclaim(now)
+local err, ids = read(K_ACTIVE, 'zset', 'ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0,
+  RECLAIM_MAX)
 if err then return err end
-local promoted
-promoted, err = promote(now)
+proven.active = true
+problem = #ids > 0 and guard()
+if problem then return wrongtype(problem) end
+local reclaimed = reclaim(now, ids)
+err, ids = read(K_DELAYED, 'zset', 'ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
+  PROMOTE_MAX)
 if err then return err end
+proven.delayed = true
+problem = #ids > 0 and guard()
+if problem then return wrongtype(problem) end
+local promoted = promote(now, ids)
 local ticked
 ticked, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules_due.lua)
 if problem then return wrongtype(problem) end
 offer_touched() -- groups touched above, after the guard
 local listed, limited, weighted, prioritized
-err, limited, weighted, prioritized = group_settings()
+err, limited, weighted, prioritized = group_settings(proven)
 if err then return err end
-err, listed = read_key('rr', 'LLEN', K_RR)
-err = err or guard_reply()
+err, listed = read(K_RR, 'list', 'LLEN', K_RR)
 if err then return err end
+proven.rr = true
+problem = guard()
+if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
 local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out,

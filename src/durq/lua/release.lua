@@ -31,6 +31,7 @@ Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 --- @include "lib/result"
 --- @include "lib/control"
 --- @include "lib/types"
+--- @include "lib/typed_read"
 --- @include "lib/active_cap"
 --- @include "lib/fan_in"
 
@@ -38,8 +39,10 @@ local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 -- K_CONF and K_JOBS are read before the first write, with typed reads that prove their
--- types (lib/type_check.lua); the keys written without such a read are checked here.
-local problem = keys_error({'done', 'reasons', 'active'})
+-- types (lib/typed_read.lua); the keys written without such a read are checked here (and
+-- K_JOBS too when no job is given: expire_done may then write before reading it).
+local problem = keys_error(n > 0 and {'done', 'reasons', 'active'}
+  or {'jobs', 'done', 'reasons', 'active'})
 if problem then return wrongtype(problem) end
 local now = now_ms()
 local err, conf = read_by(K_CONF, 'hash', get_conf)
