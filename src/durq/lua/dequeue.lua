@@ -21,11 +21,11 @@ Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, re
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before
          any change (lib/types.lua): the keys read before the first write are checked by
          those reads, the others with TYPE just before it (6 TYPE in a call that reclaims,
-         promotes and fires nothing; up to 11 when it does). Records that cannot be read
-         are quarantined as dead letters (reason corrupt_record), and jobs that cannot go
-         back to a group whose keys hold another type are dead-lettered (reason
-         corrupt_group: replay them once the keys are repaired), so the queue keeps
-         working.
+         promotes and fires nothing, 7 under a group_limit; up to 11 when it does one of
+         these). Records that cannot be read are quarantined as dead letters (reason
+         corrupt_record), and jobs that cannot go back to a group whose keys hold another
+         type are dead-lettered (reason corrupt_group: replay them once the keys are
+         repaired), so the queue keeps working.
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
