@@ -18,11 +18,14 @@ Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, re
          Under flow control (lib/flow_hooks.lua: rate limits, max_active, pauses) it also
          counts when a parked group or the queue may start again, for the one consumer
          that holds the alarm; a consumer leaving with jobs wakes another to take it.
-Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
-         (lib/types.lua). Records that cannot be read are quarantined as dead letters
-         (reason corrupt_record), and jobs that cannot go back to a group whose keys hold
-         another type are dead-lettered (reason corrupt_group: replay them once the keys
-         are repaired), so the queue keeps working.
+Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before
+         any change (lib/types.lua): the keys read before the first write are checked by
+         those reads, the others with TYPE just before it (6 TYPE in a call that reclaims,
+         promotes and fires nothing, 7 under a group_limit; up to 11 when it does one of
+         these). Records that cannot be read are quarantined as dead letters (reason
+         corrupt_record), and jobs that cannot go back to a group whose keys hold another
+         type are dead-lettered (reason corrupt_group: replay them once the keys are
+         repaired), so the queue keeps working.
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
@@ -46,6 +49,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/reason"
 --- @include "lib/expire_done"
 --- @include "lib/types"
+--- @include "lib/typed_read"
 --- @include "lib/schedules_due"
 
 local RECLAIM_MAX = 100
@@ -53,6 +57,29 @@ local PROMOTE_MAX = 1000
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
+
+-- The keys a call may write, or read after its first write: each must be checked before
+-- the call's first write (lib/type_check.lua). A call that reclaims, promotes and fires
+-- nothing (the common one) first writes in serve, and the reads it makes before that
+-- (the due leases and delayed jobs, group_settings, the length of K_RR) are typed: they
+-- prove their keys' types for free (lib/typed_read.lua), so only the other keys are
+-- checked, just before that first write. A call with leases to reclaim, delayed jobs to
+-- promote or ticks to fire checks the rest before that work.
+local WRITTEN = {'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf', 'rr',
+  'rrset', 'gactive', 'glimit', 'gweight'}
+-- parts of WRITTEN whose type a typed read proved before any write; made with its fields,
+-- so that Lua sizes the table once (a table that grows is rebuilt at each power of two)
+local proven = {active = false, delayed = false, conf = false, gweight = false,
+  glimit = false, rr = false}
+local guarded = false -- WRITTEN was checked: no later write meets a key of another type
+
+-- Call before the call's first write: the problem with a key of WRITTEN not proven, or nil.
+-- (A function of few upvalues: a closure costs every call for each, lib/flow.lua.)
+local function guard()
+  if guarded then return nil end
+  guarded = true
+  return keys_error(WRITTEN, proven)
+end
 
 -- A job whose group's keys hold another type cannot go back to its group. Rather than
 -- failing every dequeue until the keys are repaired, it becomes a dead letter with its
@@ -67,8 +94,8 @@ end
 -- Leases that ran out: the holder is presumed dead. The attempt it used counts; once
 -- attempts are exhausted the job is dead-lettered, so a job that kills its workers
 -- cannot loop forever.
-local function reclaim(now)
-  local ids = redis.call('ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0, RECLAIM_MAX)
+-- `ids`: the active jobs whose lease ran out by `now` (at most RECLAIM_MAX).
+local function reclaim(now, ids)
   for i = 1, #ids do
     local id = ids[i]
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
@@ -95,8 +122,8 @@ local function reclaim(now)
   return #ids
 end
 
-local function promote(now)
-  local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_MAX)
+-- `ids`: the delayed jobs due by `now` (at most PROMOTE_MAX).
+local function promote(now, ids)
   if #ids == 0 then return 0 end
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local good = {}
@@ -207,13 +234,27 @@ local function commit(hargs, zargs)
   end
 end
 
--- Limits and weights are read per group only when some are configured.
-local function group_settings()
-  local weighted = redis.call('HLEN', K_GWEIGHT) > 0
+-- Limits and weights are read per group only when some are configured. Returns an
+-- error reply (nil: none), whether limits (lib/slots.lua), weights and priorities are
+-- used. Its reads are typed: made before the first write, they prove their keys' types.
+local function group_settings(proven)
+  local err, n = read(K_GWEIGHT, 'hash', 'HLEN', K_GWEIGHT)
+  if err then return err end
+  local weighted = n > 0
   -- a queue that never had a prioritized job has no priority zsets to look at (the
   -- sequence of priorities, lib/group_push.lua, exists once one was pushed)
-  local prioritized = redis.call('HEXISTS', K_CONF, 'seq') == 1
-  return limits_configured(), weighted, prioritized
+  err, n = read(K_CONF, 'hash', 'HEXISTS', K_CONF, 'seq')
+  if err then return err end
+  local prioritized = n == 1
+  local limited = get_conf().group_limit > 0 -- as limits_configured, its HLEN typed
+  if not limited then
+    err, n = read(K_GLIMIT, 'hash', 'HLEN', K_GLIMIT)
+    if err then return err end
+    limited = n > 0
+    proven.glimit = true
+  end
+  proven.gweight, proven.conf = true, true
+  return nil, limited, weighted, prioritized
 end
 
 local function free_slots(g, want)
@@ -275,13 +316,14 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   return got, more, false, false
 end
 
-local function serve(want, now, deadline, out)
+-- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
+-- those of group_settings.
+local function serve(want, now, deadline, out, listed, limited, weighted, prioritized)
   local hargs, zargs = {}, {}
   local handed = 0
-  local limited, weighted, prioritized = group_settings()
   local skipped = 0 -- groups skipped in a row
   while handed < want and budget > 0 do
-    local listed = redis.call('LLEN', K_RR)
+    listed = listed or redis.call('LLEN', K_RR)
     if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
         and not (flow_ctl and flow_ctl.only_parked_listed()) then
       -- K_RRSET (not empty, as it exists) lists the members of K_RR, so something else
@@ -322,6 +364,7 @@ local function serve(want, now, deadline, out)
     if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
     if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
     if skipped >= listed then break end -- every listed group was skipped: stop
+    listed = nil
   end
   commit(hargs, zargs)
   return handed
@@ -341,18 +384,40 @@ end
 
 local want = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
-local problem = keys_error({'jobs', 'active', 'delayed', 'dead', 'done', 'reasons', 'conf',
-  'rr', 'rrset', 'gactive', 'glimit', 'gweight'})
-problem = problem or flow_prepare()
+local problem = flow_prepare()
 if problem then return wrongtype(problem) end
+-- no write before guard() (see WRITTEN): each step below calls it before its first
 local now = now_ms()
-local reclaimed = reclaim(now)
-local promoted = promote(now)
-local ticked = schedules_due(now) -- periodic schedules (lib/schedules_due.lua)
-offer_touched()
+local err, ids = read(K_ACTIVE, 'zset', 'ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0,
+  RECLAIM_MAX)
+if err then return err end
+proven.active = true
+problem = #ids > 0 and guard()
+if problem then return wrongtype(problem) end
+local reclaimed = reclaim(now, ids)
+err, ids = read(K_DELAYED, 'zset', 'ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
+  PROMOTE_MAX)
+if err then return err end
+proven.delayed = true
+problem = #ids > 0 and guard()
+if problem then return wrongtype(problem) end
+local promoted = promote(now, ids)
+local ticked
+ticked, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules_due.lua)
+if problem then return wrongtype(problem) end
+offer_touched() -- groups touched above, after the guard
+local listed, limited, weighted, prioritized
+err, limited, weighted, prioritized = group_settings(proven)
+if err then return err end
+err, listed = read(K_RR, 'list', 'LLEN', K_RR)
+if err then return err end
+proven.rr = true
+problem = guard()
+if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out)
+local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out,
+  listed, limited, weighted, prioritized)
 if handed == 0 then
   if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0
     or ticked == SCHED_MAX then

@@ -14,7 +14,9 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
          A workflow step's result goes to its workflow instead (lib/fan_in.lua): counted
          in the parent's open set here when the workflow's home shares this slot, else
          forwarded through this queue's outbox.
-Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
+Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
+         change: K_JOBS and K_CONF are checked by their reads (before the first write),
+         the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends
 Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 ]]
 --- @include "lib/status"
@@ -29,19 +31,30 @@ Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 --- @include "lib/result"
 --- @include "lib/control"
 --- @include "lib/types"
+--- @include "lib/typed_read"
 --- @include "lib/active_cap"
 --- @include "lib/fan_in"
 
 local keep = tonumber(ARGV[1])
 local result_ttl = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
-local problem = keys_error({'jobs', 'conf', 'done', 'reasons', 'active'})
+-- K_CONF and K_JOBS are read before the first write, with typed reads that prove their
+-- types (lib/typed_read.lua); the keys written without such a read are checked here (and
+-- K_JOBS too when no job is given: expire_done may then write before reading it).
+local problem = keys_error(n > 0 and {'done', 'reasons', 'active'}
+  or {'jobs', 'done', 'reasons', 'active'})
 if problem then return wrongtype(problem) end
 local now = now_ms()
-local window = get_conf().dedup_window
+local err, conf = read_by(K_CONF, 'hash', get_conf)
+if err then return err end
+local window = conf.dedup_window
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[4 + 3 * i] end
-local raws = n > 0 and redis.call('HMGET', K_JOBS, unpack(ids)) or {}
+local raws = {}
+if n > 0 then
+  err, raws = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
+  if err then return err end
+end
 local links = fan_in_links(ids)
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}

@@ -91,12 +91,16 @@ local function sch_run(name, now)
   sch_plan(s)
 end
 
--- Materialise every due schedule (at most SCHED_MAX); returns how many were due.
-local function schedules_due(now)
+-- Materialise every due schedule (at most SCHED_MAX); returns how many were due. Before
+-- its first write it calls before_write (dequeue's check of its keys, lib/types.lua):
+-- when that returns a problem, it returns 0 and the problem, having changed nothing.
+local function schedules_due(now, before_write)
   local names = redis.pcall('ZRANGEBYSCORE', K_SCHED, '-inf', now, 'LIMIT', 0, SCHED_MAX)
   if names.err or #names == 0 then return 0 end
   -- the default group's list takes the jobs: garbage there would fail the call midway
   if type_error(ready_list(''), 'list') then return 0 end
+  local problem = before_write()
+  if problem then return 0, problem end
   for i = 1, #names do sch_run(names[i], now) end
   return #names
 end

@@ -12,13 +12,15 @@ local KEY_TYPES = {
 
 -- The problem with the first of the queue's keys `parts` (their names in lib/keys.lua
 -- without the prefix: 'jobs', 'rr', ...) that holds another type; nil if none does.
-local function keys_error(parts)
+-- `skip` (optional): a set of parts not to check, e.g. those a typed read made before
+-- the script's first write already proved (lib/type_check.lua, read).
+local function keys_error(parts, skip)
   for i = 1, #parts do
     local want = KEY_TYPES[parts[i]]
     -- The job-control keys (lib/control.lua) are hashes. They stay out of KEY_TYPES: a
     -- 17th entry doubles the size of a table Lua builds on every call (about 8 us).
     if want == nil and (parts[i] == 'ctl' or parts[i] == 'progress') then want = 'hash' end
-    local err = type_error(K_PREFIX .. parts[i], want)
+    local err = not (skip and skip[parts[i]]) and type_error(K_PREFIX .. parts[i], want)
     if err then return err end
   end
   return nil
