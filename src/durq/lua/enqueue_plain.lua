@@ -24,21 +24,10 @@ Cost     O(n) work in O(1 + groups) commands: 8 for one ungrouped job of a queue
 --- @include "lib/clock"
 --- @include "lib/record_layout"
 --- @include "lib/group_keys"
---- @include "lib/type_check"
+--- @include "lib/typed_read"
 
 local FIELDS = 9
 local B0 = 2 -- ARGV index of the first job's first field
-
--- redis.pcall, turning an error into a DURQ_WRONGTYPE reply naming `key` (or nil, value).
-local function read(key, want, ...)
-  local reply = redis.pcall(...)
-  if type(reply) == 'table' and reply.err then
-    local problem = type_error(key, want)
-    if problem then return wrongtype(problem) end
-    return redis.error_reply(reply.err) -- not about the key's type (e.g. an ACL refusal)
-  end
-  return nil, reply
-end
 
 local n = tonumber(ARGV[1])
 local ids = {}
