@@ -35,10 +35,10 @@ def value(text: str, name: str, **labels: str) -> float | None:
     return None
 
 
-def scrape(url: str) -> str:
+def scrape(url: str, timeout: float = 2) -> str:
     """The text of a metrics endpoint, or '' while it is not up yet."""
     try:
-        response = httpx.get(url, timeout=2)
+        response = httpx.get(url, timeout=timeout)
     except httpx.TransportError:
         return ""
     return response.text if response.status_code == 200 else ""
@@ -130,7 +130,8 @@ def test_worker_endpoint_counts_jobs_by_queue_and_task(
             create_app(redis_url, sample_interval=0.2, max_queues=10_000)
         ).start()
         try:
-            text = scrape(dashboard.url + "/metrics")
+            # every queue of the whole test run: a reading of thousands takes a while
+            text = scrape(dashboard.url + "/metrics", timeout=30)
             queues = value(text, "durq_queues")
             assert queues is not None and queues >= 1
             assert value(text, "durq_queue_jobs", **labels, state="dead") == 1
