@@ -110,7 +110,9 @@ def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
             continue
         if isinstance(reply, _SEND_AGAIN):
             return i
-        if _function_missing(reply) or _without_functions(reply):
+        if fcall and (_function_missing(reply) or _without_functions(reply)):
+            # (only while FCALL is in use: a plain FUNCTION command that a server
+            # without Functions refuses is an answer, not a call to resend)
             return i
         if fcall and isinstance(reply, OutOfMemoryError):
             # a function (no allow-oom flag) is refused before it runs when the server

@@ -11,6 +11,7 @@ from durq._version import __version__
 from durq.cli.admin import dlq, doctor, stats, workers
 from durq.cli.dashboard import dashboard
 from durq.cli.enqueue import enqueue
+from durq.cli.functions import functions
 from durq.cli.jobs import job
 from durq.cli.limits import limits
 from durq.cli.local import demo, server
@@ -56,6 +57,6 @@ def main() -> None:
 
 for command in (
     worker, stats, limits, workers, job, workflow, dlq, schedules, enqueue, doctor, dashboard,
-    server, demo,
+    functions, server, demo,
 ):  # fmt: skip
     main.add_command(command)

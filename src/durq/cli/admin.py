@@ -413,6 +413,25 @@ def dlq_purge(
     console.print(f"purged {n} job(s)")
 
 
+def _library_notes(q: Queue | ShardedQueue) -> list[tuple[str, str]]:
+    """An info line when the server keeps the Functions libraries of other durq versions."""
+    from durq.lua.functions import library
+    from durq.protocol.libraries import loaded_libraries
+
+    libs = q.run(loaded_libraries(library().name)) or []
+    others = [lib.name for lib in libs if not lib.current]
+    if not others:
+        return []
+    return [
+        (
+            "info",
+            f"{len(others)} Functions librar{'y' if len(others) == 1 else 'ies'} of other durq "
+            f"versions loaded ({', '.join(others)}), about 2.5 MB of memory each: "
+            "`durq functions prune` removes them",
+        )
+    ]
+
+
 @click.command()
 @click.argument("queues", nargs=-1)
 @url_option
@@ -424,7 +443,8 @@ def doctor(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
     names = list(queues) or _known_queues(url, namespace)
     problems = 0
     with _queue(names[0] if names else "default", url, namespace) as q:
-        for level, message in q.run(server_warnings()):
+        notes = q.run(server_warnings()) + _library_notes(q)
+        for level, message in notes:
             problems += level == "warning"
             console.print(f"[{'red' if level == 'warning' else 'yellow'}]{level}[/]: {message}")
     for name in names:
