@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from durq.protocol.calls import Command, Op
+from durq.protocol.calls import Command, Op, reply_or_error
 
 __all__ = ["server_warnings"]
 
@@ -43,12 +43,10 @@ def server_warnings() -> Op[list[tuple[str, str]]]:
         )
     aof = persistence.get("aof_enabled") == "1"
     save: str | None = None
-    try:
-        reply = yield Command(("CONFIG", "GET", "save"))
-        if isinstance(reply, list) and len(reply) == 2:
-            save = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-    except Exception:  # CONFIG may be renamed or denied by ACL: then we cannot tell
-        save = None
+    # CONFIG may be renamed or denied by ACL: then we cannot tell
+    reply = yield from reply_or_error("CONFIG", "GET", "save")
+    if isinstance(reply, list) and len(reply) == 2:
+        save = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
     if not aof and save == "":
         out.append(
             (

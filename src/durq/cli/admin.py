@@ -418,7 +418,10 @@ def _library_notes(q: Queue | ShardedQueue) -> list[tuple[str, str]]:
     from durq.lua.functions import library
     from durq.protocol.libraries import loaded_libraries
 
-    libs = q.run(loaded_libraries(library().name)) or []
+    try:
+        libs = q.run(loaded_libraries(library().name)) or []
+    except RedisError:  # FUNCTION LIST not allowed for this user: nothing to say
+        return []
     others = [lib.name for lib in libs if not lib.current]
     if not others:
         return []

@@ -29,6 +29,7 @@ __all__ = [
     "WaitCall",
     "batched",
     "block_timeout",
+    "reply_or_error",
     "script_call",
     "script_error",
     "text",
@@ -142,6 +143,14 @@ def script_error(exc: Exception) -> Exception:
     if "DURQ_ARG" in message:
         return InvalidArgument(message.split("DURQ_ARG", 1)[-1].strip())
     return exc
+
+
+def reply_or_error(*args: Arg) -> Op[Any]:
+    """The reply of the plain command ``args``, an error reply as the exception object
+    rather than raised (a driver raises from a lone Command; a Pipeline's errors come
+    back in place), for an op that handles a refusal itself."""
+    replies = yield Pipeline((Command(args),))
+    return replies[0]
 
 
 def text(value: Any) -> str:

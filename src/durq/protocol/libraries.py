@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from durq.protocol.calls import Command, Op, Pipeline, text
+from durq.protocol.calls import Op, reply_or_error, text
 
 __all__ = ["LibraryInfo", "loaded_libraries", "prune_libraries"]
 
@@ -38,12 +38,6 @@ class LibraryInfo:
     current: bool
 
 
-def _one(command: tuple[str, ...]) -> Op[Any]:
-    """The reply of ``command``, an error reply as the exception object (not raised)."""
-    replies = yield Pipeline((Command(command),))
-    return replies[0]
-
-
 def _pairs(entry: Any) -> Iterator[tuple[str, Any]]:
     items = list(entry)
     for i in range(0, len(items) - 1, 2):
@@ -53,7 +47,7 @@ def _pairs(entry: Any) -> Iterator[tuple[str, Any]]:
 def loaded_libraries(current: str) -> Op[list[LibraryInfo] | None]:
     """durq's libraries on the server, this version's (named ``current``) first; None
     when the server has no Functions (Redis 6.2: durq runs its scripts with EVALSHA)."""
-    reply = yield from _one(("FUNCTION", "LIST", "LIBRARYNAME", "durq_*"))
+    reply = yield from reply_or_error("FUNCTION", "LIST", "LIBRARYNAME", "durq_*")
     if isinstance(reply, Exception):
         if "unknown command" in str(reply).lower():
             return None
@@ -78,7 +72,7 @@ def prune_libraries(current: str) -> Op[list[str] | None]:
     for lib in libraries:
         if lib.current:
             continue
-        reply = yield from _one(("FUNCTION", "DELETE", lib.name))
+        reply = yield from reply_or_error("FUNCTION", "DELETE", lib.name)
         if isinstance(reply, Exception):
             if "library not found" in str(reply).lower():
                 continue  # deleted meanwhile (another prune): what was asked holds
