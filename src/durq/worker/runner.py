@@ -140,7 +140,8 @@ class Worker:
             delivery = self._waiting.popleft()
             self._running += 1
             delivery.started = time.monotonic()
-            delivery.runner = asyncio.create_task(self._run(delivery))
+            # a fixed name: an unnamed Task formats "Task-<n>" for each job (~0.5 µs)
+            delivery.runner = asyncio.create_task(self._run(delivery), name="durq-job")
 
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
@@ -207,7 +208,6 @@ class Worker:
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
         self.metrics.finished(job.queue, name, outcome.kind, seconds)
-        self.metrics.in_hand.set(self.capacity.in_use())
         log_outcome(job, name, outcome, seconds)
         self._start_waiting()
 
