@@ -305,8 +305,8 @@ class Worker:
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
         # runs, so that the full collections the jobs' short-lived objects trigger do
-        # not traverse it again and again (about 8 us per job of a one-call Redis job,
-        # 3/4 of the collector's time, on the 2-core bench VM). Only a speed hint: the
+        # not traverse it again and again (about 11 us per job of a one-call Redis job,
+        # 70% of the collector's time, on the 2-core bench VM). Only a speed hint: the
         # objects are given back to the collector when the worker stops (an embedding
         # process, e.g. a test suite, then collects whatever of them became garbage).
         gc.freeze()
