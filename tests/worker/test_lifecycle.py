@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Callable
 
@@ -34,6 +35,18 @@ def test_a_worker_stops_promptly_right_after_acknowledging_a_job(app: durq.App) 
             assert app.tasks["add"].enqueue(i, i).result(timeout=10) == 2 * i
             stopping = time.monotonic()
         assert time.monotonic() - stopping < 2.0, f"stop {i} took too long"
+
+
+def test_a_running_worker_keeps_its_startup_objects_from_the_collector_then_gives_them_back(
+    app: durq.App,
+) -> None:
+    # gc.freeze while running (a speed hint: full collections skip the startup heap);
+    # after the stop nothing stays frozen, so an embedding process collects it again
+    gc.unfreeze()
+    with running_worker(app):
+        assert gc.get_freeze_count() > 0
+        assert app.tasks["add"].enqueue(2, 3).result(timeout=10) == 5
+    assert gc.get_freeze_count() == 0
 
 
 async def test_cancel_and_wait_ends_a_task_that_swallowed_a_cancellation() -> None:

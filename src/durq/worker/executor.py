@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -179,14 +179,20 @@ class Executor:
             apply_tick(job, meta)
         return task, args, kwargs, meta
 
-    async def execute(self, job: Job, prepared: Call | Outcome | None = None) -> Outcome:
-        """Run ``job`` (``prepared``: what ``prepare(job)`` returned) and return its outcome
-        (in a consumer span when tracing is on)."""
+    def execute(
+        self, job: Job, prepared: Call | Outcome | None = None
+    ) -> Coroutine[Any, Any, Outcome]:
+        """The coroutine that runs ``job`` (``prepared``: what ``prepare(job)`` returned)
+        and returns its outcome (in a consumer span when tracing is on).
+
+        A plain function returning the coroutine, not a coroutine itself: the caller
+        awaits the run directly, so a job that suspends on I/O is resumed through one
+        durq frame less each time (bench/analysis-wave2.md §3.2 item 2)."""
         if prepared is None:
             prepared = self.prepare(job)
         if tracing.enabled():
-            return await tracing.traced_execution(job, partial(self._execute, prepared=prepared))
-        return await self._execute(job, prepared)
+            return tracing.traced_execution(job, partial(self._execute, prepared=prepared))
+        return self._execute(job, prepared)
 
     async def _execute(self, job: Job, prepared: Call | Outcome) -> Outcome:
         if isinstance(prepared, Outcome):
