@@ -34,6 +34,7 @@ from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
+from durq.worker.eager import start_eagerly
 from durq.worker.executor import Executor, Outcome
 from durq.worker.joblog import job_fields, log_outcome, task_name
 from durq.worker.leases import LeaseKeeper
@@ -140,7 +141,12 @@ class Worker:
             delivery = self._waiting.popleft()
             self._running += 1
             delivery.started = time.monotonic()
-            delivery.runner = asyncio.create_task(self._run(delivery))
+            if self._waiting or self.capacity.in_use() > 1:
+                delivery.runner = asyncio.create_task(self._run(delivery))
+            else:
+                # the only job in hand (an idle worker's pickup): it starts now, not a
+                # loop turn later; a job that ends in that step needs no task at all
+                delivery.runner = start_eagerly(self._run(delivery), "durq job")
 
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
