@@ -83,6 +83,8 @@ def _server_times(client: redis.Redis, send: Any, jobs: int) -> None:
         kind = words[0].decode()
         if kind == "EVALSHA" and len(words) > 1:
             kind = f"script {names.get(words[1].decode(), words[1][:8].decode())}"
+        elif kind == "FCALL" and len(words) > 1:
+            kind = f"FCALL {words[1].decode()}"
         by_kind.setdefault(kind, []).append(entry["duration"])
     print(f"server time per command, async def jobs sent every 10 ms (n={jobs}):")
     for kind, us in sorted(by_kind.items(), key=lambda kv: -sum(kv[1]))[:12]:

@@ -317,7 +317,8 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
 end
 
 -- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
--- those of group_settings.
+-- those of group_settings. Returns how many were handed out and the length of K_RR
+-- after (nil under flow control, whose parking moves groups in and out of K_RR).
 local function serve(want, now, deadline, out, listed, limited, weighted, prioritized)
   local hargs, zargs = {}, {}
   local handed = 0
@@ -363,11 +364,20 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     for j = #front, 1, -1 do redis.call('LPUSH', K_RR, front[j]) end
     if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
     if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
-    if skipped >= listed then break end -- every listed group was skipped: stop
-    listed = nil
+    local served = listed
+    if flow_ctl then
+      listed = nil -- read again: parking moves groups in and out of K_RR
+    else
+      -- nothing else in this call changes K_RR: its length is known without a read
+      -- (two commands fewer per call that empties it; the repair above needed only the
+      -- first read)
+      listed = listed - #groups + #front + #keep
+    end
+    if skipped >= served or listed == 0 then break end -- all skipped, or none left
   end
   commit(hargs, zargs)
-  return handed
+  if flow_ctl then return handed, nil end
+  return handed, listed
 end
 
 local function next_ms(now)
@@ -416,8 +426,8 @@ problem = guard()
 if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline, out,
-  listed, limited, weighted, prioritized)
+local handed, left = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline,
+  out, listed, limited, weighted, prioritized)
 if handed == 0 then
   if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0
     or ticked == SCHED_MAX then
@@ -431,7 +441,8 @@ expire_done(now, EXPIRE_MAX)
 flush_counters()
 -- more groups are eligible: wake another consumer (only after progress, so that a
 -- skipped group cannot keep idle consumers spinning)
-if handed > 0 and not (flow_ctl and flow_ctl.blocked()) and redis.call('LLEN', K_RR) > 0 then
+if handed > 0 and not (flow_ctl and flow_ctl.blocked())
+    and (left or redis.call('LLEN', K_RR)) > 0 then
   need_wake = true
 end
 wake_if_needed()

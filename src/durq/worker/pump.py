@@ -363,7 +363,10 @@ class QueuePump:
             self.alarm.consumer,
             self.alarm.ring_key if precise else "",
         )
-        async with self.alarm.ring_after(timeout if precise else None):
+        if precise:
+            async with self.alarm.ring_after(timeout):
+                jobs, next_ms, reclaimed = await self.queue.run(op)
+        else:  # a plain idle wait sets no ring (nor its context manager, on the pickup path)
             jobs, next_ms, reclaimed = await self.queue.run(op)
         if len(jobs) < want:
             self._emptied = next_ms

@@ -1,0 +1,115 @@
+"""Pickup latency of two durq trees, job by job interleaved, so both see the same load.
+
+    .venv/bin/python bench/latency_ab.py [--runs 3] [--jobs 500]
+        [--a-python /work/main/.venv/bin/python] [--b-python .venv/bin/python]
+
+Two fresh servers (Valkey, no persistence), one ``durq worker`` (defaults) on each: A run
+by ``--a-python`` (a venv with the other tree installed, e.g. main's), B by
+``--b-python``. The producer sends one job to A, 5 ms later one to B, and so on (each
+worker gets a job every 10 ms, as in ``bench/latency.py``), a plain ``def`` task then
+an ``async def`` one, and prints p50 / p90 / p99 of enqueue-to-body per side and run.
+On a machine shared with others, runs one after the other differ more than A from B;
+this comparison is what stays meaningful.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import durq
+from durq.dev.server import RedisServer
+
+HERE = Path(__file__).resolve().parent
+
+
+def _pct(values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    p99 = ms[max(0, int(len(ms) * 0.99) - 1)]
+    return (
+        f"p50 {ms[len(ms) // 2]:.3f} / p90 {ms[int(len(ms) * 0.9)]:.3f} / p99 {p99:.3f} ms "
+        f"(n={len(ms)})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=500, help="per side, task kind and run")
+    parser.add_argument("--a-python", default="/work/main/.venv/bin/python")
+    parser.add_argument("--b-python", default=sys.executable)
+    args = parser.parse_args()
+    pythons = {"A": args.a_python, "B": args.b_python}
+    with (
+        RedisServer(flavor="valkey") as server_a,
+        RedisServer(flavor="valkey") as server_b,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        urls = {"A": server_a.url, "B": server_b.url}
+        outs = {side: Path(tmp) / f"{side}.txt" for side in urls}
+        workers = [
+            subprocess.Popen(
+                [
+                    pythons[side],
+                    "-m",
+                    "durq",
+                    "worker",
+                    "latency_app:app",
+                    "-q",
+                    "latency",
+                    "--url",
+                    urls[side],
+                    "--log-level",
+                    "error",
+                ],
+                env={
+                    **os.environ,
+                    "PYTHONPATH": str(HERE),
+                    "BENCH_REDIS_URL": urls[side],
+                    "BENCH_LATENCY_OUT": str(outs[side]),
+                },
+            )
+            for side in urls
+        ]
+        apps = {side: durq.App(url=url) for side, url in urls.items()}
+        tasks = {}
+        for side, app in apps.items():
+            # the same names as bench/latency_app.py's tasks, which the workers run
+
+            def lat_sync(t: float) -> None: ...
+
+            async def lat_async(t: float) -> None: ...
+
+            tasks[side] = {
+                "plain def": app.task(queue="latency")(lat_sync),
+                "async def": app.task(queue="latency")(lat_async),
+            }
+        try:
+            time.sleep(2.5)  # the workers' start
+            for run in range(1, args.runs + 1):
+                for kind in ("plain def", "async def"):
+                    for out in outs.values():
+                        out.write_text("")
+                    for _ in range(args.jobs):
+                        for side in urls:
+                            tasks[side][kind].enqueue(time.time())
+                            time.sleep(0.005)
+                    time.sleep(0.5)
+                    for side, out in outs.items():
+                        delays = [float(line.split()[1]) for line in out.read_text().splitlines()]
+                        print(f"run {run} {kind} {side}: {_pct(delays)}")
+        finally:
+            for worker in workers:
+                worker.terminate()
+                worker.wait(30)
+            for app in apps.values():
+                app.close()
+
+
+if __name__ == "__main__":
+    main()
