@@ -5,20 +5,23 @@
 
 On a fresh server (Valkey, no persistence), all against the same server:
 
-1. single calls, interleaved rounds: wall time, client CPU and the server's time per
-   command (``INFO commandstats``) of a PING and an LPUSH on durq's own transport (a
-   redis-py connection driven by ``durq.connection.sync_exchange``: its socket and
-   hiredis reader, none of redis-py's command layers), redis-py's ``LPUSH``, Huey's
-   enqueue (its own process and venv, ``bench/.envs/huey``; an ``LPUSH`` underneath),
-   ``Queue.enqueue`` and ``Task.enqueue``;
+1. single calls, interleaved rounds: wall time, client CPU, the server's time per
+   command (``INFO commandstats``) and its process's CPU per call (``INFO cpu``: the
+   command plus reading, parsing and replying, and the event loop) of a PING and an
+   LPUSH on durq's own transport (a redis-py connection driven by
+   ``durq.connection.sync_exchange``: its socket and hiredis reader, none of redis-py's
+   command layers), redis-py's ``LPUSH``, ``Queue.enqueue``, ``Task.enqueue`` and
+   Huey's enqueue (its own process and venv, ``bench/.envs/huey``; an ``LPUSH``);
 2. the enqueue script's server time per FCALL against floors with the same 17 keys and
    4 arguments: a function that returns 1, and a minimal plain-job function (the
    commands a plain enqueue needs, without durq's guards), then ``enqueue_single`` and
    ``enqueue_plain`` with one job (medians of interleaved runs);
 3. durq's client Python per call with the socket I/O excluded (the exchange answers
-   with a canned reply), and the budget of a ``Task.enqueue``: transport of an FCALL of
-   the same size + script + Python, against the measured wall time;
-4. bulk: ``Task.enqueue_many`` of 1,000 jobs, 100 calls (and a cProfile of the client
+   with a canned reply);
+4. one ``Task.enqueue`` taken apart, interleaved: the round trip of an FCALL of the
+   same size that returns 1, of ``enqueue_single`` alone (no durq Python), and of the
+   whole call, with the client's and the server process's CPU of each;
+5. bulk: ``Task.enqueue_many`` of 1,000 jobs, 100 calls (and a cProfile of the client
    with ``--cprofile``).
 
 The machine's speed drifts (a VM with 2 cores shared with others): compare rows of one
@@ -87,6 +90,12 @@ def _server_us(client: redis.Redis, command: str) -> float:
     return float(stats.get("usec_per_call", 0.0))
 
 
+def _server_cpu(client: Any) -> float:
+    """The server process's CPU seconds so far (user + system)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
 def _exchange(conn: Any, command: tuple[Any, ...]) -> Callable[[int], object]:
     packed = [hiredis.pack_command(command)]
     return lambda i: connection.sync_exchange(conn, packed, 1)
@@ -94,18 +103,21 @@ def _exchange(conn: Any, command: tuple[Any, ...]) -> Callable[[int], object]:
 
 def _huey(
     client: redis.Redis, url: str, calls: int, python: Path
-) -> tuple[float, float, float] | None:
+) -> tuple[float, float, float, float] | None:
     if not python.exists():
         return None
     client.config_resetstat()
+    before = _server_cpu(client)
     out = subprocess.run(
         [str(python), "-c", HUEY_SCRIPT, url, str(calls)],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    # 300 warm-up calls come before the timed ones; the server's figure covers both
-    return float(out[0]) / calls * 1e6, float(out[1]) / calls * 1e6, _server_us(client, "lpush")
+    # 300 warm-up calls come before the timed ones; the server's figures cover both
+    process = (_server_cpu(client) - before) / (calls + 300) * 1e6
+    wall, cpu = float(out[0]) / calls * 1e6, float(out[1]) / calls * 1e6
+    return wall, cpu, _server_us(client, "lpush"), process
 
 
 def single_calls(
@@ -123,27 +135,32 @@ def single_calls(
     ]
     walls: dict[str, list[float]] = {}
     print("1. single calls, one at a time: rate, wall and client CPU per call, server per command")
+    print("   (Huey: its own process; the server's figures are per call of its LPUSH)")
     for _ in range(rounds):
         for label, command, call in paths:
             client.config_resetstat()
+            before = _server_cpu(client)
             start, cpu = time.perf_counter(), time.process_time()
             for i in range(calls):
                 call(i)
             wall = (time.perf_counter() - start) / calls * 1e6
             cpu = (time.process_time() - cpu) / calls * 1e6
+            process = (_server_cpu(client) - before) / calls * 1e6
             walls.setdefault(label, []).append(wall)
             print(
                 f"   {label:24s} {1e6 / wall:8,.0f}/s  wall {wall:6.1f} us  client CPU "
-                f"{cpu:5.1f} us  server {_server_us(client, command):5.1f} us ({command})"
+                f"{cpu:5.1f} us  server {_server_us(client, command):5.1f} us ({command}), "
+                f"server process CPU {process:5.1f} us"
             )
         if huey is not None:
             measured = _huey(client, url, calls, huey)
             if measured is not None:
-                wall, cpu, server = measured
+                wall, cpu, server, process = measured
                 walls.setdefault("Huey enqueue", []).append(wall)
                 print(
                     f"   {'Huey enqueue':24s} {1e6 / wall:8,.0f}/s  wall {wall:6.1f} us  client "
-                    f"CPU {cpu:5.1f} us  server {server:5.1f} us (lpush)"
+                    f"CPU {cpu:5.1f} us  server {server:5.1f} us (lpush), server process CPU "
+                    f"{process:5.1f} us"
                 )
     transport.connection_pool.release(conn)
     transport.close()
@@ -239,12 +256,16 @@ def budget(
 
     paths = {"floor": floor, "single": single, "task": lambda i: task.enqueue(i)}
     rounds: dict[str, list[float]] = {name: [] for name in paths}
+    cpus: dict[str, list[tuple[float, float]]] = {name: [] for name in paths}
     for _ in range(5):
         for name, call in paths.items():
-            start = time.perf_counter()
+            before = _server_cpu(client)
+            start, cpu = time.perf_counter(), time.process_time()
             for i in range(2000):
                 call(i)
             rounds[name].append((time.perf_counter() - start) / 2000 * 1e6)
+            server_cpu = (_server_cpu(client) - before) / 2000 * 1e6
+            cpus[name].append(((time.process_time() - cpu) / 2000 * 1e6, server_cpu))
     client.connection_pool.release(conn)
     client.function_delete("durq_profile_floor")
     client.close()
@@ -252,6 +273,13 @@ def budget(
     trip, bare, whole = (statistics.median(rounds[name]) for name in paths)
     work = script["enqueue_single"] - script["return 1"]
     print("4. one Task.enqueue taken apart (wall, medians of 5 interleaved runs)")
+    for name, label in (("floor", "return 1"), ("single", "enqueue_single"), ("task", "Task")):
+        client_cpu = statistics.median(c for c, _ in cpus[name])
+        server_cpu = statistics.median(s for _, s in cpus[name])
+        print(
+            f"   CPU per call, {label:15s} client {client_cpu:5.1f} us, server process "
+            f"{server_cpu:5.1f} us (INFO cpu)"
+        )
     print(f"   FCALL of the same size returning 1, durq's transport {trip:6.1f} us")
     print(
         f"   FCALL enqueue_single, durq's transport, no durq Python {bare:6.1f} us: "

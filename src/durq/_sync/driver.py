@@ -143,6 +143,8 @@ def _pack(commands: Sequence[Wire]) -> list[bytes]:
     every argument in Python, which cost as much as the round trip for large batches.
     durq only sends str, bytes, int and float arguments, which hiredis takes as they are."""
     # a list of chunks, as send_packed_command takes them
+    if len(commands) == 1:  # most requests: no join, no copy
+        return [hiredis.pack_command(tuple(commands[0]))]
     return [b"".join([hiredis.pack_command(tuple(c)) for c in commands])]
 
 
