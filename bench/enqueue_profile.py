@@ -1,6 +1,6 @@
 """Where a single enqueue's time goes, in one process and one window.
 
-    .venv/bin/python bench/enqueue_profile.py [--calls 3000] [--rounds 3] [--no-huey]
+    .venv/bin/python bench/enqueue_profile.py [--calls 1000] [--rounds 9] [--no-huey]
                                               [--cprofile]
 
 On a fresh server (Valkey, no persistence), all against the same server:
@@ -133,9 +133,8 @@ def single_calls(
         ("Queue.enqueue(payload)", "fcall", lambda i: queue.enqueue({"n": i})),
         ("Task.enqueue(i)", "fcall", lambda i: task.enqueue(i)),
     ]
-    walls: dict[str, list[float]] = {}
-    print("1. single calls, one at a time: rate, wall and client CPU per call, server per command")
-    print("   (Huey: its own process; the server's figures are per call of its LPUSH)")
+    rows: dict[str, list[tuple[float, float, float, float]]] = {}
+    commands = {label: command for label, command, _ in paths}
     for _ in range(rounds):
         for label, command, call in paths:
             client.config_resetstat()
@@ -146,26 +145,29 @@ def single_calls(
             wall = (time.perf_counter() - start) / calls * 1e6
             cpu = (time.process_time() - cpu) / calls * 1e6
             process = (_server_cpu(client) - before) / calls * 1e6
-            walls.setdefault(label, []).append(wall)
-            print(
-                f"   {label:24s} {1e6 / wall:8,.0f}/s  wall {wall:6.1f} us  client CPU "
-                f"{cpu:5.1f} us  server {_server_us(client, command):5.1f} us ({command}), "
-                f"server process CPU {process:5.1f} us"
-            )
+            rows.setdefault(label, []).append((wall, cpu, _server_us(client, command), process))
         if huey is not None:
             measured = _huey(client, url, calls, huey)
             if measured is not None:
-                wall, cpu, server, process = measured
-                walls.setdefault("Huey enqueue", []).append(wall)
-                print(
-                    f"   {'Huey enqueue':24s} {1e6 / wall:8,.0f}/s  wall {wall:6.1f} us  client "
-                    f"CPU {cpu:5.1f} us  server {server:5.1f} us (lpush), server process CPU "
-                    f"{process:5.1f} us"
-                )
+                rows.setdefault("Huey enqueue", []).append(measured)
+                commands["Huey enqueue"] = "lpush"
+    print(
+        f"1. single calls, one at a time, {rounds} interleaved rounds of {calls}: medians "
+        "(wall: min too) per call"
+    )
+    print(f"   {'':24s} {'rate':>9s} {'wall':>6s} {'min':>6s} {'client CPU':>10s} "
+          f"{'server cmd':>10s} {'server process CPU':>18s}")  # fmt: skip
+    for label, values in rows.items():
+        wall, cpu, server, process = (statistics.median(v[j] for v in values) for j in range(4))
+        print(
+            f"   {label:24s} {1e6 / wall:8,.0f}/s {wall:6.1f} {min(v[0] for v in values):6.1f} "
+            f"{cpu:10.1f} {server:6.1f} ({commands[label]}) {process:12.1f}"
+        )
+    print("   (us; Huey runs in its own process, its server figures per call of its LPUSH)")
     transport.connection_pool.release(conn)
     transport.close()
     queue.close()
-    return {label: statistics.median(values) for label, values in walls.items()}
+    return {label: statistics.median(v[0] for v in values) for label, values in rows.items()}
 
 
 def script_server_time(client: redis.Redis, url: str, calls: int) -> dict[str, float]:
@@ -219,7 +221,7 @@ def client_python(url: str, task: Any, calls: int) -> dict[str, float]:
             ("Queue.enqueue(payload)", lambda i: queue.enqueue({"n": i})),
         ):
             best = []
-            for _ in range(5):
+            for _ in range(15):  # short rounds, the least disturbed one counts
                 start = time.perf_counter()
                 for i in range(calls):
                     call(i)
@@ -228,14 +230,20 @@ def client_python(url: str, task: Any, calls: int) -> dict[str, float]:
     finally:
         driver.sync_exchange = real
     queue.close()
-    print("3. durq's client Python per call, socket I/O excluded (min of 5)")
+    print(f"3. durq's client Python per call, socket I/O excluded (min of 15 x {calls})")
     for label, value in out.items():
         print(f"   {label:24s} {value:6.2f} us")
     return out
 
 
 def budget(
-    url: str, task: Any, walls: dict[str, float], script: dict[str, float], python: float
+    url: str,
+    task: Any,
+    walls: dict[str, float],
+    script: dict[str, float],
+    python: float,
+    calls: int,
+    rounds: int,
 ) -> None:
     """A ``Task.enqueue`` taken apart, interleaved in one window: the round trip of an
     FCALL of the same size that returns 1, of ``enqueue_single`` itself (packed per call,
@@ -255,24 +263,24 @@ def budget(
         return connection.sync_exchange(conn, packed, 1)
 
     paths = {"floor": floor, "single": single, "task": lambda i: task.enqueue(i)}
-    rounds: dict[str, list[float]] = {name: [] for name in paths}
+    walls_of: dict[str, list[float]] = {name: [] for name in paths}
     cpus: dict[str, list[tuple[float, float]]] = {name: [] for name in paths}
-    for _ in range(5):
+    for _ in range(rounds):
         for name, call in paths.items():
             before = _server_cpu(client)
             start, cpu = time.perf_counter(), time.process_time()
-            for i in range(2000):
+            for i in range(calls):
                 call(i)
-            rounds[name].append((time.perf_counter() - start) / 2000 * 1e6)
-            server_cpu = (_server_cpu(client) - before) / 2000 * 1e6
-            cpus[name].append(((time.process_time() - cpu) / 2000 * 1e6, server_cpu))
+            walls_of[name].append((time.perf_counter() - start) / calls * 1e6)
+            server_cpu = (_server_cpu(client) - before) / calls * 1e6
+            cpus[name].append(((time.process_time() - cpu) / calls * 1e6, server_cpu))
     client.connection_pool.release(conn)
     client.function_delete("durq_profile_floor")
     client.close()
     queue.close()
-    trip, bare, whole = (statistics.median(rounds[name]) for name in paths)
+    trip, bare, whole = (statistics.median(walls_of[name]) for name in paths)
     work = script["enqueue_single"] - script["return 1"]
-    print("4. one Task.enqueue taken apart (wall, medians of 5 interleaved runs)")
+    print(f"4. one Task.enqueue taken apart (medians of {rounds} interleaved rounds of {calls})")
     for name, label in (("floor", "return 1"), ("single", "enqueue_single"), ("task", "Task")):
         client_cpu = statistics.median(c for c, _ in cpus[name])
         server_cpu = statistics.median(s for _, s in cpus[name])
@@ -326,8 +334,9 @@ def bulk(client: redis.Redis, task: Any, profile: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=3)
+    # short rounds, many: this VM's speed swings within seconds
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--no-huey", action="store_true", help="skip Huey's enqueue")
     parser.add_argument("--huey-python", type=Path, default=HUEY_PYTHON, help="Huey's venv")
     parser.add_argument("--cprofile", action="store_true", help="profile the bulk client")
@@ -344,8 +353,8 @@ def main() -> None:
         huey = None if args.no_huey else args.huey_python
         walls = single_calls(client, server.url, noop, args.calls, args.rounds, huey)
         script = script_server_time(client, server.url, args.calls)
-        python = client_python(server.url, noop, args.calls * 5)
-        budget(server.url, noop, walls, script, python["Task.enqueue(i)"])
+        python = client_python(server.url, noop, args.calls)
+        budget(server.url, noop, walls, script, python["Task.enqueue(i)"], args.calls, args.rounds)
         bulk(client, noop, args.cprofile)
         app.close()
         client.close()
