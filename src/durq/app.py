@@ -41,6 +41,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _jobs(encoded: list[tuple[int, bytes]]) -> list[tuple[str, int, bytes]]:
+    """Encoded payloads as ``(id, codec, data)`` jobs under fresh ids."""
+    ids = new_ids(len(encoded))
+    if len(encoded) == 1:  # Task.enqueue: no zip, no comprehension
+        return [(ids[0], *encoded[0])]
+    return [(i, c, d) for i, (c, d) in zip(ids, encoded, strict=True)]
+
+
 class App:
     """Tasks and the Redis they use.
 
@@ -398,8 +406,7 @@ class App:
         if task.app is not self or name in self.shards:
             return self.enqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
         queue = self.queue(name)
-        encoded = task.encode_calls(calls, queue.codec)
-        jobs = [(i, c, d) for i, (c, d) in zip(new_ids(len(encoded)), encoded, strict=True)]
+        jobs = _jobs(task.encode_calls(calls, queue.codec))
         results = queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
         return [JobHandle(self, name, result, task) for result in results]
 
@@ -409,8 +416,7 @@ class App:
         if task.app is not self or name in self.shards:
             return await self.aenqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
         queue = self.async_queue(name)
-        encoded = task.encode_calls(calls, queue.codec)
-        jobs = [(i, c, d) for i, (c, d) in zip(new_ids(len(encoded)), encoded, strict=True)]
+        jobs = _jobs(task.encode_calls(calls, queue.codec))
         results = await queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
         return [JobHandle(self, name, result, task) for result in results]
 

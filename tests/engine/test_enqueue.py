@@ -150,3 +150,24 @@ async def test_a_pickled_payload_is_refused_by_a_queue_that_did_not_choose_pickl
     assert job.data  # the raw bytes stay available
     await plain.requeue(job, delay=0)
     assert (await pickler.dequeue()).payload == {1, 2, 3}
+
+
+async def test_a_single_enqueue_stores_the_record_a_batch_stores(q: Any, raw: Any) -> None:
+    # one job goes through enqueue_single.lua, several through enqueue_plain.lua
+    single = await q.enqueue({"n": 1})
+    batch = await q.enqueue_many([{"n": 1}, {"n": 1}])
+    records = [raw.hget(q.keys.prefix + "jobs", r.id) for r in (single, *batch)]
+    # equal but for enqueued_at (I6 at bytes 14-19 of the header, lib/record_layout.lua)
+    assert len({rec[:14] + rec[20:] for rec in records}) == 1
+    stats = await q.stats()
+    assert (stats.pending, stats.enqueued) == (3, 3)
+    assert [j.id for j in await q.dequeue_many(3)] == [single.id, *(r.id for r in batch)]
+
+
+async def test_a_single_enqueue_of_a_taken_id_exists_and_changes_nothing(q: Any) -> None:
+    first = await q.enqueue("a", id="job-1")
+    again = await q.enqueue("b", id="job-1")
+    assert (first.status, again.status) == (EnqueueStatus.CREATED, EnqueueStatus.EXISTS)
+    assert again.id == "job-1"
+    assert (await q.stats()).enqueued == 1
+    assert (await q.dequeue()).payload == "a"

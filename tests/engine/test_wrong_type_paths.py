@@ -1,5 +1,5 @@
-"""A key of another Redis type on each path of the per-job scripts, dequeue and release:
-the call fails with CorruptQueue naming the key and changes nothing.
+"""A key of another Redis type on each path of the per-job scripts (dequeue, release and
+the single enqueue): the call fails with CorruptQueue naming the key and changes nothing.
 
 dequeue and release check the keys they write just before their first write, except
 those a typed read made earlier already proved (lib/type_check.lua): which keys that
@@ -161,3 +161,39 @@ def test_release_fails_naming_the_key_and_changes_nothing(
     queue: Queue, raw: redis.Redis, path: str, part: str
 ) -> None:
     _fails_naming(queue, raw, part, RELEASE_PATHS[path][1](queue))
+
+
+# the keys a single plain enqueue (enqueue_single.lua) reads or writes: into an idle
+# queue, whose default group it offers to the rotation, and into one that has work
+SINGLE_PATHS: dict[str, tuple[list[str], Callable[[Queue], Any]]] = {
+    "idle": (["jobs", "done", "rrset", "rr", "pending"], lambda q: None),
+    "busy": (["jobs", "done", "rrset", "pending"], lambda q: q.enqueue("first")),
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "part"), [(path, part) for path, (keys, _) in SINGLE_PATHS.items() for part in keys]
+)
+def test_single_enqueue_fails_naming_the_key_and_changes_nothing(
+    queue: Queue, raw: redis.Redis, path: str, part: str
+) -> None:
+    SINGLE_PATHS[path][1](queue)
+    _fails_naming(queue, raw, part, lambda: queue.enqueue("x", id="job-1"))
+    assert queue.enqueue("x", id="job-1").created  # nothing of it was left behind
+
+
+@pytest.mark.parametrize("part", SINGLE_PATHS["idle"][0])
+def test_task_enqueue_fails_naming_the_key_and_changes_nothing(
+    server: RedisServer, queue_name: str, queue: Queue, raw: redis.Redis, part: str
+) -> None:
+    app = durq.App(server.url)
+
+    @app.task(queue=queue_name)
+    def add(i: int) -> None:
+        pass
+
+    try:
+        _fails_naming(queue, raw, part, lambda: add.enqueue(1))
+        assert add.enqueue(2).status is durq.EnqueueStatus.CREATED
+    finally:
+        app.close()

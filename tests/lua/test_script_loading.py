@@ -71,7 +71,7 @@ async def test_queues_sharing_a_pool_load_each_script_once_and_reload_after_a_fl
         for queue in queues:
             await end.call(queue, "enqueue", "x")
             assert (await end.call(queue, "dequeue")).payload == "x"
-        # one SCRIPT LOAD each for enqueue_plain and dequeue, not one per queue
+        # one SCRIPT LOAD each for enqueue_single and dequeue, not one per queue
         assert _counts(server) == (loads + 2, noscripts)
 
         _flush(server)
@@ -79,7 +79,7 @@ async def test_queues_sharing_a_pool_load_each_script_once_and_reload_after_a_fl
         for queue in queues:
             await end.call(queue, "enqueue", "y")
             assert (await end.call(queue, "dequeue")).payload == "y"
-        # the first queue meets NOSCRIPT and reloads enqueue_plain; the pool forgets
+        # the first queue meets NOSCRIPT and reloads enqueue_single; the pool forgets
         # every script, so the first dequeue loads its script before sending
         assert _counts(server) == (loads + 2, noscripts + 1)
     finally:

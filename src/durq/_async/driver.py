@@ -146,7 +146,38 @@ def _pack(commands: Sequence[Wire]) -> list[bytes]:
     every argument in Python, which cost as much as the round trip for large batches.
     durq only sends str, bytes, int and float arguments, which hiredis takes as they are."""
     # a list of chunks, as send_packed_command takes them
-    return [b"".join([hiredis.pack_command(tuple(c)) for c in commands])]
+    if len(commands) == 1:  # most requests: no join, no copy
+        return [_pack_one(commands[0])]
+    return [b"".join([_pack_one(c) for c in commands])]
+
+
+#: the RESP of a script call's head (FCALL or EVALSHA, the function or SHA, the key
+#: count, the keys), by that head: the same for every call of one script on one queue
+_HEADS: dict[Wire, bytes] = {}
+#: a bound on _HEADS (many queues); past it the cache starts again
+_HEADS_MAX = 4096
+
+
+def _pack_one(command: Wire) -> bytes:
+    """RESP for one command. A script call's head, which is most of its bytes (17 keys
+    for a queue), is packed once and kept: RESP is an array header followed by each
+    argument on its own, so the head's bytes are the same in every call. The head is
+    the cache key itself, so a call that moves to EVALSHA (or back to FCALL) uses its
+    own head."""
+    if command[0] != "FCALL" and command[0] != "EVALSHA":
+        whole: bytes = hiredis.pack_command(tuple(command))
+        return whole
+    end: int = 3 + command[2]
+    head = command[:end]
+    packed = _HEADS.get(head)
+    if packed is None:
+        if len(_HEADS) >= _HEADS_MAX:
+            _HEADS.clear()
+        whole = hiredis.pack_command(head)
+        packed = _HEADS[head] = whole[whole.index(b"\r\n") + 2 :]
+    body = hiredis.pack_command(command[end:]) if len(command) > end else b"*0\r\n"
+    # the array header counts head and arguments; the arguments' own header goes
+    return b"".join((b"*%d\r\n" % len(command), packed, body[body.index(b"\r\n") + 2 :]))
 
 
 #: a connection kept idle longer than this goes back through redis-py's pool, whose
@@ -159,8 +190,8 @@ def _idle_of(pool: Any) -> list[tuple[Any, float]]:
     recently used last. Kept on the pool, which the queues of an App or a worker share;
     a forked child starts with none (its parent's sockets are not its own)."""
     pid = _process[0]
-    idle: tuple[int, list[tuple[Any, float]]] = pool.__dict__.setdefault("durq_idle", (pid, []))
-    if idle[0] != pid:
+    idle: tuple[int, list[tuple[Any, float]]] | None = pool.__dict__.get("durq_idle")
+    if idle is None or idle[0] != pid:  # (get: setdefault would build a default per call)
         idle = pool.__dict__["durq_idle"] = (pid, [])
     return idle[1]
 
@@ -363,20 +394,21 @@ class AsyncDriver:
         oom = False  # the server refused an FCALL for want of memory: EVALSHA from then on
         give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
-            node = await self._node(key)
+            node = await self._node(key) if self._cluster else ""
             loaded = self._loaded.get(node, ())
             fcall = self.functions and not oom and _NO_FUNCTIONS not in loaded
             uses = library().functions if fcall else None
             if uses is not functions or not wire:
                 functions = uses
                 wire = [_wire(c, functions) for c in calls]
-            missing = {
-                c.script.sha: c
-                for c in calls[start:]
-                if isinstance(c, ScriptCall)
-                and (functions is None or c.script.name not in functions)
-                and c.script.sha not in loaded
-            }
+            missing: dict[str, ScriptCall] = {}
+            for c in calls[start:] if start else calls:  # a loop: no comprehension's frame
+                if (
+                    isinstance(c, ScriptCall)
+                    and (functions is None or c.script.name not in functions)
+                    and c.script.sha not in loaded
+                ):
+                    missing[c.script.sha] = c
             if missing:
                 await self._load(node, list(missing.values()))
             got = await self._send(node, wire[start:] if start else wire)

@@ -30,6 +30,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "enqueue",
     "enqueue_control",
     "enqueue_plain",
+    "enqueue_single",
     "extend",
     "flow_info",
     "groups",

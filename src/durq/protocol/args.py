@@ -52,10 +52,27 @@ def new_ids(n: int) -> list[str]:
     ``_`` and ``.`` (not ``-``, so an id never reads as an option on a command line)."""
     # base64.b64encode(..., altchars=b"._") without its Python layers (a third of the
     # cost of one id)
+    if n == 1:  # a single enqueue: one id from the spares, no system call
+        try:
+            return [_spare.pop()]
+        except IndexError:  # none left (or another thread took the last): make more
+            _spare.extend(_make_ids(_SPARES))
+            return [_spare.pop()]
+    return _make_ids(n)
+
+
+def _make_ids(n: int) -> list[str]:
     raw = binascii.b2a_base64(os.urandom(12 * n), newline=False).translate(_ALTCHARS).decode()
-    if n == 1:
-        return [raw]
     return [raw[i : i + 16] for i in range(0, 16 * n, 16)]
+
+
+#: ids made ahead for single enqueues: reading 12 bytes from os.urandom is a system
+#: call, as long as a whole id costs otherwise. list.pop is atomic, so two threads
+#: never take the same id; a forked child drops its parent's spares (it would hand
+#: out the very ids its parent hands out).
+_spare: list[str] = []
+_SPARES = 64
+os.register_at_fork(after_in_child=_spare.clear)
 
 
 def seconds(name: str, value: Any) -> float:

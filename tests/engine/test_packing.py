@@ -1,0 +1,47 @@
+"""The driver's RESP packing: a script call's head is packed once and kept, and
+every command packs to the bytes hiredis makes of it whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hiredis
+
+from durq._sync import driver
+
+# hiredis's stubs take a tuple of one argument type
+pack_command: Any = hiredis.pack_command
+KEYS = tuple(f"durq:{{q}}:k{i}" for i in range(17))
+
+
+def test_packed_commands_are_the_bytes_of_the_whole_command() -> None:
+    commands = [
+        ("FCALL", "durq_enqueue_single", 17, *KEYS, "abcdefghijklmnop", b'["t",[1],{}]', 20, 1),
+        ("FCALL", "durq_enqueue_single", 17, *KEYS, "other", b"", 3, 2.5),
+        ("EVALSHA", "a" * 40, 17, *KEYS, "abcdefghijklmnop", b"x", 20, 1),
+        ("EVALSHA", "b" * 40, 2, "k1", "k2"),  # keys, no arguments
+        ("FCALL", "f", 0),
+        ("FCALL", "f", 0, "arg"),
+        ("SET", "k", "v"),
+        ("WAIT", 1, 100),
+    ]
+    for _ in range(2):  # the second time from the kept heads
+        for command in commands:
+            assert driver._pack([command]) == [pack_command(command)]
+    assert driver._pack(commands) == [b"".join(pack_command(c) for c in commands)]
+
+
+def test_a_call_that_moves_to_evalsha_packs_its_own_head() -> None:
+    args = ("id", b"data", 20, 1)
+    fcall = ("FCALL", "durq_enqueue_single", 17, *KEYS, *args)
+    evalsha = ("EVALSHA", "c" * 40, 17, *KEYS, *args)
+    assert driver._pack([fcall]) == [pack_command(fcall)]
+    assert driver._pack([evalsha]) == [pack_command(evalsha)]
+    assert driver._pack([fcall]) == [pack_command(fcall)]
+
+
+def test_the_kept_heads_are_bounded() -> None:
+    for i in range(driver._HEADS_MAX + 10):
+        command = ("EVALSHA", f"{i:040d}", 1, "k", "v")
+        assert driver._pack([command]) == [pack_command(command)]
+    assert len(driver._HEADS) <= driver._HEADS_MAX
