@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import types
 from collections.abc import Coroutine, Generator
 from typing import Any
@@ -25,6 +26,15 @@ def start_eagerly(
     the context variables it sets stay its own). Returns None when it finished in that
     step, else the task that runs the rest (same context). An exception it raises in
     that step is logged, as a task's would be, not raised here."""
+    if sys.version_info >= (3, 12):
+        # asyncio's own eager start (and 3.12+ Tasks take only true coroutines, not the
+        # generator-based one below)
+        task = asyncio.Task(coro, loop=asyncio.get_running_loop(), name=name, eager_start=True)
+        if not task.done():
+            return task
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s failed", name or "a coroutine", exc_info=task.exception())
+        return None
     context = contextvars.copy_context()
     try:
         first = context.run(coro.send, None)
