@@ -1,7 +1,7 @@
 """Pickup latency of two durq trees, job by job interleaved, so both see the same load.
 
-    .venv/bin/python bench/latency_ab.py [--runs 3] [--jobs 500]
-        [--a-python /work/main/.venv/bin/python] [--b-python .venv/bin/python]
+    .venv/bin/python bench/latency_ab.py --a-python OTHER/.venv/bin/python
+        [--b-python .venv/bin/python] [--runs 3] [--jobs 500]
 
 Two fresh servers (Valkey, no persistence), one ``durq worker`` (defaults) on each: A run
 by ``--a-python`` (a venv with the other tree installed, e.g. main's), B by
@@ -41,7 +41,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=500, help="per side, task kind and run")
-    parser.add_argument("--a-python", default="/work/main/.venv/bin/python")
+    parser.add_argument(
+        "--a-python", required=True, help="the python of a venv with the other tree installed"
+    )
     parser.add_argument("--b-python", default=sys.executable)
     args = parser.parse_args()
     pythons = {"A": args.a_python, "B": args.b_python}

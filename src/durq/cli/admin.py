@@ -429,7 +429,7 @@ def _library_notes(q: Queue | ShardedQueue) -> list[tuple[str, str]]:
         (
             "info",
             f"{len(others)} Functions librar{'y' if len(others) == 1 else 'ies'} of other durq "
-            f"versions loaded ({', '.join(others)}), about 2.5 MB of memory each: "
+            f"versions loaded ({', '.join(others)}), about 2.4 MB of memory each: "
             "`durq functions prune` removes them",
         )
     ]

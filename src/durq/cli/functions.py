@@ -59,7 +59,7 @@ def functions() -> None:
     """List durq's Redis Functions libraries, and prune those of other durq versions.
 
     \b
-    Every durq version loads its own library (about 2.5 MB of server memory) and never
+    Every durq version loads its own library (about 2.4 MB of server memory) and never
     deletes an older one, which workers of that version may still run. Pruning is safe
     at any time: a worker of an older version reloads its library on its next call.
     """

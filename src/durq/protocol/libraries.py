@@ -3,7 +3,7 @@ libraries of other durq versions.
 
 Each durq version loads its own library, ``durq_<hash>`` (:mod:`durq.lua.functions`),
 next to those already there, so that workers of two versions can run side by side during
-an upgrade; durq never deletes one by itself. A library holds about 2.5 MB of the
+an upgrade; durq never deletes one by itself. A library holds about 2.4 MB of the
 server's memory, so a server that has seen many upgrades keeps many. Removing them is
 safe at any time: a worker of an older version that still runs gets "Function not found"
 on its next call, loads its library again and resends the call (the driver does so
