@@ -6,6 +6,7 @@ stays free to send the acknowledgements of jobs that finish meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any, Protocol
 
@@ -28,6 +29,7 @@ __all__ = ["PumpOwner", "QueuePump"]
 log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError)
 _BURST_RECHECK = 0.5  # seconds
+_NO_RING = contextlib.nullcontext()  # reusable: it holds no state
 _RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (worker.alarm)
 # Fetch pacing: while this queue's jobs are in hand, a round trip that would fetch or
 # acknowledge fewer than a quarter of the queue's slots waits up to PACE seconds for
@@ -363,10 +365,10 @@ class QueuePump:
             self.alarm.consumer,
             self.alarm.ring_key if precise else "",
         )
-        if precise:
-            async with self.alarm.ring_after(timeout):
-                jobs, next_ms, reclaimed = await self.queue.run(op)
-        else:  # a plain idle wait sets no ring (nor its context manager, on the pickup path)
+        # a plain idle wait sets no ring: a null context, not ring_after's generator-based
+        # one, on the pickup path
+        ring = self.alarm.ring_after(timeout) if precise else _NO_RING
+        async with ring:
             jobs, next_ms, reclaimed = await self.queue.run(op)
         if len(jobs) < want:
             self._emptied = next_ms
