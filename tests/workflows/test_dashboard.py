@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,3 +53,61 @@ def test_workflow_pages_show_steps_and_where_it_waits(
     assert f'durq_workflows_failed_total{{queue="{q}"}} 0.0' in metrics
     missing = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": "nope"})
     assert missing.status_code == 404
+
+
+def _csrf_from(page: httpx.Response) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_workflow_page_cancels_a_running_workflow_with_a_csrf_checked_post(
+    wapp: durq.App, log: str, board: LiveServer
+) -> None:
+    t = wapp.tasks
+    q = wapp.default_queue
+    # no worker runs: the workflow waits on its first steps, and the start of the one
+    # in another queue (another slot) waits in the home queue's outbox
+    far = t["square"].options(queue=f"{q}-b").s(log, 2)
+    handle = durq.group([t["square"].s(log, 1), far]).then(t["collect"].s(log)).enqueue()
+    with httpx.Client(base_url=board.url) as client:
+        listing = client.get("/queue/workflows", params={"q": q})
+        assert re.search(
+            r'card warn"><span class="label">waiting</span><span class="value">1<', listing.text
+        )
+        where = {"q": q, "id": handle.id}
+        page = client.get("/queue/workflow", params=where)
+        assert page.status_code == 200 and "Cancel workflow" in page.text
+        assert client.post("/queue/workflow/cancel", data=where).status_code == 403
+        assert client.get("/queue/workflow/cancel", params=where).status_code == 405
+        assert handle.status().state == "running"  # type: ignore[union-attr]
+
+        done = client.post("/queue/workflow/cancel", data={**where, "csrf": _csrf_from(page)})
+        assert done.status_code == 303
+        assert done.headers["location"].endswith(
+            f"/queue/workflow?q={q}&id={handle.id}&done=cancelled"
+        )
+        after = client.get(done.headers["location"])
+        assert "Cancelled: its steps" in after.text and "Cancel workflow" not in after.text
+        assert handle.status().state == "cancelled"  # type: ignore[union-attr]
+        with pytest.raises(durq.Cancelled):
+            handle.result(1)
+
+        again = client.post("/queue/workflow/cancel", data={**where, "csrf": _csrf_from(page)})
+        assert again.headers["location"].endswith("&done=finished")
+        assert "had ended already" in client.get(again.headers["location"]).text
+
+
+def test_a_read_only_dashboard_offers_no_workflow_cancel(wapp: durq.App, log: str) -> None:
+    handle = durq.chain(wapp.tasks["square"].s(log, 1)).enqueue()
+    app = create_app(wapp.url, sample_interval=0.25, refresh=0, read_only=True)
+    server = LiveServer(app).start()
+    try:
+        where = {"q": wapp.default_queue, "id": handle.id}
+        page = httpx.get(f"{server.url}/queue/workflow", params=where)
+        assert page.status_code == 200 and "Cancel workflow" not in page.text
+        refused = httpx.post(f"{server.url}/queue/workflow/cancel", data=where)
+        assert refused.status_code == 403
+    finally:
+        server.stop()
+    assert handle.status().state == "running"  # type: ignore[union-attr]

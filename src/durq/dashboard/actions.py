@@ -1,9 +1,9 @@
-"""Replay and purge of dead letters, cancel of jobs: POST only, CSRF-checked, refused in
-read-only mode.
+"""Replay and purge of dead letters, cancel of jobs and workflows: POST only,
+CSRF-checked, refused in read-only mode.
 
 A form sends ``q`` (the queue), ``csrf``, and either ``id`` fields (the selected jobs)
 or ``all=1`` (dead letters only). The answer is a 303 redirect back to the dead letters,
-or for a cancel to the job's page, which says what was done.
+or for a cancel to the job's (the workflow's) page, which says what was done.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from durq.dashboard.state import dashboard_of
 from durq.errors import InvalidArgument
 from durq.keys import check_job_id, check_queue_name
 
-__all__ = ["cancel", "purge", "replay"]
+__all__ = ["cancel", "cancel_workflow", "purge", "replay"]
 
 MAX_FORM_BYTES = 1 << 20  # a form of a thousand long ids stays well below this
 MAX_IDS = 1000
@@ -107,4 +107,20 @@ async def cancel(request: Request) -> Response:
     (result,) = await dashboard_of(request).data.cancel(queue, ids)
     root = str(request.scope.get("root_path", "")).rstrip("/")
     target = url_builder(root)("/queue/job", q=queue, id=ids[0], done=result.status.value)
+    return RedirectResponse(target, status_code=303)
+
+
+async def cancel_workflow(request: Request) -> Response:
+    """Cancel the workflow (``id``) whose home is queue ``q``: it ends ``cancelled``, its
+    steps that did not start never do and its running ones are stopped. The answer
+    redirects to its page, which says what the cancel did."""
+    checked = await _checked(request)
+    if isinstance(checked, Response):
+        return checked
+    queue, ids, _everything = checked
+    if len(ids) != 1:
+        return PlainTextResponse("bad request: cancel one workflow id", status_code=400)
+    status = await dashboard_of(request).data.cancel_workflow(queue, ids[0])
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    target = url_builder(root)("/queue/workflow", q=queue, id=ids[0], done=status)
     return RedirectResponse(target, status_code=303)

@@ -95,6 +95,12 @@ def create_app(
         Route("/queue/workflows", workflows.workflows_page, name="workflows"),
         Route("/queue/workflow", workflows.workflow_page, name="workflow"),
         Route("/queue/job/cancel", actions.cancel, methods=["POST"], name="cancel"),
+        Route(
+            "/queue/workflow/cancel",
+            actions.cancel_workflow,
+            methods=["POST"],
+            name="cancel_workflow",
+        ),
         Route("/workers", views.workers_page, name="workers"),
         Route("/schedules", schedules.schedules_page, name="schedules"),
         Route("/schedules/action", schedules.schedule_action, methods=["POST"], name="schedule"),

@@ -22,7 +22,8 @@ from durq.cluster import is_cluster
 from durq.errors import CorruptQueue
 from durq.keys import NamespaceKeys, check_queue_name
 from durq.models import CancelResult, GroupInfo, JobInfo, QueueStats
-from durq.protocol import admin, namespace
+from durq.protocol import admin, namespace, workflows
+from durq.protocol.status import Status
 
 __all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
 
@@ -30,6 +31,9 @@ log = logging.getLogger("durq.dashboard")
 
 # queues whose stats one page reads at once (each read takes a connection while it runs)
 _CONCURRENT_READS = 16
+
+# what a workflow cancel did, as the word its page's flash message is chosen by
+_WORKFLOW_CANCEL = {Status.CANCELLED: "cancelled", Status.FINISHED: "finished"}
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,14 @@ class DashboardData:
     async def cancel(self, name: str, ids: Sequence[str]) -> list[CancelResult]:
         """Cancel the jobs ``ids`` (see ``AsyncQueue.cancel``)."""
         return await self.queue(name).cancel(list(ids))
+
+    async def cancel_workflow(self, name: str, workflow_id: str) -> str:
+        """Cancel the workflow ``workflow_id`` whose home is queue ``name`` (see
+        ``WorkflowHandle.cancel``): ``cancelled``, ``finished`` (it had ended: nothing
+        changed) or ``not_found``."""
+        q = self.queue(name)
+        status, _state = await q.run(workflows.cancel(q.keys, workflow_id))
+        return _WORKFLOW_CANCEL.get(status, "not_found")
 
     async def purge(self, name: str, ids: Sequence[str] | None) -> int:
         """Delete the dead letters ``ids`` (None: all); returns how many."""

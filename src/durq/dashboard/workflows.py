@@ -22,17 +22,24 @@ MAX_RUNNING_SHOWN = 200
 
 
 async def workflows_page(request: Request) -> Response:
-    """The running workflows whose home is a queue, oldest first, and its counters."""
+    """The running workflows whose home is a queue, oldest first, its counters, and
+    the backlog of its outbox (deliveries to workflows and steps in other slots that no
+    worker of this queue has made yet)."""
     dash = dashboard_of(request)
     name = await queue_or_error(request, dash)
     if isinstance(name, Response):
         return name
     queue = dash.data.queue(name)
-    running, counts = await asyncio.gather(
-        queue.run(wf.running(queue.keys, MAX_RUNNING_SHOWN)), queue.run(wf.counters(queue.keys))
+    running, counts, outbox = await asyncio.gather(
+        queue.run(wf.running(queue.keys, MAX_RUNNING_SHOWN)),
+        queue.run(wf.counters(queue.keys)),
+        queue.outbox_stats(),
     )
     return render(
-        request, dash, "workflows.html", {"name": name, "running": running, "counts": counts}
+        request,
+        dash,
+        "workflows.html",
+        {"name": name, "running": running, "counts": counts, "outbox": outbox},
     )
 
 
@@ -62,8 +69,19 @@ async def workflow_page(request: Request) -> Response:
             "hidden": max(len(info.steps) - MAX_STEPS_SHOWN, 0),
             "counts": sorted(info.counts.items()),
             "dead": [(members.get(n), reason) for n, reason in sorted(info.dead.items())],
+            "done": _CANCEL_SAID.get(request.query_params.get("done", "")),
+            "cancellable": info.state == "running",
         },
     )
+
+
+# what the cancel that redirected to a workflow's page did (actions.cancel_workflow), in
+# fixed wording: the query string carries only a word
+_CANCEL_SAID = {
+    "cancelled": "Cancelled: its steps that did not start never will, its running ones "
+    "are being stopped, and its callback does not run.",
+    "finished": "The workflow had ended already: nothing changed.",
+}
 
 
 async def workflow_counters(dash: Dashboard, names: Sequence[str]) -> dict[str, dict[str, int]]:
