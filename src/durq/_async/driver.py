@@ -194,12 +194,14 @@ def _pack_fcall(name: str, call: ScriptCall) -> list[bytes]:
     if entry is None or entry[0] is not keys:
         if len(_FCALL_HEADS) >= _HEADS_MAX:
             _FCALL_HEADS.clear()
-        whole: bytes = hiredis.pack_command(("FCALL", name, len(keys), *keys))
+        head: Wire = ("FCALL", name, len(keys), *keys)
+        whole: bytes = hiredis.pack_command(head)
         entry = (keys, whole[whole.index(b"\r\n") + 2 :], 3 + len(keys))
         _FCALL_HEADS[name, id(keys)] = entry
     if not args:
         return [b"*%d\r\n%b" % (entry[2], entry[1])]
-    body: bytes = hiredis.pack_command(args if type(args) is tuple else tuple(args))
+    rest: Wire = args if type(args) is tuple else tuple(args)
+    body: bytes = hiredis.pack_command(rest)
     # the array header counts head and arguments; the arguments' own header goes
     return [
         b"".join((b"*%d\r\n" % (entry[2] + len(args)), entry[1], body[body.index(b"\r\n") + 2 :]))
