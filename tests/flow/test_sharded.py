@@ -26,3 +26,20 @@ def test_a_sharded_queue_shares_its_limits_among_its_shards(
         assert taken == [2, 2]
         with pytest.raises(InvalidArgument, match="shared by 2 shards"):
             q.configure(max_active=1)
+
+
+def test_a_refused_enqueue_does_not_register_a_fresh_sharded_queue(
+    redis_url: str, queue_name: str
+) -> None:
+    with durq.ShardedQueue(queue_name, redis_url, shards=2) as q:
+        with pytest.raises(InvalidArgument, match="delay"):
+            q.enqueue("x", delay=-1)
+        with pytest.raises(InvalidArgument):
+            q.enqueue_many(["x"], group="")
+        space = durq.keys.NamespaceKeys(q.namespace)
+        client = q.shards[0].client
+        assert not client.sismember(space.queues, queue_name)
+        assert not client.hexists(space.shards, queue_name)
+        q.enqueue("x")  # good input registers it
+        assert client.sismember(space.queues, queue_name)
+        assert client.hget(space.shards, queue_name) == b"2"

@@ -226,29 +226,35 @@ class Queue(QueueAdmin):
             return []
         # ids are fixed now so that a retry after a lost reply cannot enqueue twice
         fresh = new_ids(sum(1 for m in messages if m.id is None))
-        attempts = self.max_attempts if max_attempts is None else max_attempts
+
+        options = {"delay": delay, "priority": priority, "max_attempts": max_attempts}
+        options.update(group=group, key=key, replace=replace)
 
         def attempt() -> list[EnqueueResult]:
             # the op checks the messages as it is made: bad input registers nothing
-            op = lifecycle.enqueue(
-                self.keys,
-                self.codec,
-                messages,
-                delay=delay,
-                priority=priority,
-                max_attempts=attempts,
-                group=group,
-                key=key,
-                replace=replace,
-                durability=self.durability,
-                ids=fresh,
-                result_ttl=self.result_ttl,
-            )
+            op = self._enqueue_op(messages, fresh, **options)
             if not self._registered:
                 self.register()
             return self._driver.run(op)
 
         return retrying(attempt, self.enqueue_retry_for)
+
+    def _enqueue_op(
+        self, messages: list[Message], ids: list[str], **options: Any
+    ) -> Op[list[EnqueueResult]]:
+        """The enqueue of ``messages`` (``enqueue_many``'s options; ``ids`` for the
+        messages without one), checked as it is made: bad input raises here."""
+        max_attempts = options.pop("max_attempts", None)
+        return lifecycle.enqueue(
+            self.keys,
+            self.codec,
+            messages,
+            max_attempts=self.max_attempts if max_attempts is None else max_attempts,
+            durability=self.durability,
+            ids=ids,
+            result_ttl=self.result_ttl,
+            **options,
+        )
 
     def enqueue_encoded(
         self, jobs: Sequence[tuple[str, int, bytes]], *, max_attempts: int | None = None

@@ -157,10 +157,12 @@ class ShardedQueue:
         messages = [p if isinstance(p, Message) else Message(p) for p in payloads]
         if not messages:
             return []
-        if not self._registered:
-            self.register()
         fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
         messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        if not self._registered:
+            # checked before the name is recorded: bad input registers nothing
+            self.shards[0]._enqueue_op(messages, [], group=group, key=key, **options).close()
+            self.register()
         by_shard: dict[int, list[int]] = {}
         for i, m in enumerate(messages):
             by_shard.setdefault(self.route(m, group, key), []).append(i)
