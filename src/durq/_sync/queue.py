@@ -227,8 +227,8 @@ class Queue(QueueAdmin):
         # ids are fixed now so that a retry after a lost reply cannot enqueue twice
         fresh = new_ids(sum(1 for m in messages if m.id is None))
 
-        options = {"delay": delay, "priority": priority, "max_attempts": max_attempts}
-        options.update(group=group, key=key, replace=replace)
+        options: dict[str, Any] = {"delay": delay, "priority": priority, "group": group}
+        options.update(max_attempts=max_attempts, key=key, replace=replace)
 
         def attempt() -> list[EnqueueResult]:
             # the op checks the messages as it is made: bad input registers nothing
