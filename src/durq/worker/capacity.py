@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from durq.metrics import JobMetrics
 from durq.models import Job
 from durq.task import Task
 from durq.worker.executor import Call, Outcome
@@ -32,6 +33,8 @@ class Delivery:
     job: Job
     task: Task[Any, Any] | None
     call: Call | Outcome  # Executor.prepare's answer: parsed once, when delivered
+    name: str  # the task's name ("?" when the app has no such task), for logs
+    metrics: JobMetrics  # where its start and end are counted
     started: float | None = None  # monotonic time it started running
     runner: asyncio.Task[None] | None = None
     lost: bool = False  # its lease was taken over: send nothing for it

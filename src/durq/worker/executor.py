@@ -28,7 +28,7 @@ from durq.worker.threads import ThreadRunner
 if TYPE_CHECKING:
     from durq.app import App
 
-__all__ = ["Call", "Executor", "Outcome"]
+__all__ = ["DONE", "Call", "Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -59,6 +59,10 @@ class Outcome:
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
 
+
+DONE = Outcome("done")
+"""The outcome of a job that succeeded and keeps no result (shared: outcomes are never
+changed once made)."""
 
 Call = tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]]
 """A job ready to run: its task, arguments and metadata (``Executor.prepare``)."""
@@ -241,7 +245,7 @@ class Executor:
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
         if not keep:
-            return Outcome("done")
+            return DONE
         try:
             return Outcome("done", result=encode_result(value))
         except Exception as exc:  # the job ran; only its return value cannot be stored
