@@ -184,17 +184,18 @@ class Executor:
         return task, args, kwargs, meta
 
     def execute(
-        self, job: Job, prepared: Call | Outcome | None = None
+        self, job: Job, prepared: Call | Outcome | None = None, traced: bool | None = None
     ) -> Coroutine[Any, Any, Outcome]:
         """The coroutine that runs ``job`` (``prepared``: what ``prepare(job)`` returned)
-        and returns its outcome (in a consumer span when tracing is on).
+        and returns its outcome (in a consumer span when tracing is on; ``traced``: the
+        caller's answer to ``tracing.enabled()``, asked once for a batch of jobs).
 
         A plain function returning the coroutine, not a coroutine itself: the caller
         awaits the run directly, so a job that suspends on I/O is resumed through one
         durq frame less each time (bench/analysis-wave2.md §3.2 item 2)."""
         if prepared is None:
             prepared = self.prepare(job)
-        if tracing.enabled():
+        if tracing.enabled() if traced is None else traced:
             return tracing.traced_execution(job, partial(self._execute, prepared=prepared))
         return self._execute(job, prepared)
 

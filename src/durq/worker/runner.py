@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from durq import connection
+from durq import connection, tracing
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.worker.cancel import cancel_and_wait
@@ -131,13 +131,14 @@ class Worker:
     def accept(self, jobs: list[Job]) -> None:
         """Take fetched jobs into hand and start as many as there are free slots."""
         controls, executor, capacity = self._controls, self._executor, self.capacity
+        traced = tracing.enabled()  # once per batch, not per job
         for job in jobs:
             job.control = controls  # Job.cancelled, Job.progress (worker.control)
             call = executor.prepare(job)
             task = executor.task_of(job) if isinstance(call, Outcome) else call[0]
             name = task.name if task is not None else "?"
             metrics = self.metrics.job_metrics(job.queue, name)
-            delivery = Delivery(job, task, call, name, metrics)
+            delivery = Delivery(job, task, call, name, metrics, traced)
             capacity.occupy(delivery)
             if capacity.open:
                 self._waiting.append(delivery)
@@ -219,7 +220,7 @@ class Worker:
             delivery.metrics.started(pickup)
         begun = time.monotonic()
         try:
-            outcome = await self._executor.execute(job, delivery.call)
+            outcome = await self._executor.execute(job, delivery.call, delivery.traced)
         except asyncio.CancelledError:
             if delivery.cancelling:
                 outcome = CANCELLED
@@ -233,8 +234,9 @@ class Worker:
             self._running -= 1
         if delivery.lost:
             outcome = Outcome("lost")
-        if self._control is not None and self._control.busy():
-            await self._control.ended(job)  # its last progress report, if one waits
+        controls = self._controls  # WorkerControl.busy(), without a call per job
+        if controls is not None and (controls.reporters or controls.cancelled):
+            await controls.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun)
 
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float) -> None:
