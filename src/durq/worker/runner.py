@@ -64,6 +64,31 @@ _debug = partial(log.isEnabledFor, logging.DEBUG)
 YOUNG_THRESHOLD = 10_000
 
 
+class _YoungThreshold:
+    """Raises the young generation's threshold to YOUNG_THRESHOLD while at least one
+    Worker of this process runs, and gives the process's own back when the last stops
+    (a process-wide setting: several workers in one process, e.g. tests, share it)."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.saved: tuple[int, int, int] | None = None
+
+    def raise_(self) -> None:
+        self.users += 1
+        if self.users == 1:
+            self.saved = gc.get_threshold()
+            gc.set_threshold(max(self.saved[0], YOUNG_THRESHOLD), *self.saved[1:])
+
+    def restore(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.saved is not None:
+            gc.set_threshold(*self.saved)
+            self.saved = None
+
+
+_young_threshold = _YoungThreshold()
+
+
 class WorkerState(enum.Enum):
     """Where a Worker is in its life (see the module docstring)."""
 
@@ -351,13 +376,6 @@ class Worker:
         # objects are given back to the collector when the worker stops (an embedding
         # process, e.g. a test suite, then collects whatever of them became garbage).
         gc.freeze()
-        # The young generation is collected every YOUNG_THRESHOLD container allocations
-        # instead of CPython's 700. A young collection traverses the objects still alive
-        # in it, i.e. the objects of the jobs in flight, whatever the threshold: with a
-        # hundred jobs in flight that is most of its cost, so collecting ten times less
-        # often costs about ten times less (see YOUNG_THRESHOLD). Given back at stop.
-        thresholds = gc.get_threshold()
-        gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
         log.info(
@@ -369,11 +387,13 @@ class Worker:
         )
         stop_wait = asyncio.create_task(self._stop.wait())
         all_pumps: asyncio.Future[Any] = asyncio.gather(*pumps)
+        _young_threshold.raise_()  # see YOUNG_THRESHOLD
         try:
             first: list[asyncio.Future[Any]] = [stop_wait, all_pumps]
             await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
             await self._drain(all_pumps)
         finally:
+            _young_threshold.restore()  # first: the awaits below may be cut short
             await cancel_and_wait(stop_wait, *background)
             if self._handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
@@ -382,7 +402,6 @@ class Worker:
                 await registry.remove()
             self._executor.close()
             gc.unfreeze()
-            gc.set_threshold(*thresholds)
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
