@@ -25,7 +25,7 @@ import logging
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -180,25 +180,28 @@ class Worker:
 
     def _start_waiting(self) -> None:
         waiting = self._waiting
+        if not waiting:
+            return
+        # each job runs in a Task of its own: its context variables (durq.current_job()
+        # among them) stay its own, and cancelling it (a cancel request, a lost lease, a
+        # stop) touches nothing else. Made as asyncio.Task itself unless the loop has a
+        # task factory (two Python frames less per job than asyncio.create_task); a fixed
+        # name: an unnamed Task formats "Task-<n>" for each job (~0.5 µs)
+        loop = self._loop
+        direct = loop is not None and loop.get_task_factory() is None
         while waiting and self._running < self.concurrency:
             delivery = waiting.popleft()
             self._running += 1
             delivery.started = time.monotonic()
             if waiting or self.capacity.in_use() > 1:
-                delivery.runner = self._new_task(self._run(delivery))
+                if direct:
+                    delivery.runner = asyncio.Task(self._run(delivery), loop=loop, name="durq-job")
+                else:
+                    delivery.runner = asyncio.create_task(self._run(delivery), name="durq-job")
             else:
                 # the only job in hand (an idle worker's pickup): it starts now, not a
                 # loop turn later; a job that ends in that step needs no task at all
                 delivery.runner = start_eagerly(self._run(delivery, eager=True), "durq-job")
-
-    def _new_task(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """A task running ``coro``: ``asyncio.Task`` itself unless the loop has a task
-        factory (two Python frames less per job than ``asyncio.create_task``). A fixed
-        name: an unnamed Task formats "Task-<n>" for each job (~0.5 µs)."""
-        loop = self._loop
-        if loop is None or loop.get_task_factory() is not None:
-            return asyncio.create_task(coro, name="durq-job")
-        return asyncio.Task(coro, loop=loop, name="durq-job")
 
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
