@@ -234,7 +234,9 @@ class Executor:
         except Exception as exc:
             return self._failed(task, error_fields(exc, task.fn), job)
         # a workflow step's result goes to its workflow (the next step's input)
-        return self._done(task, job, value, keep=task.config.result or "wf" in meta)
+        if not task.config.result and "wf" not in meta:
+            return DONE  # most jobs: no call to _done
+        return self._done(task, job, value, keep=True)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> bool:
         """Whether a sync task's call may run in the event loop's thread (see
