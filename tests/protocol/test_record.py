@@ -178,13 +178,14 @@ def test_a_group_that_is_not_utf8_can_be_read_leniently() -> None:
 def test_record_fields_are_the_record_as_a_plain_tuple(parts: dict[str, bytes]) -> None:
     # the worker reads fetched records with record_fields (no named tuple per job); a
     # record without group or key takes its short path
-    raw = record(attempts=2, deliveries=3, enqueued_at=5, dequeued_at=6, **parts)
+    group, key, payload = (parts.get(name, b"") for name in ("group", "key", "payload"))
+    raw = record(
+        attempts=2, deliveries=3, enqueued_at=5, dequeued_at=6, group=group, key=key,
+        payload=payload,
+    )  # fmt: skip
     fields = record_fields(raw)
     rec = parse_record(raw)
     assert rec is not None and fields is not None
     assert fields == tuple(rec)
-    assert raw[rec.payload_offset :] == parts.get("payload", b"")
-    assert (rec.group, rec.key) == (
-        parts.get("group", b"").decode(),
-        parts.get("key", b"").decode(),
-    )
+    assert raw[rec.payload_offset :] == payload
+    assert (rec.group, rec.key) == (group.decode(), key.decode())
