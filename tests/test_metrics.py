@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 import durq
@@ -193,3 +194,27 @@ def _free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def test_a_job_metrics_row_records_what_the_label_calls_do() -> None:
+    # the worker records each job through a row kept per (queue, task); a scrape shows
+    # the same series and values as with the per-call methods, and no series a job did
+    # not touch
+    by_row, by_call = WorkerMetrics(), WorkerMetrics()
+    row = by_row.job_metrics("emails", "send")
+    assert by_row.job_metrics("emails", "send") is row
+    row.finished("defer", 0.0)  # given back before it started: no start, no pickup
+    by_call.finished("emails", "send", "defer", 0.0)
+    for pickup, kind, seconds in [(0.5, "done", 0.25), (None, "retry", 0.75), (2.0, "done", 1)]:
+        row.started(pickup)
+        row.finished(kind, seconds)
+        by_call.started("emails", "send", pickup)
+        by_call.finished("emails", "send", kind, seconds)
+    assert generate_latest(by_row.registry) == generate_latest(by_call.registry)
+    text = generate_latest(by_row.registry).decode()
+    assert value(text, "durq_jobs_completed_total", queue="emails", task="send") == 2
+    assert value(text, "durq_jobs_retried_total", queue="emails", task="send") == 1
+    assert value(text, "durq_jobs_deferred_total", queue="emails", task="send") == 1
+    assert value(text, "durq_job_pickup_seconds_count", queue="emails") == 2
+    assert value(text, "durq_jobs_cancelled_total", queue="emails", task="send") is None
+    assert by_row.totals() == {"emails": [2, 2.5, 3, 2.0]}

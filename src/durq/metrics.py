@@ -1,6 +1,6 @@
 """Prometheus metrics of a worker, in a registry of its own (no global state).
 
-Values are kept in plain dicts and turned into Prometheus metrics when scraped, so
+Values are kept in plain lists and turned into Prometheus metrics when scraped, so
 recording a job costs about a microsecond in all. Pickup latency is measured on the Redis
 server's clock (the time of the dequeue minus the time of the enqueue), so client clock
 skew does not distort it.
@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["WorkerMetrics", "serve_metrics"]
+__all__ = ["JobMetrics", "WorkerMetrics", "serve_metrics"]
 
 log = logging.getLogger("durq.worker")
 
@@ -48,8 +48,8 @@ _RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 
 
 class _Family:
-    """A counter or histogram whose values live in plain dicts, read at scrape time:
-    recording a job costs a few dict operations instead of a lock per metric."""
+    """A counter or histogram whose values live in plain lists, read at scrape time:
+    recording a job costs a few list operations instead of a lock per metric."""
 
     def __init__(self, name: str, doc: str, labels: tuple[str, ...],
                  buckets: tuple[float, ...] = ()) -> None:  # fmt: skip
@@ -57,25 +57,36 @@ class _Family:
         self.doc = doc
         self.labels = labels
         self.buckets = buckets
-        self.values: dict[tuple[str, ...], float] = {}
+        # counters: per label values, a one-element list (a cell a JobMetrics can hold)
+        self.values: dict[tuple[str, ...], list[float]] = {}
         # histograms: per label values, counts per bucket (the last one: +Inf) and sum
         self.hist: dict[tuple[str, ...], list[float]] = {}
 
-    def inc(self, key: tuple[str, ...], n: float = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + n
+    def cell(self, key: tuple[str, ...]) -> list[float]:
+        """The counter of ``key`` (made at 0: it is then scraped as 0)."""
+        cell = self.values.get(key)
+        if cell is None:
+            cell = self.values[key] = [0.0]
+        return cell
 
-    def observe(self, key: tuple[str, ...], value: float) -> None:
+    def row(self, key: tuple[str, ...]) -> list[float]:
+        """The histogram row of ``key``: a count per bucket, then the sum."""
         row = self.hist.get(key)
         if row is None:
             row = self.hist[key] = [0.0] * (len(self.buckets) + 2)
-        row[bisect_left(self.buckets, value)] += 1
-        row[-1] += value
+        return row
+
+    def inc(self, key: tuple[str, ...], n: float = 1) -> None:
+        self.cell(key)[0] += n
+
+    def observe(self, key: tuple[str, ...], value: float) -> None:
+        _observe(self.row(key), self.buckets, value)
 
     def collect(self) -> Metric:
         if not self.buckets:
             counter = CounterMetricFamily(self.name, self.doc, labels=self.labels)
-            for key, value in list(self.values.items()):
-                counter.add_metric(list(key), value)
+            for key, cell in list(self.values.items()):
+                counter.add_metric(list(key), cell[0])
             return counter
         histogram = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
         for key, row in list(self.hist.items()):
@@ -85,6 +96,11 @@ class _Family:
                 cumulative.append((_le(bound), running))
             histogram.add_metric(list(key), cumulative, sum_value=row[-1])
         return histogram
+
+
+def _observe(row: list[float], buckets: tuple[float, ...], value: float) -> None:
+    row[bisect_left(buckets, value)] += 1
+    row[-1] += value
 
 
 def _le(bound: float) -> str:
@@ -148,6 +164,7 @@ class WorkerMetrics:
         self.in_hand = Gauge("durq_jobs_in_hand", "Jobs this worker holds", registry=self.registry)
         # per queue: [jobs started, pickup seconds summed, runs finished, run seconds summed]
         self._totals: dict[str, list[float]] = {}
+        self._rows: dict[tuple[str, str], JobMetrics] = {}
 
     def _totals_of(self, queue: str) -> list[float]:
         totals = self._totals.get(queue)
@@ -161,26 +178,25 @@ class WorkerMetrics:
         mean pickup latency and run time between them."""
         return {queue: list(values) for queue, values in self._totals.items()}
 
+    def job_metrics(self, queue: str, task: str) -> JobMetrics:
+        """What recording a job of ``task`` on ``queue`` touches, found once and kept:
+        the worker records each job through it, without label lookups per job."""
+        row = self._rows.get((queue, task))
+        if row is None:
+            row = self._rows[(queue, task)] = JobMetrics(self, queue, task)
+        return row
+
     def started(self, queue: str, task: str, pickup: float | None) -> None:
         """A job started; ``pickup`` is its enqueue-to-dequeue delay, if known."""
-        self._started.inc((queue, task))
-        if pickup is not None and pickup >= 0:
-            self._pickup.observe((queue,), pickup)
-            totals = self._totals_of(queue)
-            totals[0] += 1
-            totals[1] += pickup
+        self.job_metrics(queue, task).started(pickup)
 
     def finished(self, queue: str, task: str, kind: str, seconds: float) -> None:
         """A job finished with outcome ``kind`` after ``seconds``."""
-        key = (queue, task)
-        self._run.observe(key, seconds)
-        if kind not in ("lost", "defer", "limited"):  # cut short or given back: no run time
-            totals = self._totals_of(queue)
-            totals[2] += 1
-            totals[3] += seconds
-        if kind == "done":
-            self._completed.inc(key)
-        elif kind == "retry":
+        self.job_metrics(queue, task).finished(kind, seconds)
+
+    def _finished_otherwise(self, key: tuple[str, str], kind: str) -> None:
+        """The counters of an outcome other than done (rare: no cell kept for them)."""
+        if kind == "retry":
             self._failed.inc(key)
             self._retried.inc(key)
         elif kind == "dead":
@@ -198,6 +214,62 @@ class WorkerMetrics:
     def lease_lost(self, queue: str) -> None:
         """An acknowledgement or extension was refused: the lease had been taken over."""
         self._lease_lost.inc((queue,))
+
+
+class JobMetrics:
+    """The metrics of one task's jobs on one queue (``WorkerMetrics.job_metrics``): the
+    counters and histogram rows a job's start and end change, held directly. Each is
+    made when first changed, so a scrape shows the same series as before any job."""
+
+    __slots__ = ("_completed", "_key", "_metrics", "_pickup", "_run", "_started", "_totals")
+
+    def __init__(self, metrics: WorkerMetrics, queue: str, task: str) -> None:
+        self._metrics = metrics
+        self._key = (queue, task)
+        self._started: list[float] | None = None
+        self._completed: list[float] | None = None
+        self._pickup: list[float] | None = None
+        self._run: list[float] | None = None
+        self._totals: list[float] | None = None  # the queue's (WorkerMetrics.totals)
+
+    def started(self, pickup: float | None) -> None:
+        """A job started; ``pickup`` is its enqueue-to-dequeue delay, if known."""
+        cell = self._started
+        if cell is None:
+            cell = self._started = self._metrics._started.cell(self._key)
+        cell[0] += 1
+        if pickup is not None and pickup >= 0:
+            row = self._pickup
+            if row is None:
+                row = self._pickup = self._metrics._pickup.row(self._key[:1])
+            row[bisect_left(_LATENCY_BUCKETS, pickup)] += 1
+            row[-1] += pickup
+            totals = self._totals
+            if totals is None:
+                totals = self._totals = self._metrics._totals_of(self._key[0])
+            totals[0] += 1
+            totals[1] += pickup
+
+    def finished(self, kind: str, seconds: float) -> None:
+        """A job finished with outcome ``kind`` after ``seconds``."""
+        row = self._run
+        if row is None:
+            row = self._run = self._metrics._run.row(self._key)
+        row[bisect_left(_RUN_BUCKETS, seconds)] += 1
+        row[-1] += seconds
+        if kind not in ("lost", "defer", "limited"):  # cut short or given back: no run time
+            totals = self._totals
+            if totals is None:
+                totals = self._totals = self._metrics._totals_of(self._key[0])
+            totals[2] += 1
+            totals[3] += seconds
+        if kind == "done":
+            cell = self._completed
+            if cell is None:
+                cell = self._completed = self._metrics._completed.cell(self._key)
+            cell[0] += 1
+        else:
+            self._metrics._finished_otherwise(self._key, kind)
 
 
 def serve_metrics(metrics: WorkerMetrics, port: int, host: str = "0.0.0.0") -> None:

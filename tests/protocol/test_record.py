@@ -12,7 +12,14 @@ import redis
 
 from durq import AsyncQueue, Queue
 from durq.dev.server import RedisServer
-from durq.protocol.record import FIXED_SIZE, STATE_NAMES, VERSION, parse_record, token_of
+from durq.protocol.record import (
+    FIXED_SIZE,
+    STATE_NAMES,
+    VERSION,
+    parse_record,
+    record_fields,
+    token_of,
+)
 
 _LAYOUT = struct.Struct(">BBbBHHIHHIHIHIB")
 
@@ -161,3 +168,24 @@ def test_a_group_that_is_not_utf8_can_be_read_leniently() -> None:
     rec = parse_record(record(group=b"\xff\xfe", key=b"k"), errors="replace")
     assert rec is not None
     assert (rec.group, rec.key) == ("\ufffd\ufffd", "k")
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [{}, {"group": b"g"}, {"key": b"k"}, {"group": b"g", "key": b"key", "payload": b"[1]"}],
+    ids=["plain", "group", "key", "both"],
+)
+def test_record_fields_are_the_record_as_a_plain_tuple(parts: dict[str, bytes]) -> None:
+    # the worker reads fetched records with record_fields (no named tuple per job); a
+    # record without group or key takes its short path
+    group, key, payload = (parts.get(name, b"") for name in ("group", "key", "payload"))
+    raw = record(
+        attempts=2, deliveries=3, enqueued_at=5, dequeued_at=6, group=group, key=key,
+        payload=payload,
+    )  # fmt: skip
+    fields = record_fields(raw)
+    rec = parse_record(raw)
+    assert rec is not None and fields is not None
+    assert fields == tuple(rec)
+    assert raw[rec.payload_offset :] == payload
+    assert (rec.group, rec.key) == (group.decode(), key.decode())

@@ -43,7 +43,7 @@ from durq.protocol.calls import (
     text,
 )
 from durq.protocol.control import control_fields, refuse_for_topics
-from durq.protocol.record import parse_record
+from durq.protocol.record import record_fields
 from durq.protocol.status import Status
 
 __all__ = [
@@ -308,28 +308,31 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
     """Turn a dequeue reply into Jobs (the header fields are read by the caller)."""
     deadline = reply[1] / 1000
     jobs: list[Job] = []
+    append = jobs.append
     for i in range(4, len(reply), 2):
         raw: bytes = reply[i + 1]
         # leniently: a group or key that is not UTF-8 (garbage written by something else)
         # must not make the whole batch, already handed out, fail here
-        rec = parse_record(raw, errors="replace")
-        if rec is None:  # the script hands out only records it could read
+        fields = record_fields(raw, "replace")
+        if fields is None:  # the script hands out only records it could read
             raise CorruptQueue("dequeue returned an unreadable record")
-        jobs.append(
+        (_, prio, codec_id, attempts, maxatt, deliveries, _,
+         enqueued_ms, dequeued_ms, _, _, group, key, offset) = fields  # fmt: skip
+        append(
             Job(
                 queue=queue,
                 id=reply[i].decode(),
-                token=f"{rec.deliveries}.{rec.dequeued_at_ms}",
-                attempt=rec.attempts,
-                max_attempts=rec.max_attempts,
-                deliveries=rec.deliveries,
-                priority=rec.priority,
-                group=rec.group or None,
-                key=rec.key or None,
-                enqueued_at=rec.enqueued_at_ms / 1000,
+                token=f"{deliveries}.{dequeued_ms}",
+                attempt=attempts,
+                max_attempts=maxatt,
+                deliveries=deliveries,
+                priority=prio,
+                group=group or None,
+                key=key or None,
+                enqueued_at=enqueued_ms / 1000,
                 lease_deadline=deadline,
-                codec_id=rec.codec,
-                data=raw[rec.payload_offset :],
+                codec_id=codec_id,
+                data=raw[offset:],
                 codec=codec,
             )
         )

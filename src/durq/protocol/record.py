@@ -10,7 +10,15 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-__all__ = ["FIXED_SIZE", "STATE_NAMES", "Record", "parse_record", "token_of"]
+__all__ = [
+    "FIXED_SIZE",
+    "STATE_NAMES",
+    "Record",
+    "RecordFields",
+    "parse_record",
+    "record_fields",
+    "token_of",
+]
 
 _FIXED = struct.Struct(">BBbBHHIHHIHIHIB")
 FIXED_SIZE = _FIXED.size  # 33
@@ -46,6 +54,45 @@ class Record(NamedTuple):
     payload_offset: int
 
 
+RecordFields = tuple[int, int, int, int, int, int, int, int, int, int, int, str, str, int]
+"""A record's fields in ``Record``'s order, as a plain tuple (``record_fields``)."""
+
+_EMPTY_SLICES = FIXED_SIZE + 2  # where the payload starts when there is no group or key
+
+
+def record_fields(raw: bytes, errors: str = "strict") -> RecordFields | None:
+    """The fields of a record in ``Record``'s order, as a plain tuple (no named tuple
+    made: a worker reads one per job it fetches); None when it is not a readable durq
+    record. ``errors``: see ``parse_record``."""
+    if len(raw) < _EMPTY_SLICES:
+        return None
+    (ver, state, prio, codec, attempts, maxatt, deliveries, failures,
+     eh, el, dh, dl, rh, rl, flags) = _FIXED.unpack_from(raw)  # fmt: skip
+    if ver != VERSION or state not in STATE_NAMES:
+        return None
+    glen = raw[FIXED_SIZE]
+    if glen == 0 and raw[FIXED_SIZE + 1] == 0:  # no group, no key: most jobs
+        group = key = ""
+        end = _EMPTY_SLICES
+    else:
+        kpos = FIXED_SIZE + 1 + glen
+        if kpos >= len(raw):
+            return None
+        klen = raw[kpos]
+        end = kpos + 1 + klen
+        if end > len(raw):
+            return None
+        try:
+            group = raw[FIXED_SIZE + 1 : kpos].decode(errors=errors)
+            key = raw[kpos + 1 : end].decode(errors=errors)
+        except UnicodeDecodeError:
+            return None
+    return (
+        state, prio, codec, attempts, maxatt, deliveries, failures,
+        (eh << 32) | el, (dh << 32) | dl, (rh << 32) | rl, flags, group, key, end,
+    )  # fmt: skip
+
+
 def parse_record(raw: bytes, *, errors: str = "strict") -> Record | None:
     """Decode a record; None when it is not a readable durq record.
 
@@ -53,29 +100,8 @@ def parse_record(raw: bytes, *, errors: str = "strict") -> Record | None:
     "strict" the record is unreadable. The scripts do not look at the encoding, so the
     records a script hands out are read with "replace" (see ``lifecycle.parse_dequeue``).
     """
-    if len(raw) < FIXED_SIZE + 2:
-        return None
-    (ver, state, prio, codec, attempts, maxatt, deliveries, failures,
-     eh, el, dh, dl, rh, rl, flags) = _FIXED.unpack_from(raw)  # fmt: skip
-    if ver != VERSION or state not in STATE_NAMES:
-        return None
-    glen = raw[FIXED_SIZE]
-    kpos = FIXED_SIZE + 1 + glen
-    if kpos >= len(raw):
-        return None
-    klen = raw[kpos]
-    end = kpos + 1 + klen
-    if end > len(raw):
-        return None
-    try:
-        group = raw[FIXED_SIZE + 1 : kpos].decode(errors=errors)
-        key = raw[kpos + 1 : end].decode(errors=errors)
-    except UnicodeDecodeError:
-        return None
-    return Record(
-        state, prio, codec, attempts, maxatt, deliveries, failures,
-        (eh << 32) | el, (dh << 32) | dl, (rh << 32) | rl, flags, group, key, end,
-    )  # fmt: skip
+    fields = record_fields(raw, errors)
+    return None if fields is None else Record._make(fields)
 
 
 def token_of(record: Record) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from durq.metrics import JobMetrics
 from durq.models import Job
 from durq.task import Task
 from durq.worker.executor import Call, Outcome
@@ -23,24 +23,38 @@ from durq.worker.executor import Call, Outcome
 __all__ = ["Capacity", "Delivery"]
 
 
-@dataclass(slots=True)
 class Delivery:
     """One delivery of a job to this worker, holding a slot from its fetch until its
     outcome is buffered. A job whose lease lapsed can be delivered again while its
-    first run still goes on: each delivery has its own lease token, so its own slot."""
+    first run still goes on: each delivery has its own lease token, so its own slot.
+    (A plain class with slots: one is made per job, without a dataclass's extra call.)"""
 
-    job: Job
-    task: Task[Any, Any] | None
-    call: Call | Outcome  # Executor.prepare's answer: parsed once, when delivered
-    started: float | None = None  # monotonic time it started running
-    runner: asyncio.Task[None] | None = None
-    lost: bool = False  # its lease was taken over: send nothing for it
-    cancelling: bool = False  # a cancel was asked: it is being stopped (worker.control)
-    # (queue, job id, lease token): what tells two deliveries of one job apart
-    key: tuple[str, str, str] = field(init=False)
+    __slots__ = (
+        "call", "cancelling", "job", "key", "lost", "metrics", "name", "runner", "started",
+        "task", "traced",
+    )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        self.key = (self.job.queue, self.job.id, self.job.token)
+    def __init__(
+        self,
+        job: Job,
+        task: Task[Any, Any] | None,
+        call: Call | Outcome,
+        name: str,
+        metrics: JobMetrics,
+        traced: bool = False,
+    ) -> None:
+        self.job = job
+        self.task = task
+        self.call = call  # Executor.prepare's answer: parsed once, when delivered
+        self.name = name  # the task's name ("?" when the app has no such task), for logs
+        self.metrics = metrics  # where its start and end are counted
+        self.traced = traced  # run in a consumer span (tracing was on when delivered)
+        self.started: float | None = None  # monotonic time it started running
+        self.runner: asyncio.Task[None] | None = None
+        self.lost = False  # its lease was taken over: send nothing for it
+        self.cancelling = False  # a cancel was asked: it is being stopped (worker.control)
+        # (queue, job id, lease token): what tells two deliveries of one job apart
+        self.key = (job.queue, job.id, job.token)
 
 
 class Capacity:

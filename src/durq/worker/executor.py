@@ -28,7 +28,7 @@ from durq.worker.threads import ThreadRunner
 if TYPE_CHECKING:
     from durq.app import App
 
-__all__ = ["Call", "Executor", "Outcome"]
+__all__ = ["DONE", "Call", "Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -59,6 +59,10 @@ class Outcome:
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
 
+
+DONE = Outcome("done")
+"""The outcome of a job that succeeded and keeps no result (shared: outcomes are never
+changed once made)."""
 
 Call = tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]]
 """A job ready to run: its task, arguments and metadata (``Executor.prepare``)."""
@@ -180,17 +184,18 @@ class Executor:
         return task, args, kwargs, meta
 
     def execute(
-        self, job: Job, prepared: Call | Outcome | None = None
+        self, job: Job, prepared: Call | Outcome | None = None, traced: bool | None = None
     ) -> Coroutine[Any, Any, Outcome]:
         """The coroutine that runs ``job`` (``prepared``: what ``prepare(job)`` returned)
-        and returns its outcome (in a consumer span when tracing is on).
+        and returns its outcome (in a consumer span when tracing is on; ``traced``: the
+        caller's answer to ``tracing.enabled()``, asked once for a batch of jobs).
 
         A plain function returning the coroutine, not a coroutine itself: the caller
         awaits the run directly, so a job that suspends on I/O is resumed through one
         durq frame less each time (bench/analysis-wave2.md §3.2 item 2)."""
         if prepared is None:
             prepared = self.prepare(job)
-        if tracing.enabled():
+        if tracing.enabled() if traced is None else traced:
             return tracing.traced_execution(job, partial(self._execute, prepared=prepared))
         return self._execute(job, prepared)
 
@@ -229,7 +234,9 @@ class Executor:
         except Exception as exc:
             return self._failed(task, error_fields(exc, task.fn), job)
         # a workflow step's result goes to its workflow (the next step's input)
-        return self._done(task, job, value, keep=task.config.result or "wf" in meta)
+        if not task.config.result and "wf" not in meta:
+            return DONE  # most jobs: no call to _done
+        return self._done(task, job, value, keep=True)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> bool:
         """Whether a sync task's call may run in the event loop's thread (see
@@ -241,7 +248,7 @@ class Executor:
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
         if not keep:
-            return Outcome("done")
+            return DONE
         try:
             return Outcome("done", result=encode_result(value))
         except Exception as exc:  # the job ran; only its return value cannot be stored
