@@ -35,6 +35,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/clock"
 --- @include "lib/conf"
 --- @include "lib/record"
+--- @include "lib/record_peek"
 --- @include "lib/counters"
 --- @include "lib/group_push"
 --- @include "lib/group_room"
@@ -167,54 +168,80 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   local got = 0
   for i = 1, #ids do
     local id = ids[i]
-    local r = rec_decode(raws[i])
-    local ok = r and r.state == ST_PENDING and not handed_ids[id]
-    local c = nil -- job control data (lib/control.lua), of a flagged job only
-    if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
-      c = control().get(id)
-      if control().expired(id, r, now, c) then
-        handed_ids[id] = true -- listed twice (garbage): skipped the second time
-        ready_add(g, -1)
-        ok = false
-      end
-    end
-    if ok then
+    local raw = raws[i]
+    -- the common job (pending, no job control) is handed out from its header's fields
+    -- (lib/record_peek.lua) without rec_decode's table and copies: about 1 us per job
+    local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
+      flags, kpos, klen = rec_peek(raw)
+    if state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
       handed_ids[id] = true
-      r.state = ST_ACTIVE
-      r.attempts = r.attempts + 1
-      r.deliveries = r.deliveries + 1
-      r.deq = now
-      if counted then r.flags = bit.bor(r.flags, FLAG_SLOT) end
-      local rec = rec_encode(r)
-      hargs[#hargs + 1] = id
-      hargs[#hargs + 1] = rec
-      zargs[#zargs + 1] = deadline
-      zargs[#zargs + 1] = id
-      out[#out + 1] = id
-      out[#out + 1] = rec
-      -- the key is free once its job started, except a keep-last job's: it holds the key
-      -- until it ends, so that the next enqueue waits for it
-      if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
-        redis.pcall('HDEL', K_KEYS, r.key)
+      if counted then flags = bit.bor(flags, FLAG_SLOT) end
+      -- as rec_encode of the record updated below (state, attempts, deliveries, deq)
+      local rec = struct.pack(REC_FMT, ver, ST_ACTIVE, prio, codec, attempts + 1, maxatt,
+        deliveries + 1, failures, enq, now, req, flags) .. string.sub(raw, REC_FIXED + 1)
+      local n = #hargs
+      hargs[n + 1] = id
+      hargs[n + 2] = rec
+      zargs[n + 1] = deadline
+      zargs[n + 2] = id
+      n = #out
+      out[n + 1] = id
+      out[n + 2] = rec
+      if klen > 0 then -- the key is free once its job started
+        local key = string.sub(raw, kpos + 1, kpos + klen)
+        if redis.pcall('HGET', K_KEYS, key) == id then redis.pcall('HDEL', K_KEYS, key) end
       end
       got = got + 1
     else
-      budget = budget - 1
-      if handed_ids[id] then
-        -- the same id again: the record is not committed yet, skip it
-      elseif r and r.state == ST_SUPERSEDED then
-        redis.call('HDEL', K_JOBS, id)
-        redis.call('HDEL', K_REASONS, id)
-        if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
-        -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
-        local window_end = r.enq + get_conf().dedup_window
-        if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
-      elseif r and r.state == ST_CANCELLED then
-        -- cancelled while listed (cancel.lua): its record is kept for the dedup window
-        redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
-      elseif raws[i] and not r then
-        quarantine(id, now, 'ready')
-        ready_add(g, -1)
+      local r = rec_decode(raw)
+      local ok = r and r.state == ST_PENDING and not handed_ids[id]
+      local c = nil -- job control data (lib/control.lua), of a flagged job only
+      if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+        c = control().get(id)
+        if control().expired(id, r, now, c) then
+          handed_ids[id] = true -- listed twice (garbage): skipped the second time
+          ready_add(g, -1)
+          ok = false
+        end
+      end
+      if ok then
+        handed_ids[id] = true
+        r.state = ST_ACTIVE
+        r.attempts = r.attempts + 1
+        r.deliveries = r.deliveries + 1
+        r.deq = now
+        if counted then r.flags = bit.bor(r.flags, FLAG_SLOT) end
+        local rec = rec_encode(r)
+        hargs[#hargs + 1] = id
+        hargs[#hargs + 1] = rec
+        zargs[#zargs + 1] = deadline
+        zargs[#zargs + 1] = id
+        out[#out + 1] = id
+        out[#out + 1] = rec
+        -- the key is free once its job started, except a keep-last job's: it holds the key
+        -- until it ends, so that the next enqueue waits for it
+        if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
+          redis.pcall('HDEL', K_KEYS, r.key)
+        end
+        got = got + 1
+      else
+        budget = budget - 1
+        if handed_ids[id] then
+          -- the same id again: the record is not committed yet, skip it
+        elseif r and r.state == ST_SUPERSEDED then
+          redis.call('HDEL', K_JOBS, id)
+          redis.call('HDEL', K_REASONS, id)
+          if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
+          -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
+          local window_end = r.enq + get_conf().dedup_window
+          if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
+        elseif r and r.state == ST_CANCELLED then
+          -- cancelled while listed (cancel.lua): its record is kept for the dedup window
+          redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
+        elseif raws[i] and not r then
+          quarantine(id, now, 'ready')
+          ready_add(g, -1)
+        end
       end
     end
   end

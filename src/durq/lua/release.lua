@@ -24,6 +24,7 @@ Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 --- @include "lib/clock"
 --- @include "lib/conf"
 --- @include "lib/record"
+--- @include "lib/record_peek"
 --- @include "lib/counters"
 --- @include "lib/slots"
 --- @include "lib/offer"
@@ -72,28 +73,32 @@ for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local id = ids[i]
   local status = S_OK
-  local r = rec_decode(raws[i])
-  if not raws[i] then
+  local raw = raws[i]
+  -- the header's fields as plain values (lib/record_peek.lua): most jobs need no more
+  local ver, state, _, _, _, _, deliveries, _, enq, deq, _, flags, kpos = rec_peek(raw)
+  if not raw then
     status = S_NOT_FOUND
     missing = true
-  elseif not r then
+  elseif not ver then
     status = S_CORRUPT
-  elseif r.state ~= ST_ACTIVE or rec_token(r) ~= ARGV[b + 1] or seen[id] then
-    status = S_LEASE_LOST
-  elseif r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+  elseif state ~= ST_ACTIVE or string.format('%d.%d', deliveries, deq) ~= ARGV[b + 1]
+      or seen[id] then
+    status = S_LEASE_LOST -- the token as rec_token (lib/record.lua) makes it
+  elseif flags >= FLAG_CANCEL and bit.band(flags, FLAG_CANCEL) ~= 0 then
     seen[id] = true
     cancelled = cancelled or {}
-    cancelled[#cancelled + 1] = {id, r}
+    cancelled[#cancelled + 1] = {id, rec_decode(raw)}
     status = S_CANCELLED
   else
     seen[id] = true
-    if r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+    if flags >= FLAG_CANCEL and bit.band(flags, FLAG_CONTROL) ~= 0 then
       controlled = controlled or {}
-      controlled[#controlled + 1] = {id, r}
+      controlled[#controlled + 1] = {id, rec_decode(raw)}
     end
     gone[#gone + 1] = id
-    local window_end = r.enq + window
+    local window_end = enq + window
     if keep > 0 then
+      local r = rec_decode(raw)
       r.state = ST_COMPLETED
       kept[#kept + 1] = id
       kept[#kept + 1] = rec_encode(r)
@@ -112,9 +117,10 @@ for i = 1, n do
       results[#results + 1] = id
       results[#results + 1] = ARGV[b + 2]
     end
-    if rec_has_slot(r) then
-      freed[r.group] = (freed[r.group] or 0) + 1
-      touch(r.group) -- a freed slot can make the group eligible again
+    if bit.band(flags, FLAG_SLOT) ~= 0 then -- rec_has_slot
+      local g = string.sub(raw, REC_FIXED + 2, kpos - 1)
+      freed[g] = (freed[g] or 0) + 1
+      touch(g) -- a freed slot can make the group eligible again
     end
   end
   out[i] = status
