@@ -136,7 +136,7 @@ if cancelled then
   for _, item in ipairs(cancelled) do control().end_cancelled(item[1], item[2], now) end
 end
 fan_in_released(steps, now)
-for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
+store_results(results, result_ttl)
 if #gone > 0 then
   -- the tombstone goes first: from the moment the record is gone its id stays taken
   if #tombs > 0 then redis.call('ZADD', K_DONE, unpack(tombs)) end
