@@ -269,11 +269,13 @@ local function group_settings(proven)
   if err then return err end
   local weighted = n > 0
   -- a queue that never had a prioritized job has no priority zsets to look at (the
-  -- sequence of priorities, lib/group_push.lua, exists once one was pushed)
-  err, n = read(K_CONF, 'hash', 'HEXISTS', K_CONF, 'seq')
+  -- sequence of priorities, lib/group_push.lua, exists once one was pushed); read with
+  -- the settings, in one HMGET
+  local conf, seq
+  err, conf, seq = read_by(K_CONF, 'hash', get_conf_and, 'seq')
   if err then return err end
-  local prioritized = n == 1
-  local limited = get_conf().group_limit > 0 -- as limits_configured, its HLEN typed
+  local prioritized = seq ~= false
+  local limited = conf.group_limit > 0 -- as limits_configured, its HLEN typed
   if not limited then
     err, n = read(K_GLIMIT, 'hash', 'HLEN', K_GLIMIT)
     if err then return err end
