@@ -56,7 +56,12 @@ if n > 0 then
   err, raws = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
   if err then return err end
 end
-local links = fan_in_links(ids)
+-- Workflow steps (their links, lib/fan_in.lua) and a max_active (in the flow hash,
+-- lib/active_cap.lua) each have a key; one EXISTS of both tells a queue that uses
+-- neither (most), which then skips both lookups: one command instead of two.
+local plain = n > 0 and redis.call('EXISTS', K_PREFIX .. WF_LINKS, K_PREFIX .. 'flow') == 0
+local links = nil
+if not plain then links = fan_in_links(ids) end
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
 -- Jobs with job control (lib/control.lua), {id, record} pairs handled once the checks
@@ -148,7 +153,7 @@ if #gone > 0 then
   redis.call('ZREM', K_ACTIVE, unpack(gone))
   for g, n in pairs(freed) do slot_add(g, -n) end
   count('completed', #gone)
-  cap_freed()
+  if not plain then cap_freed() end
 end
 if controlled then
   for _, item in ipairs(controlled) do
