@@ -97,9 +97,7 @@ async def test_release_many_stores_one_result_per_job(q: Any) -> None:
     assert await q.wait_result(jobs[1].id, 0) is None
 
 
-async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(
-    q: Any, raw: Any
-) -> None:
+async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any, raw: Any) -> None:
     # one DEL for the batch's result keys (lib/result.lua, store_results): a list left
     # by an earlier job of the same id must not keep its old element
     ids = ["s1", "s2", "s3"]

@@ -35,7 +35,6 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/clock"
 --- @include "lib/conf"
 --- @include "lib/record"
---- @include "lib/record_peek"
 --- @include "lib/counters"
 --- @include "lib/group_push"
 --- @include "lib/group_room"

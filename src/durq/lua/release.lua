@@ -17,14 +17,17 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
          change: K_JOBS and K_CONF are checked by their reads (before the first write),
          the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends
-Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
+Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each write of
+         the batch is one variadic command), plus 2 per job with a result (RPUSH, PEXPIRE;
+         one DEL for all) and, only where used, per group for slots and per job for
+         workflow steps and job control. One EXISTS of the workflow-links and flow keys
+         spares a queue with neither the lookups of both.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
 --- @include "lib/conf"
 --- @include "lib/record"
---- @include "lib/record_peek"
 --- @include "lib/counters"
 --- @include "lib/slots"
 --- @include "lib/offer"
@@ -86,9 +89,8 @@ for i = 1, n do
     missing = true
   elseif not ver then
     status = S_CORRUPT
-  elseif state ~= ST_ACTIVE or string.format('%d.%d', deliveries, deq) ~= ARGV[b + 1]
-      or seen[id] then
-    status = S_LEASE_LOST -- the token as rec_token (lib/record.lua) makes it
+  elseif state ~= ST_ACTIVE or rec_token_of(deliveries, deq) ~= ARGV[b + 1] or seen[id] then
+    status = S_LEASE_LOST
   elseif flags >= FLAG_CANCEL and bit.band(flags, FLAG_CANCEL) ~= 0 then
     seen[id] = true
     cancelled = cancelled or {}

@@ -20,3 +20,9 @@ local function rec_peek(raw)
   return ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req,
     flags, kpos, klen
 end
+
+-- The lease token of a record whose deliveries and dequeued_at are given (rec_token,
+-- lib/record.lua, is this of a decoded record).
+local function rec_token_of(deliveries, deq)
+  return string.format('%d.%d', deliveries, deq)
+end
