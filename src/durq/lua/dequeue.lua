@@ -161,10 +161,26 @@ end
 local budget = SKIP_MAX
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
 
+-- The dedup keys of started jobs, `keyed` = {key, id, ...}: each is freed if its job
+-- still holds it, with one HMGET and one HDEL for all (pcall: garbage in K_KEYS must not
+-- stop the jobs; they are handed out, their keys stay taken).
+local function free_keys(keyed)
+  local keys = {}
+  for i = 1, #keyed, 2 do keys[#keys + 1] = keyed[i] end
+  local holders = redis.pcall('HMGET', K_KEYS, unpack(keys))
+  if holders.err then return end
+  local freed = {}
+  for i = 1, #keys do
+    if holders[i] == keyed[2 * i] then freed[#freed + 1] = keys[i] end
+  end
+  if #freed > 0 then redis.pcall('HDEL', K_KEYS, unpack(freed)) end
+end
+
 -- Turn popped ids of group g into handed-out jobs; returns how many were valid.
 local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local got = 0
+  local keyed = {} -- {key, id, ...} of the plain jobs started with a dedup key
   for i = 1, #ids do
     local id = ids[i]
     local raw = raws[i]
@@ -186,9 +202,9 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       n = #out
       out[n + 1] = id
       out[n + 2] = rec
-      if klen > 0 then -- the key is free once its job started
-        local key = string.sub(raw, kpos + 1, kpos + klen)
-        if redis.pcall('HGET', K_KEYS, key) == id then redis.pcall('HDEL', K_KEYS, key) end
+      if klen > 0 then -- the key is free once its job started: freed below, in one go
+        keyed[#keyed + 1] = string.sub(raw, kpos + 1, kpos + klen)
+        keyed[#keyed + 1] = id
       end
       got = got + 1
     else
@@ -244,6 +260,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       end
     end
   end
+  if #keyed > 0 then free_keys(keyed) end
   if got > 0 then
     ready_add(g, -got)
     if counted then slot_add(g, got) end
