@@ -83,7 +83,8 @@ for i = 1, n do
   local status = S_OK
   local raw = raws[i]
   -- the header's fields as plain values (lib/record_peek.lua): most jobs need no more
-  local ver, state, _, _, _, _, deliveries, _, enq, deq, _, flags, kpos = rec_peek(raw)
+  local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req, flags,
+    kpos = rec_peek(raw)
   if not raw then
     status = S_NOT_FOUND
     missing = true
@@ -105,10 +106,9 @@ for i = 1, n do
     gone[#gone + 1] = id
     local window_end = enq + window
     if keep > 0 then
-      local r = rec_decode(raw)
-      r.state = ST_COMPLETED
       kept[#kept + 1] = id
-      kept[#kept + 1] = rec_encode(r)
+      kept[#kept + 1] = struct.pack(REC_FMT, ver, ST_COMPLETED, prio, codec, attempts, maxatt,
+        deliveries, failures, enq, deq, req, flags) .. string.sub(raw, REC_FIXED + 1)
       tombs[#tombs + 1] = math.max(now + keep, window_end)
       tombs[#tombs + 1] = id
     else
