@@ -114,3 +114,14 @@ async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any
     assert raw.lrange(q.keys.prefix + "result:s3", 0, -1) == [b"three"]
     for job_id in ("s1", "s3"):
         assert 0 < raw.pttl(q.keys.prefix + "result:" + job_id) <= 3_600_000
+
+
+async def test_a_kept_record_is_the_active_one_with_its_state_completed(q: Any, raw: Any) -> None:
+    # release writes it from the peeked header and the unchanged tail (lib/record_peek.lua)
+    await q.enqueue({"k": 1}, id="kept2", key="kk", group="g", priority=3)
+    job = await q.dequeue()
+    active = raw.hget(q.keys.prefix + "jobs", "kept2")
+    await q.release(job, keep=60)
+    kept = raw.hget(q.keys.prefix + "jobs", "kept2")
+    assert kept[1] == 5  # ST_COMPLETED (lib/record_layout.lua)
+    assert kept[:1] + kept[2:] == active[:1] + active[2:]
