@@ -29,6 +29,9 @@ Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, 
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
+         Handing out a group turn's plain jobs is a fixed number of commands whatever
+         their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
+         keys); jobs under job control and stale ids cost commands of their own.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
