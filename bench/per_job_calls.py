@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import subprocess
 import time
@@ -116,6 +117,9 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=0, help="blocks of warm calls (0: none)")
     parser.add_argument("--versus", help="a git revision whose scripts to compare with")
     args = parser.parse_args()
+    # the variants are scripts swapped in by name and run by SHA: EVALSHA, not the
+    # Functions library (one fixed version per server), so the figures are EVALSHA's
+    os.environ["DURQ_EVALSHA"] = "1"
     variants: dict[str, dict[str, lua.Script] | None] = {"": None}
     if args.versus:
         variants[f" ({args.versus})"] = _scripts_of(args.versus)
