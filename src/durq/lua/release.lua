@@ -17,11 +17,7 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
          change: K_JOBS and K_CONF are checked by their reads (before the first write),
          the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends
-Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each write of
-         the batch is one variadic command), plus 2 per job with a result (RPUSH, PEXPIRE;
-         one DEL for all) and, only where used, per group for slots and per job for
-         workflow steps and job control. One EXISTS of the workflow-links and flow keys
-         spares a queue with neither the lookups of both.
+Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -59,12 +55,7 @@ if n > 0 then
   err, raws = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
   if err then return err end
 end
--- Workflow steps (their links, lib/fan_in.lua) and a max_active (in the flow hash,
--- lib/active_cap.lua) each have a key; one EXISTS of both tells a queue that uses
--- neither (most), which then skips both lookups: one command instead of two.
-local plain = n > 0 and redis.call('EXISTS', K_PREFIX .. WF_LINKS, K_PREFIX .. 'flow') == 0
-local links = nil
-if not plain then links = fan_in_links(ids) end
+local links = fan_in_links(ids)
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
 -- Jobs with job control (lib/control.lua), {id, record} pairs handled once the checks
@@ -81,34 +72,31 @@ for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local id = ids[i]
   local status = S_OK
-  local raw = raws[i]
-  -- the header's fields as plain values (lib/record_peek.lua): most jobs need no more
-  local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req, flags,
-    kpos = rec_peek(raw)
-  if not raw then
+  local r = rec_decode(raws[i])
+  if not raws[i] then
     status = S_NOT_FOUND
     missing = true
-  elseif not ver then
+  elseif not r then
     status = S_CORRUPT
-  elseif state ~= ST_ACTIVE or rec_token_of(deliveries, deq) ~= ARGV[b + 1] or seen[id] then
+  elseif r.state ~= ST_ACTIVE or rec_token(r) ~= ARGV[b + 1] or seen[id] then
     status = S_LEASE_LOST
-  elseif flags >= FLAG_CANCEL and bit.band(flags, FLAG_CANCEL) ~= 0 then
+  elseif r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
     seen[id] = true
     cancelled = cancelled or {}
-    cancelled[#cancelled + 1] = {id, rec_decode(raw)}
+    cancelled[#cancelled + 1] = {id, r}
     status = S_CANCELLED
   else
     seen[id] = true
-    if flags >= FLAG_CANCEL and bit.band(flags, FLAG_CONTROL) ~= 0 then
+    if r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
       controlled = controlled or {}
-      controlled[#controlled + 1] = {id, rec_decode(raw)}
+      controlled[#controlled + 1] = {id, r}
     end
     gone[#gone + 1] = id
-    local window_end = enq + window
+    local window_end = r.enq + window
     if keep > 0 then
+      r.state = ST_COMPLETED
       kept[#kept + 1] = id
-      kept[#kept + 1] = struct.pack(REC_FMT, ver, ST_COMPLETED, prio, codec, attempts, maxatt,
-        deliveries, failures, enq, deq, req, flags) .. string.sub(raw, REC_FIXED + 1)
+      kept[#kept + 1] = rec_encode(r)
       tombs[#tombs + 1] = math.max(now + keep, window_end)
       tombs[#tombs + 1] = id
     else
@@ -124,10 +112,9 @@ for i = 1, n do
       results[#results + 1] = id
       results[#results + 1] = ARGV[b + 2]
     end
-    if bit.band(flags, FLAG_SLOT) ~= 0 then -- rec_has_slot
-      local g = string.sub(raw, REC_FIXED + 2, kpos - 1)
-      freed[g] = (freed[g] or 0) + 1
-      touch(g) -- a freed slot can make the group eligible again
+    if rec_has_slot(r) then
+      freed[r.group] = (freed[r.group] or 0) + 1
+      touch(r.group) -- a freed slot can make the group eligible again
     end
   end
   out[i] = status
@@ -143,7 +130,7 @@ if cancelled then
   for _, item in ipairs(cancelled) do control().end_cancelled(item[1], item[2], now) end
 end
 fan_in_released(steps, now)
-store_results(results, result_ttl)
+for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
 if #gone > 0 then
   -- the tombstone goes first: from the moment the record is gone its id stays taken
   if #tombs > 0 then redis.call('ZADD', K_DONE, unpack(tombs)) end
@@ -155,7 +142,7 @@ if #gone > 0 then
   redis.call('ZREM', K_ACTIVE, unpack(gone))
   for g, n in pairs(freed) do slot_add(g, -n) end
   count('completed', #gone)
-  if not plain then cap_freed() end
+  cap_freed()
 end
 if controlled then
   for _, item in ipairs(controlled) do
