@@ -468,14 +468,11 @@ class Driver:
                     missing[c.script.sha] = c
             if missing:
                 self._load(node, list(missing.values()))
-            as_fcall = uses is not None
             if sent is not None:  # sent by _script already: its replies are the first
-                # ... and FCALL's, even when a concurrent call found meanwhile that the
-                # server has no Functions (this one is then resent with EVALSHA)
-                got, sent, as_fcall = sent, None, True
+                got, sent = sent, None
             else:
                 got = self._send(node, wire[start:] if start else wire)
-            again = _retry_from(got, as_fcall)
+            again = _retry_from(got, uses is not None)
             if again is None and not start:
                 return got  # the common case: every call ran at the first send
             replies[start : start + len(got)] = got
