@@ -1,7 +1,7 @@
 """Where a single enqueue's time goes, in one process and one window.
 
     .venv/bin/python bench/enqueue_profile.py [--calls 1000] [--rounds 9] [--no-huey]
-                                              [--cprofile] [--pin CLIENT,SERVER]
+                                              [--cprofile]
 
 On a fresh server (Valkey, no persistence), all against the same server:
 
@@ -23,9 +23,6 @@ On a fresh server (Valkey, no persistence), all against the same server:
    whole call, with the client's and the server process's CPU of each;
 5. bulk: ``Task.enqueue_many`` of 1,000 jobs, 100 calls (and a cProfile of the client
    with ``--cprofile``).
-
-``--pin 0,0`` runs the client and the server on one core, ``--pin 0,1`` on two: on this
-VM a round trip costs several times more when each side must wake the other's core.
 
 The machine's speed drifts (a VM with 2 cores shared with others): compare rows of one
 run, not runs of different hours.
@@ -343,23 +340,9 @@ def main() -> None:
     parser.add_argument("--no-huey", action="store_true", help="skip Huey's enqueue")
     parser.add_argument("--huey-python", type=Path, default=HUEY_PYTHON, help="Huey's venv")
     parser.add_argument("--cprofile", action="store_true", help="profile the bulk client")
-    parser.add_argument(
-        "--pin",
-        metavar="CLIENT,SERVER",
-        help="run this process (and Huey's, its child) on CPU CLIENT and the server on CPU "
-        "SERVER: '0,0' shares one core, '0,1' makes every wake-up cross cores",
-    )
     args = parser.parse_args()
-    print(
-        time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-        f"load {os.getloadavg()[0]:.2f}",
-        f"pinned client,server {args.pin}" if args.pin else "not pinned",
-    )
+    print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), f"load {os.getloadavg()[0]:.2f}")
     with RedisServer(flavor="valkey") as server:
-        if args.pin:
-            cpus = [int(cpu) for cpu in args.pin.split(",")]
-            os.sched_setaffinity(0, {cpus[0]})
-            os.sched_setaffinity(server.pid, {cpus[1]})
         client = redis.Redis.from_url(server.url)
         app = durq.App(url=server.url)
 

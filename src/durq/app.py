@@ -402,26 +402,22 @@ class App:
         """Enqueue calls of ``task`` without per-job options, in one round trip: the path
         of ``Task.enqueue`` and ``Task.enqueue_many``, which skips the per-message
         options of ``enqueue_calls`` (same checks, script and results)."""
-        name = task.config.queue
+        name = task.queue
         if task.app is not self or name in self.shards:
             return self.enqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
-        queue = self._queues.get(name) or self.queue(name)
+        queue = self.queue(name)
         jobs = _jobs(task.encode_calls(calls, queue.codec))
         results = queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
-        if len(results) == 1:  # Task.enqueue: no comprehension
-            return [JobHandle(self, name, results[0], task)]
         return [JobHandle(self, name, result, task) for result in results]
 
     async def aenqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
         """``enqueue_plain`` for asyncio code."""
-        name = task.config.queue
+        name = task.queue
         if task.app is not self or name in self.shards:
             return await self.aenqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
-        queue = self._async_queues.get(name) or self.async_queue(name)
+        queue = self.async_queue(name)
         jobs = _jobs(task.encode_calls(calls, queue.codec))
         results = await queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
-        if len(results) == 1:  # Task.aenqueue: no comprehension
-            return [JobHandle(self, name, results[0], task)]
         return [JobHandle(self, name, result, task) for result in results]
 
     def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:

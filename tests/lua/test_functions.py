@@ -275,37 +275,3 @@ def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
             assert queue.stats().pending == 1
     finally:
         admin.close()
-
-
-@pytest.mark.parametrize("front", ["sync", "async"])
-async def test_a_single_call_whose_library_is_gone_is_loaded_and_sent_once_more(
-    make_server: Callable[..., RedisServer], queue_name: str, front: str
-) -> None:
-    """A single script call takes the driver's short path; when the server answers that
-    the function is missing (FUNCTION FLUSH, a restart without persistence), the general
-    path loads the library and resends that call once: no call is lost or run twice."""
-    server = make_server("valkey")
-    admin = redis.Redis.from_url(server.url)
-    try:
-        if front == "sync":
-            with Queue(queue_name, server.url) as queue:
-                queue.enqueue("a")
-                admin.function_flush()
-                admin.config_resetstat()
-                queue.enqueue("b")
-                pending = queue.stats().pending
-        else:
-            async with AsyncQueue(queue_name, server.url) as aqueue:
-                await aqueue.enqueue("a")
-                admin.function_flush()
-                admin.config_resetstat()
-                await aqueue.enqueue("b")
-                pending = (await aqueue.stats()).pending
-        stats = admin.info("commandstats")
-        # the enqueue: refused once, then run; then the stats read
-        assert int(stats["cmdstat_fcall"]["calls"]) == 3
-        assert int(stats["cmdstat_fcall"]["failed_calls"]) == 1
-        assert int(stats["cmdstat_function|load"]["calls"]) == 1
-        assert pending == 2
-    finally:
-        admin.close()

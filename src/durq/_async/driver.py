@@ -180,34 +180,6 @@ def _pack_one(command: Wire) -> bytes:
     return b"".join((b"*%d\r\n" % len(command), packed, body[body.index(b"\r\n") + 2 :]))
 
 
-#: the packed head of an FCALL by function and key vector (the vector's id, checked by
-#: identity: the entry keeps the vector alive, so its id is not reused meanwhile), with
-#: the head's length in arguments: a queue's ``QueueKeys.vector`` is one tuple, so the
-#: common call finds its head without hashing 17 keys
-_FCALL_HEADS: dict[tuple[str, int], tuple[Sequence[Any], bytes, int]] = {}
-
-
-def _pack_fcall(name: str, call: ScriptCall) -> list[bytes]:
-    """RESP of ``FCALL name`` for ``call`` (as ``_pack`` of its wire, with less work)."""
-    keys, args = call.keys, call.args
-    entry = _FCALL_HEADS.get((name, id(keys)))
-    if entry is None or entry[0] is not keys:
-        if len(_FCALL_HEADS) >= _HEADS_MAX:
-            _FCALL_HEADS.clear()
-        head: Wire = ("FCALL", name, len(keys), *keys)
-        whole: bytes = hiredis.pack_command(head)
-        entry = (keys, whole[whole.index(b"\r\n") + 2 :], 3 + len(keys))
-        _FCALL_HEADS[name, id(keys)] = entry
-    if not args:
-        return [b"*%d\r\n%b" % (entry[2], entry[1])]
-    rest: Wire = args if type(args) is tuple else tuple(args)
-    body: bytes = hiredis.pack_command(rest)
-    # the array header counts head and arguments; the arguments' own header goes
-    return [
-        b"".join((b"*%d\r\n" % (entry[2] + len(args)), entry[1], body[body.index(b"\r\n") + 2 :]))
-    ]
-
-
 #: a connection kept idle longer than this goes back through redis-py's pool, whose
 #: checkout checks it (a server restart or its idle timeout may have closed it)
 IDLE_CHECK = 1.0
@@ -257,11 +229,6 @@ async def _checkout(pool: Any, idle: list[tuple[Any, float]]) -> Any:
 async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     """Send ``commands`` on one connection of ``pool`` in one round trip; error replies
     come back in place."""
-    return await _exchange_on(pool, _pack(commands), len(commands))
-
-
-async def _exchange_on(pool: Any, packed: list[bytes], count: int) -> list[Any]:
-    """``_send_on`` of ``count`` commands packed already."""
     idle = _idle_of(pool)
     try:
         conn = await _checkout(pool, idle)
@@ -271,7 +238,7 @@ async def _exchange_on(pool: Any, packed: list[bytes], count: int) -> list[Any]:
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         await conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
-        replies = await async_exchange(conn, packed, count)
+        replies = await async_exchange(conn, _pack(commands), len(commands))
         refused = _refused_write(replies)
         if refused is not None:
             # the caller retries as after a lost connection, and reconnects to the
@@ -341,10 +308,6 @@ class AsyncDriver:
         self._direct = type(client) is AsyncRedis and client.connection is None
         self._stale = self._cluster  # the slot map must be (re)loaded before use
         self._node_pools: dict[str, Any] = {}  # a Cluster's, by node name
-        # the pool of a plain client (not a Cluster, not Sentinel's): its script calls
-        # may take the short path (_script)
-        pool = getattr(client, "connection_pool", None) if self._direct else None
-        self._plain = None if hasattr(pool, "get_master_address") else pool
         #: False: EVALSHA even where the server has Functions
         self.functions = os.environ.get(EVALSHA_ENV, "") in ("", "0")
 
@@ -398,7 +361,7 @@ class AsyncDriver:
     async def execute(self, request: Request) -> Any:
         """Execute one request and return its raw reply."""
         if isinstance(request, ScriptCall):
-            reply = await self._script(request)
+            reply = (await self._calls((request,)))[0]
             if isinstance(reply, ResponseError):
                 raise script_error(reply)
             return reply
@@ -415,35 +378,14 @@ class AsyncDriver:
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 
-    async def _script(self, call: ScriptCall) -> Any:
-        """The reply of one script call (an error reply in place). On a plain client
-        whose server is known to run Functions it is sent straight away, without the
-        general path's bookkeeping (a single enqueue's path); a reply that says it was
-        not executed (the library missing, no memory for a function, ...) sends it again
-        through ``_calls``, which handles each of those cases."""
-        pool = self._plain
-        if pool is not None and self.functions and _NO_FUNCTIONS not in self._loaded.get("", ()):
-            name = library().functions.get(call.script.name)
-            if name is not None:
-                got = await _exchange_on(pool, _pack_fcall(name, call), 1)
-                if not isinstance(got[0], Exception) or _retry_from(got, True) is None:
-                    return got[0]
-                # not executed: the general path takes it from this reply
-                return (await self._calls((call,), got))[0]
-        return (await self._calls((call,)))[0]
-
     async def _pipeline(self, request: Pipeline) -> list[Any]:
         replies = await self._calls(request.calls)
         return [script_error(r) if isinstance(r, ResponseError) else r for r in replies]
 
-    async def _calls(
-        self, calls: Sequence[ScriptCall | Command], sent: list[Any] | None = None
-    ) -> list[Any]:
+    async def _calls(self, calls: Sequence[ScriptCall | Command]) -> list[Any]:
         """Send ``calls`` in one round trip, loading scripts and following redirects;
         error replies come back in place. A call that was not executed (NOSCRIPT, a
-        redirect) is sent again with every call after it, in order. ``sent``: the
-        replies to a first send of ``calls`` as FCALLs that the caller made already
-        (``_script``), taken as this one's first."""
+        redirect) is sent again with every call after it, in order."""
         key = _route(calls) if self._cluster else None
         functions: dict[str, str] | None = None
         wire: list[Wire] = []
@@ -469,10 +411,7 @@ class AsyncDriver:
                     missing[c.script.sha] = c
             if missing:
                 await self._load(node, list(missing.values()))
-            if sent is not None:  # sent by _script already: its replies are the first
-                got, sent = sent, None
-            else:
-                got = await self._send(node, wire[start:] if start else wire)
+            got = await self._send(node, wire[start:] if start else wire)
             again = _retry_from(got, uses is not None)
             if again is None and not start:
                 return got  # the common case: every call ran at the first send
