@@ -98,29 +98,38 @@ async def purge(request: Request) -> Response:
 async def cancel(request: Request) -> Response:
     """Cancel the job (``id``): the answer redirects to its page, which says what the
     cancel did (cancelled, being stopped, or ended already)."""
-    checked = await _checked(request)
+    checked = await _one_id(request, "job")
     if isinstance(checked, Response):
         return checked
-    queue, ids, _everything = checked
-    if len(ids) != 1:
-        return PlainTextResponse("bad request: cancel one job id", status_code=400)
-    (result,) = await dashboard_of(request).data.cancel(queue, ids)
-    root = str(request.scope.get("root_path", "")).rstrip("/")
-    target = url_builder(root)("/queue/job", q=queue, id=ids[0], done=result.status.value)
-    return RedirectResponse(target, status_code=303)
+    queue, job_id = checked
+    (result,) = await dashboard_of(request).data.cancel(queue, [job_id])
+    return _back_to(request, "/queue/job", queue, job_id, result.status.value)
 
 
 async def cancel_workflow(request: Request) -> Response:
     """Cancel the workflow (``id``) whose home is queue ``q``: it ends ``cancelled``, its
     steps that did not start never do and its running ones are stopped. The answer
     redirects to its page, which says what the cancel did."""
+    checked = await _one_id(request, "workflow")
+    if isinstance(checked, Response):
+        return checked
+    queue, workflow_id = checked
+    status = await dashboard_of(request).data.cancel_workflow(queue, workflow_id)
+    return _back_to(request, "/queue/workflow", queue, workflow_id, status)
+
+
+async def _one_id(request: Request, what: str) -> tuple[str, str] | Response:
+    """The queue and the one ``what`` id of a cancel's form, or the response refusing it."""
     checked = await _checked(request)
     if isinstance(checked, Response):
         return checked
     queue, ids, _everything = checked
     if len(ids) != 1:
-        return PlainTextResponse("bad request: cancel one workflow id", status_code=400)
-    status = await dashboard_of(request).data.cancel_workflow(queue, ids[0])
+        return PlainTextResponse(f"bad request: cancel one {what} id", status_code=400)
+    return queue, ids[0]
+
+
+def _back_to(request: Request, page: str, queue: str, item: str, done: str) -> Response:
+    """The 303 back to the job's or workflow's ``page``, saying what was ``done``."""
     root = str(request.scope.get("root_path", "")).rstrip("/")
-    target = url_builder(root)("/queue/workflow", q=queue, id=ids[0], done=status)
-    return RedirectResponse(target, status_code=303)
+    return RedirectResponse(url_builder(root)(page, q=queue, id=item, done=done), status_code=303)
