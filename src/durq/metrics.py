@@ -242,8 +242,7 @@ class JobMetrics:
             row = self._pickup
             if row is None:
                 row = self._pickup = self._metrics._pickup.row(self._key[:1])
-            row[bisect_left(_LATENCY_BUCKETS, pickup)] += 1
-            row[-1] += pickup
+            _observe(row, _LATENCY_BUCKETS, pickup)
             totals = self._totals
             if totals is None:
                 totals = self._totals = self._metrics._totals_of(self._key[0])
@@ -255,8 +254,7 @@ class JobMetrics:
         row = self._run
         if row is None:
             row = self._run = self._metrics._run.row(self._key)
-        row[bisect_left(_RUN_BUCKETS, seconds)] += 1
-        row[-1] += seconds
+        _observe(row, _RUN_BUCKETS, seconds)
         if kind not in ("lost", "defer", "limited"):  # cut short or given back: no run time
             totals = self._totals
             if totals is None:
