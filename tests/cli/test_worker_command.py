@@ -108,3 +108,28 @@ def test_the_supervisor_starts_each_child_with_the_same_arguments_but_one_proces
     argv: list[str],
 ) -> None:
     assert _child_args(argv) == ["worker", "m:app", "-q", "a"]
+
+
+def test_an_import_error_inside_the_worker_is_not_retried_on_another_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With uvloop installed, an ImportError the worker raises propagates as it is: the
+    worker's coroutine is not started again on asyncio's loop."""
+    import asyncio
+    import sys
+    import types
+
+    from durq.cli.worker import _run_loop
+
+    runs: list[str] = []
+
+    async def worker() -> None:
+        runs.append("ran")
+        raise ImportError("a task's module is missing")
+
+    fake = types.ModuleType("uvloop")
+    fake.run = asyncio.run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "uvloop", fake)
+    with pytest.raises(ImportError, match="a task's module is missing"):
+        _run_loop(worker())
+    assert runs == ["ran"]

@@ -21,10 +21,12 @@ __all__ = ["worker"]
 def _run_loop(coro: object) -> None:
     try:
         import uvloop  # optional: a faster event loop where installed
-
-        uvloop.run(coro)
     except ImportError:
         asyncio.run(coro)  # type: ignore[arg-type]
+        return
+    # outside the try: an ImportError raised by the worker itself must not start the
+    # (already awaited) coroutine again on another loop
+    uvloop.run(coro)
 
 
 @click.command()
