@@ -8,12 +8,17 @@ What it does, in one run:
 1. starts ``durq.dev.server.RedisServer(flavor="valkey")`` on a free loopback port;
 2. calibrates that server with ``redis-benchmark`` (installed from Debian's
    ``redis-tools`` with apt-get if missing, unless ``--no-install``);
-3. for each peer: creates/reuses ``bench/.envs/<env>`` (pip install from PyPI), starts
-   ``bench/driver.py`` inside it and asks it, one JSON command at a time, to measure
-   enqueue rates (single and bulk), Redis memory per queued job, drain rates (default
-   worker and best 2-core settings) and enqueue-to-start latency; each command has a
-   timeout, and a peer that fails or hangs is killed and recorded, never fatal;
-4. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
+3. for each peer: creates/reuses ``bench/.envs/<env>`` (pip install from PyPI) and
+   starts ``bench/driver.py`` inside it, which it asks, one JSON command at a time, to
+   measure; each command has a timeout, and a peer that fails or hangs is killed and
+   recorded, never fatal;
+4. the figures that drift with the machine's load and that the targets compare across
+   frameworks, single enqueue and enqueue-to-start latency, round-robin: ``repeat``
+   rounds in which every peer gets one run, in an order rotated each round
+   (``measure_interleaved``), so that all frameworks share the same windows;
+5. then each peer's own section in turn: bulk enqueue, Redis memory per queued job,
+   drain rates (default worker and best 2-core settings), the real-work scenarios;
+6. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
    with ``bench/report.py`` in a bench-tools venv (matplotlib).
 """
 
@@ -291,81 +296,267 @@ class Driver:
 # --------------------------------------------------------------------------- per peer
 
 
+@dataclasses.dataclass
+class PeerRun:
+    """One peer through a run: its results so far and its driver while one is up."""
+
+    meta: PeerMeta
+    url: str
+    res: dict[str, Any]
+    driver: Driver | None = None
+    hello: dict[str, Any] = dataclasses.field(default_factory=dict)
+    busy_s: float = 0.0  # time spent on this peer: venv, driver start, its measurements
+
+    @property
+    def alive(self) -> bool:
+        return self.driver is not None and self.driver.proc.poll() is None
+
+    def step(self, label: str, fn: Any) -> bool:
+        """Run one measurement; a failure is recorded, never raised. True while the
+        driver still runs (a timeout kills it)."""
+        try:
+            fn()
+            return True
+        except DriverError as exc:
+            log(f"  {self.meta.display}: {label}: FAILED: {exc}")
+            self.res["errors"].append(f"{label}: {exc}")
+            return self.alive
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.close()
+            self.driver = None
+
+
+def open_peer(pr: PeerRun) -> bool:
+    """Start ``pr``'s driver (creating its venv if needed), say hello and set it up.
+    On failure the error is recorded and False returned; the first failure marks the
+    peer skipped."""
+    started = time.monotonic()
+    res = pr.res
+    first = not pr.hello
+
+    def fail(msg: str) -> bool:
+        res["errors"].append(msg)
+        log(f"  {pr.meta.display}: {msg}")
+        if first:
+            res["skipped"] = True
+        pr.close()
+        return False
+
+    try:
+        if pr.meta.env is not None:
+            err = ensure_env(ENVS_DIR / pr.meta.env, pr.meta.requirements)
+            if err:
+                return fail(err)
+        try:
+            pr.driver = Driver(pr.meta, pr.url)
+        except DriverError as exc:
+            return fail(f"driver did not start: {exc}")
+        try:
+            hello = pr.driver.call("hello", 60)
+        except DriverError as exc:
+            return fail(f"hello failed: {exc}")
+        if first:
+            pr.hello = hello
+            res.update(
+                versions=hello["versions"],
+                python=hello["python"],
+                bulk_api=hello["bulk_api"],
+                bulk_note=hello["bulk_note"],
+                modes=hello["modes"],
+            )
+            res["notes"] += hello["notes"]
+            log(f"  {pr.meta.display}: versions {hello['versions']}")
+        try:
+            pr.driver.call("setup", 60)
+        except DriverError as exc:
+            return fail(f"setup failed, peer skipped: {exc}")
+        return True
+    finally:
+        pr.busy_s += time.monotonic() - started
+
+
+def new_peer_run(meta: PeerMeta, url: str) -> PeerRun:
+    res = {"name": meta.name, "display": meta.display, "errors": [], "notes": list(meta.notes)}
+    return PeerRun(meta, url, res)
+
+
+def harness_error(pr: PeerRun, exc: Exception, skip: bool) -> None:
+    """A bug of the harness met while measuring ``pr``: recorded, and the run goes on."""
+    traceback.print_exc()
+    pr.res["errors"].append(f"harness error: {exc}")
+    if skip:
+        pr.res["skipped"] = True
+    with contextlib.suppress(Exception):
+        pr.close()
+
+
+def round_order(names: list[str], i: int, repeat: int) -> list[str]:
+    """Round ``i``'s order of the frameworks: the list rotated by ``i`` times
+    ceil(k / repeat) places, so that over the rounds each one runs early, midway and
+    late in a round (9 frameworks, 3 rounds: positions p, p - 3, p - 6 modulo 9)."""
+    k = len(names)
+    if not k:
+        return []
+    shift = i * -(-k // max(repeat, 1)) % k
+    return names[shift:] + names[:shift]
+
+
+INTERLEAVED_NOTE = (
+    "single enqueue and pickup latency (with its variants) were measured round-robin across "
+    "the frameworks: in each round every framework got one run, in an order rotated each "
+    "round, with FLUSHALL between runs; first all rounds of single enqueue, then all rounds "
+    "of latency. Their ratios compare runs made seconds to minutes apart, not one "
+    "framework's section with another's half an hour later on a machine whose speed "
+    "drifts. The other figures (bulk enqueue, memory, drains, real-work scenarios) were "
+    "measured framework by framework afterwards."
+)
+
+
+def measure_interleaved(peers: list[PeerRun], s: Settings, url: str) -> dict[str, Any]:
+    """The window-sensitive rows, round-robin across ``peers`` (see INTERLEAVED_NOTE).
+
+    Two phases, not one: a round of single enqueues takes seconds, a round of latency
+    runs minutes (each starts an idle worker and sends jobs for ``latency_n`` x
+    ``latency_interval``), so the enqueue runs being compared stay seconds apart instead
+    of being spread across the latency runs. A row that fails for a peer is dropped for
+    that peer (its error recorded, as when measured in its own section); a peer whose
+    driver dies leaves the phase, and the others go on."""
+    import redis
+
+    by_name = {pr.meta.name: pr for pr in peers}
+    names = [pr.meta.name for pr in peers]
+    enq_timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
+    lat_timeout = 120 + s.latency_n * s.latency_interval + 35
+
+    def enqueue(pr: PeerRun, _: str | None) -> tuple[dict[str, Any], str]:
+        assert pr.driver is not None
+        r = pr.driver.call("enqueue", enq_timeout, kind="single", n=s.enqueue_n, batch=s.bulk_batch)
+        return r, f"{r['rate']:,.0f}/s"
+
+    def latency(pr: PeerRun, variant: str | None) -> tuple[dict[str, Any], str]:
+        assert pr.driver is not None
+        r = pr.driver.call(
+            "latency",
+            lat_timeout,
+            n=s.latency_n,
+            interval=s.latency_interval,
+            repeat=1,
+            variant=variant,
+        )
+        run = {**r["runs"][0], "desc": r["desc"]}
+        text = f"p50 {run['p50_ms']:.2f} / p99 {run['p99_ms']:.2f} / max {run['max_ms']:.1f} ms"
+        return run, text
+
+    phases: list[tuple[str, Any, Any]] = [
+        ("enqueue single", enqueue, lambda pr: [None]),
+        ("latency", latency, lambda pr: [None, *pr.hello.get("latency_also", [])]),
+    ]
+    method: dict[str, Any] = {
+        "rows": ["enqueue_single", "latency", "latency_also"],
+        "rounds": s.repeat,
+        "note": INTERLEAVED_NOTE,
+        "phases": [],
+    }
+    with redis.Redis.from_url(url) as client:
+        for phase, measure, variants_of in phases:
+            runs: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+            failed: set[tuple[str, str | None]] = set()
+            orders = []
+            for i in range(s.repeat):
+                order = round_order(names, i, s.repeat)
+                orders.append(order)
+                log(f"-- {phase}, round {i + 1}/{s.repeat}: {', '.join(order)}")
+                for pos, name in enumerate(order):
+                    pr = by_name[name]
+                    for variant in variants_of(pr):
+                        if not pr.alive or (name, variant) in failed:
+                            continue
+                        label = phase + (f" ({variant})" if variant else "")
+                        t0, wall = time.monotonic(), time.time()
+                        try:
+                            run, text = measure(pr, variant)
+                        except Exception as exc:  # one peer's failure never stops the others
+                            if not isinstance(exc, DriverError):
+                                traceback.print_exc()
+                            log(f"  {pr.meta.display}: {label} #{i + 1}: FAILED: {exc}")
+                            pr.res["errors"].append(f"{label}: {exc}")
+                            failed.add((name, variant))
+                            continue
+                        finally:
+                            pr.busy_s += time.monotonic() - t0
+                            client.flushall()
+                        run.update(
+                            started=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall))
+                            + f".{int(wall % 1 * 1000):03d}Z",
+                            call_s=time.monotonic() - t0,
+                            round=i + 1,
+                            position=pos + 1,
+                        )
+                        runs.setdefault((name, variant), []).append(run)
+                        log(f"  {pr.meta.display}: {label} #{i + 1}: {text}")
+            method["phases"].append({"phase": phase, "orders": orders})
+            for (name, variant), rs in runs.items():
+                if (name, variant) not in failed:
+                    store_interleaved(by_name[name].res, phase, variant, rs)
+    return method
+
+
+def store_interleaved(
+    res: dict[str, Any], phase: str, variant: str | None, runs: list[dict[str, Any]]
+) -> None:
+    """A peer's runs of one interleaved row, in the shape its own section used to write."""
+    if phase == "enqueue single":
+        res["enqueue_single"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
+        return
+    entry = {
+        "runs": runs,
+        "desc": runs[0]["desc"],
+        **{k: summary([x[k] for x in runs]) for k in ("p50_ms", "p99_ms", "max_ms")},
+    }
+    if variant is None:
+        res["latency"] = entry
+    else:
+        res.setdefault("latency_also", {})[variant] = entry
+
+
 def measure_peer(  # noqa: C901
-    meta: PeerMeta,
-    url: str,
+    pr: PeerRun,
     s: Settings,
     classic: bool = True,
     scenarios: tuple[str, ...] = SCENARIOS,
     variant: str | None = None,
 ) -> dict[str, Any]:
-    """Measure one peer: the classic figures (enqueue, memory, drain, latency) unless
-    ``classic`` is false, then the "real work" ``scenarios`` (only the variants whose
-    label contains ``variant``, when given)."""
-    res: dict[str, Any] = {
-        "name": meta.name,
-        "display": meta.display,
-        "errors": [],
-        "notes": list(meta.notes),
-    }
+    """The rest of one peer's figures, in its own section: bulk enqueue, memory and the
+    drains unless ``classic`` is false, then the "real work" ``scenarios`` (only the
+    variants whose label contains ``variant``, when given). Single enqueue and latency
+    were measured before, interleaved with the other peers (measure_interleaved)."""
+    res = pr.res
     started = time.monotonic()
-    if meta.env is not None:
-        err = ensure_env(ENVS_DIR / meta.env, meta.requirements)
-        if err:
-            res["errors"].append(err)
-            res["skipped"] = True
-            return res
-    try:
-        driver = Driver(meta, url)
-    except DriverError as exc:
-        res["errors"].append(f"driver did not start: {exc}")
-        res["skipped"] = True
+    if res.get("skipped"):
         return res
-    try:
-        hello = driver.call("hello", 60)
-        res.update(
-            versions=hello["versions"],
-            python=hello["python"],
-            bulk_api=hello["bulk_api"],
-            bulk_note=hello["bulk_note"],
-            modes=hello["modes"],
-        )
-        res["notes"] += hello["notes"]
-        log(f"  versions {hello['versions']}")
-        try:
-            driver.call("setup", 60)
-        except DriverError as exc:
-            res["errors"].append(f"setup failed, peer skipped: {exc}")
-            res["skipped"] = True
-            log(f"  setup failed, skipping: {exc}")
+    if not pr.alive:  # the interleaved phase killed it (a timeout): a fresh one
+        log("  the driver died in the interleaved phase: starting a new one")
+        if not open_peer(pr):
             return res
-
-        def step(label: str, fn: Any) -> bool:
-            try:
-                fn()
-                return True
-            except DriverError as exc:
-                log(f"  {label}: FAILED: {exc}")
-                res["errors"].append(f"{label}: {exc}")
-                return driver.proc.poll() is None
-
-        enq_timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
+    driver, hello, step = pr.driver, pr.hello, pr.step
+    assert driver is not None
+    try:
         alive = True
 
-        def enqueue(kind: str) -> None:
+        def enqueue_bulk() -> None:
             runs = []
             for _ in range(s.repeat):
                 r = driver.call(
-                    "enqueue", enq_timeout, kind=kind, n=s.enqueue_n, batch=s.bulk_batch
+                    "enqueue", 30 + s.enqueue_n / 50, kind="bulk", n=s.enqueue_n, batch=s.bulk_batch
                 )
                 runs.append(r)
-            res[f"enqueue_{kind}"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
-            log(f"  enqueue {kind}: " + ", ".join(f"{r['rate']:,.0f}/s" for r in runs))
+            res["enqueue_bulk"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
+            log("  enqueue bulk: " + ", ".join(f"{r['rate']:,.0f}/s" for r in runs))
 
-        if classic:
-            alive = step("enqueue single", lambda: enqueue("single"))
-        if classic and alive and hello["bulk_api"]:
-            alive = step("enqueue bulk", lambda: enqueue("bulk"))
+        if classic and hello["bulk_api"]:
+            alive = step("enqueue bulk", enqueue_bulk)
 
         def memory() -> None:
             r = driver.call("memory", 60 + s.memory_n / 100, n=s.memory_n)
@@ -405,39 +596,6 @@ def measure_peer(  # noqa: C901
             if alive and classic:
                 alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
 
-        def latency(variant: str | None = None) -> None:
-            timeout = 120 + s.repeat * (s.latency_n * s.latency_interval + 35)
-            r = driver.call(
-                "latency",
-                timeout,
-                n=s.latency_n,
-                interval=s.latency_interval,
-                repeat=s.repeat,
-                variant=variant,
-            )
-            runs = r["runs"]
-            entry = {
-                "runs": runs,
-                "desc": r["desc"],
-                **{k: summary([x[k] for x in runs]) for k in ("p50_ms", "p99_ms", "max_ms")},
-            }
-            if variant is None:
-                res["latency"] = entry
-            else:
-                res.setdefault("latency_also", {})[variant] = entry
-            log(
-                f"  latency{f' ({variant})' if variant else ''}: "
-                + ", ".join(
-                    f"p50 {x['p50_ms']:.1f} / p99 {x['p99_ms']:.1f} / max {x['max_ms']:.1f} ms"
-                    for x in runs
-                )
-            )
-
-        if alive and classic:
-            alive = step("latency", latency)
-        for style in hello.get("latency_also", []):  # not `variant`: that one filters WORK
-            if alive and classic:
-                alive = step(f"latency {style}", lambda v=style: latency(v))
         if alive and scenarios:
             res["work"] = {}
             measure_work(driver, hello, s, res, scenarios, variant, step)
@@ -445,8 +603,8 @@ def measure_peer(  # noqa: C901
         res["errors"].append(str(exc))
         log(f"  FAILED: {exc}")
     finally:
-        driver.close()
-    res["seconds"] = time.monotonic() - started
+        pr.close()
+        pr.busy_s += time.monotonic() - started
     res["loadavg_after"] = os.getloadavg()
     return res
 
@@ -690,6 +848,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
         "peers": {},
         "loadavg_start": os.getloadavg(),
     }
+    peers: list[PeerRun] = []
     server = RedisServer(flavor="valkey")
     server.start()
     try:
@@ -725,25 +884,36 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
                 results["calibration"] = calibrate(server.port, args.quick, not args.no_install)
             except Exception as exc:
                 results["calibration"] = {"skipped": True, "note": f"failed: {exc}"}
-        for name in [] if args.tune else names:
-            meta = PEERS[name]
-            log(f"== {meta.display}")
+        peers = [] if args.tune else [new_peer_run(PEERS[name], server.url) for name in names]
+        if peers:
+            log("== starting the drivers: " + ", ".join(names))
+        for pr in peers:
             try:
-                results["peers"][name] = measure_peer(
-                    meta, server.url, s, not only_work, scenarios, args.variant
-                )
+                open_peer(pr)
             except Exception as exc:  # never let one peer stop the run
+                harness_error(pr, exc, skip=True)
+        if peers and not only_work:
+            try:
+                results["interleaved"] = measure_interleaved(
+                    [pr for pr in peers if pr.alive], s, server.url
+                )
+            except Exception as exc:
                 traceback.print_exc()
-                results["peers"][name] = {
-                    "name": name,
-                    "display": meta.display,
-                    "errors": [f"harness error: {exc}"],
-                    "skipped": True,
-                }
+                results["interleaved"] = {"error": f"harness error: {exc}"}
+        for pr in peers:
+            log(f"== {pr.meta.display}")
+            try:
+                measure_peer(pr, s, not only_work, scenarios, args.variant)
+            except Exception as exc:
+                harness_error(pr, exc, skip=False)
             with redis.Redis.from_url(server.url) as client:
                 client.flushall()
-            log(f"   {meta.display} took {results['peers'][name].get('seconds', 0):.0f} s")
+            pr.res["seconds"] = pr.busy_s
+            results["peers"][pr.meta.name] = pr.res
+            log(f"   {pr.meta.display} took {pr.busy_s:.0f} s")
     finally:
+        for pr in peers:
+            pr.close()
         server.close()
     results["seconds"] = time.monotonic() - t_start
     results["loadavg_end"] = os.getloadavg()
