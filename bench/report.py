@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# results.json's "interleaved" rows (bench/run.py), as the targets' preamble names them
+INTERLEAVED_ROWS = {
+    "enqueue_single": "single enqueue",
+    "latency": "latency",
+    "work.io_redis": "the datastore-bound drains",
+}
 
 
 def fmt_num(x: float | None, digits: int = 0) -> str:
@@ -128,7 +134,13 @@ def work_section(results: dict[str, Any]) -> list[str]:
         "process workers the blocking one; durq both, as `async def` and `def` tasks). Each "
         "peer runs with the configuration of a small sweep for that workload on 2 cores "
         "(`bench/run.py --tune --scenario S`); the limit each rate is compared with is "
-        "given per table. Rates are medians over the runs (min–max).",
+        "given per table. Rates are medians over the runs (min–max)."
+        + (
+            " The datastore-bound drains and their bare-body runs were measured round-robin "
+            "across the peers (see Order above); the other scenarios in each peer's section."
+            if "work.io_redis" in (results.get("interleaved") or {}).get("rows", [])
+            else ""
+        ),
         "",
     ]
     for scenario in SCENARIOS:
@@ -305,12 +317,15 @@ def targets_section(results: dict[str, Any]) -> list[str]:
     rows += work_targets(durq, others)
     if not rows:
         return []
-    inter = results.get("interleaved") or {}
-    how = (
-        ", single enqueue and latency round-robin across them: see Order above"
-        if inter.get("phases")
-        else ""
+    together = [
+        INTERLEAVED_ROWS[r]
+        for r in (results.get("interleaved") or {}).get("rows", [])
+        if r in INTERLEAVED_ROWS
+    ]
+    listed = (
+        ", ".join(together[:-1]) + (" and " if len(together) > 1 else "") + "".join(together[-1:])
     )
+    how = f", {listed} round-robin across them: see Order above" if together else ""
     out = [
         "## Targets, from this run",
         "",
@@ -593,11 +608,14 @@ def write_markdown(  # noqa: C901
                 runs = "; ".join(
                     f"{r['rate'] or 0:,.0f}/s over {r['drain_s']:.2f} s"
                     + ("" if r["complete"] else f", only {r['done']:,}/{r['target']:,} done")
+                    + run_time(r)
                     for r in e.get("runs", [])
                 )
                 bare = (e.get("bare") or {}).get("runs")
                 if bare:
-                    runs += "; bare body: " + ", ".join(f"{b['rate']:,.0f}/s" for b in bare)
+                    runs += "; bare body: " + ", ".join(
+                        f"{b['rate']:,.0f}/s{run_time(b)}" for b in bare
+                    )
                 add(f"- {scenario} [{e['label']}] ({e['desc']}): {runs}")
         mem = p.get("memory")
         if mem:
