@@ -606,9 +606,8 @@ def write_markdown(  # noqa: C901
         for scenario, entries in (p.get("work") or {}).items():
             for e in entries:
                 runs = "; ".join(
-                    f"{r['rate'] or 0:,.0f}/s over {r['drain_s']:.2f} s"
+                    f"{r['rate'] or 0:,.0f}/s over {r['drain_s']:.2f} s{run_time(r)}"
                     + ("" if r["complete"] else f", only {r['done']:,}/{r['target']:,} done")
-                    + run_time(r)
                     for r in e.get("runs", [])
                 )
                 bare = (e.get("bare") or {}).get("runs")
