@@ -201,11 +201,31 @@ class DriverError(Exception):
     pass
 
 
+def leftover_workers(url: str) -> set[int]:
+    """Worker processes of this run whose driver is gone: every process carrying this
+    run's server URL in its environment (drivers pass theirs on) that is not a driver.
+    Only called when a driver is replaced or closed, when no other peer has workers
+    running (one peer measures at a time, and a driver stops its workers after each
+    command). Linux (/proc) only; elsewhere none are found."""
+    mark = f"{ENV_URL}={url}".encode()
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark in env and b"driver.py" not in cmdline and int(entry.name) != os.getpid():
+            found.add(int(entry.name))
+    return found
+
+
 class Driver:
     """One peer's driver process; every call has a deadline."""
 
     def __init__(self, meta: PeerMeta, url: str) -> None:
         self.meta = meta
+        self.url = url
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         self.stderr = (LOGS_DIR / f"{meta.name}.driver.log").open("ab")
         env = dict(os.environ)
@@ -285,11 +305,15 @@ class Driver:
         return kids
 
     def kill(self) -> None:
-        # Find the driver's worker groups before the driver dies and they get reparented.
-        groups = self.children() if self.proc.poll() is None else set()
+        # Find the driver's worker groups before the driver dies and they get reparented;
+        # if it died first (a crash, the OOM killer), find them by this run's server URL.
+        groups = self.children() if self.proc.poll() is None else leftover_workers(self.url)
         for pgid in [self.proc.pid, *groups]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
+        for pid in groups:  # pool children of a worker lead no group of their own
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5.0)
         self.stderr.close()
@@ -622,6 +646,7 @@ def measure_interleaved(
         "note": interleaved_note([ph.name for ph in phases]),
         "phases": [],
     }
+    gone: set[str] = set()
     with redis.Redis.from_url(url) as client:
         for phase in phases:
             runs: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in names}
@@ -634,6 +659,11 @@ def measure_interleaved(
                 log(f"-- {phase.name}, round {i + 1}/{s.repeat}: {', '.join(order)}")
                 for pos, name in enumerate(order):
                     pr = by_name[name]
+                    if not pr.alive and name not in gone:  # said once, whatever killed it
+                        gone.add(name)
+                        msg = f"{phase.name}: the driver had exited before its turn, round {i + 1}"
+                        log(f"  {pr.meta.display}: {msg}; it leaves the interleaved phases")
+                        pr.res["errors"].append(msg)
                     for label, measure in phase.turn(pr) if pr.alive else []:
                         if not pr.alive or label in failed[name]:
                             continue
@@ -647,6 +677,9 @@ def measure_interleaved(
                             log(f"  {pr.meta.display}: {label} #{i + 1}: FAILED: {exc}")
                             pr.res["errors"].append(f"{label}: {exc}")
                             failed[name].add(label)
+                            if not pr.alive:
+                                gone.add(name)
+                                log(f"  {pr.meta.display}: it leaves the interleaved phases")
                             continue
                         finally:
                             pr.busy_s += time.monotonic() - t0
