@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# results.json's "interleaved" rows (bench/run.py), as the targets' preamble names them
+INTERLEAVED_ROWS = {
+    "enqueue_single": "single enqueue",
+    "latency": "latency",
+    "work.io_redis": "the datastore-bound drains",
+}
 
 
 def fmt_num(x: float | None, digits: int = 0) -> str:
@@ -128,7 +134,13 @@ def work_section(results: dict[str, Any]) -> list[str]:
         "process workers the blocking one; durq both, as `async def` and `def` tasks). Each "
         "peer runs with the configuration of a small sweep for that workload on 2 cores "
         "(`bench/run.py --tune --scenario S`); the limit each rate is compared with is "
-        "given per table. Rates are medians over the runs (min–max).",
+        "given per table. Rates are medians over the runs (min–max)."
+        + (
+            " The datastore-bound drains and their bare-body runs were measured round-robin "
+            "across the peers (see Order above); the other scenarios in each peer's section."
+            if "work.io_redis" in (results.get("interleaved") or {}).get("rows", [])
+            else ""
+        ),
         "",
     ]
     for scenario in SCENARIOS:
@@ -305,18 +317,53 @@ def targets_section(results: dict[str, Any]) -> list[str]:
     rows += work_targets(durq, others)
     if not rows:
         return []
+    together = [
+        INTERLEAVED_ROWS[r]
+        for r in (results.get("interleaved") or {}).get("rows", [])
+        if r in INTERLEAVED_ROWS
+    ]
+    listed = (
+        ", ".join(together[:-1]) + (" and " if len(together) > 1 else "") + "".join(together[-1:])
+    )
+    how = f", {listed} round-robin across them: see Order above" if together else ""
     out = [
         "## Targets, from this run",
         "",
         "Computed by `bench/report.py` from the figures above (medians; peers measured in "
-        "the same run). Commands per job and the depth test come from their own scripts: "
-        "see the analysis below.",
+        f"the same run{how}). Commands per job and the depth test come from their own "
+        "scripts: see the analysis below.",
         "",
         "| Target | This run | |",
         "|---|---|---|",
     ]
     out += [f"| {t} | {v} | {m} |" for t, v, m in rows]
     return [*out, ""]
+
+
+def run_time(run: dict[str, Any]) -> str:
+    """A run's start, HH:MM:SS UTC, for the per-run details ('' for older results)."""
+    started = run.get("started")
+    return f" at {started[11:19]}" if isinstance(started, str) and len(started) >= 19 else ""
+
+
+def order_text(results: dict[str, Any]) -> str:
+    """How the peers took turns: the interleaved rows, or one section after another."""
+    inter = results.get("interleaved")
+    if not inter:
+        return (
+            "each peer's figures were measured in its own section, one peer after another "
+            "(older results: single enqueue and latency not interleaved)."
+        )
+    if inter.get("error"):
+        return f"the interleaved phase failed ({inter['error']}); see the errors per peer."
+    rounds = "; ".join(
+        f"{ph['phase']}: " + " / ".join(", ".join(o) for o in ph["orders"])
+        for ph in inter.get("phases", [])
+    )
+    return (
+        f"{inter['note'][0].upper()}{inter['note'][1:]} Rounds ({inter['rounds']}), in "
+        f"order: {rounds}. Each run's start time (UTC) is in the details per peer."
+    )
 
 
 def write_markdown(  # noqa: C901
@@ -339,8 +386,9 @@ def write_markdown(  # noqa: C901
     add(
         f"- Server: {srv.get('flavor')} {srv.get('version')} on loopback TCP, started fresh by "
         f'`durq.dev.server.RedisServer(flavor="valkey")`; {srv.get("config", "")}. Every peer ran '
-        "against this same server, one after another; `FLUSHALL` before each measurement."
+        "against this same server; `FLUSHALL` before each measurement."
     )
+    add(f"- Order: {order_text(results)}")
     add(
         f"- Sizes: enqueue {s['enqueue_n']:,} jobs per run (bulk calls of {s['bulk_batch']:,}); "
         f"drain {s['drain_n']:,} queued jobs (cap {s['drain_cap']:g} s of draining); latency "
@@ -526,10 +574,15 @@ def write_markdown(  # noqa: C901
                     for r in d["runs"]
                 )
                 add(f"- Drain {mode} ({d['desc']}): {runs}")
+        single = p.get("enqueue_single")
+        if single:
+            runs = "; ".join(f"{r['rate']:,.0f}/s{run_time(r)}" for r in single["runs"])
+            add(f"- Enqueue single runs: {runs}")
         lat = p.get("latency")
         if lat:
             runs = "; ".join(
                 f"{fmt_ms(r['p50_ms'])} / {fmt_ms(r['p99_ms'])} / {fmt_ms(r['max_ms'])}"
+                + run_time(r)
                 for r in lat["runs"]
             )
             add(
@@ -539,6 +592,7 @@ def write_markdown(  # noqa: C901
         for variant, also in (p.get("latency_also") or {}).items():
             runs = "; ".join(
                 f"{fmt_ms(r['p50_ms'])} / {fmt_ms(r['p99_ms'])} / {fmt_ms(r['max_ms'])}"
+                + run_time(r)
                 for r in also["runs"]
             )
             add(f"- Latency runs of an `{variant}` task, p50 / p99 / max ms: {runs}")
@@ -552,13 +606,15 @@ def write_markdown(  # noqa: C901
         for scenario, entries in (p.get("work") or {}).items():
             for e in entries:
                 runs = "; ".join(
-                    f"{r['rate'] or 0:,.0f}/s over {r['drain_s']:.2f} s"
+                    f"{r['rate'] or 0:,.0f}/s over {r['drain_s']:.2f} s{run_time(r)}"
                     + ("" if r["complete"] else f", only {r['done']:,}/{r['target']:,} done")
                     for r in e.get("runs", [])
                 )
                 bare = (e.get("bare") or {}).get("runs")
                 if bare:
-                    runs += "; bare body: " + ", ".join(f"{b['rate']:,.0f}/s" for b in bare)
+                    runs += "; bare body: " + ", ".join(
+                        f"{b['rate']:,.0f}/s{run_time(b)}" for b in bare
+                    )
                 add(f"- {scenario} [{e['label']}] ({e['desc']}): {runs}")
         mem = p.get("memory")
         if mem:

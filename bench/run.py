@@ -8,12 +8,17 @@ What it does, in one run:
 1. starts ``durq.dev.server.RedisServer(flavor="valkey")`` on a free loopback port;
 2. calibrates that server with ``redis-benchmark`` (installed from Debian's
    ``redis-tools`` with apt-get if missing, unless ``--no-install``);
-3. for each peer: creates/reuses ``bench/.envs/<env>`` (pip install from PyPI), starts
-   ``bench/driver.py`` inside it and asks it, one JSON command at a time, to measure
-   enqueue rates (single and bulk), Redis memory per queued job, drain rates (default
-   worker and best 2-core settings) and enqueue-to-start latency; each command has a
-   timeout, and a peer that fails or hangs is killed and recorded, never fatal;
-4. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
+3. for each peer: creates/reuses ``bench/.envs/<env>`` (pip install from PyPI) and
+   starts ``bench/driver.py`` inside it, which it asks, one JSON command at a time, to
+   measure; each command has a timeout, and a peer that fails or hangs is killed and
+   recorded, never fatal;
+4. the figures that drift with the machine's load and that the targets compare across
+   frameworks, single enqueue and enqueue-to-start latency, round-robin: ``repeat``
+   rounds in which every peer gets one run, in an order rotated each round
+   (``measure_interleaved``), so that all frameworks share the same windows;
+5. then each peer's own section in turn: bulk enqueue, Redis memory per queued job,
+   drain rates (default worker and best 2-core settings), the real-work scenarios;
+6. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
    with ``bench/report.py`` in a bench-tools venv (matplotlib).
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -32,6 +38,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -194,11 +201,31 @@ class DriverError(Exception):
     pass
 
 
+def leftover_workers(url: str) -> set[int]:
+    """Worker processes of this run whose driver is gone: every process carrying this
+    run's server URL in its environment (drivers pass theirs on) that is not a driver.
+    Only called when a driver is replaced or closed, when no other peer has workers
+    running (one peer measures at a time, and a driver stops its workers after each
+    command). Linux (/proc) only; elsewhere none are found."""
+    mark = f"{ENV_URL}={url}".encode()
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if mark in env and b"driver.py" not in cmdline and int(entry.name) != os.getpid():
+            found.add(int(entry.name))
+    return found
+
+
 class Driver:
     """One peer's driver process; every call has a deadline."""
 
     def __init__(self, meta: PeerMeta, url: str) -> None:
         self.meta = meta
+        self.url = url
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         self.stderr = (LOGS_DIR / f"{meta.name}.driver.log").open("ab")
         env = dict(os.environ)
@@ -278,11 +305,15 @@ class Driver:
         return kids
 
     def kill(self) -> None:
-        # Find the driver's worker groups before the driver dies and they get reparented.
-        groups = self.children() if self.proc.poll() is None else set()
+        # Find the driver's worker groups before the driver dies and they get reparented;
+        # if it died first (a crash, the OOM killer), find them by this run's server URL.
+        groups = self.children() if self.proc.poll() is None else leftover_workers(self.url)
         for pgid in [self.proc.pid, *groups]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
+        for pid in groups:  # pool children of a worker lead no group of their own
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5.0)
         self.stderr.close()
@@ -291,81 +322,421 @@ class Driver:
 # --------------------------------------------------------------------------- per peer
 
 
-def measure_peer(  # noqa: C901
-    meta: PeerMeta,
+@dataclasses.dataclass
+class PeerRun:
+    """One peer through a run: its results so far and its driver while one is up."""
+
+    meta: PeerMeta
+    url: str
+    res: dict[str, Any]
+    driver: Driver | None = None
+    hello: dict[str, Any] = dataclasses.field(default_factory=dict)
+    busy_s: float = 0.0  # time spent on this peer: venv, driver start, its measurements
+    interleaved_scenarios: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def alive(self) -> bool:
+        return self.driver is not None and self.driver.proc.poll() is None
+
+    def step(self, label: str, fn: Any) -> bool:
+        """Run one measurement; a failure is recorded, never raised. True while the
+        driver still runs (a timeout kills it)."""
+        try:
+            fn()
+            return True
+        except DriverError as exc:
+            log(f"  {self.meta.display}: {label}: FAILED: {exc}")
+            self.res["errors"].append(f"{label}: {exc}")
+            return self.alive
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.close()
+            self.driver = None
+
+
+def open_peer(pr: PeerRun) -> bool:
+    """Start ``pr``'s driver (creating its venv if needed), say hello and set it up.
+    On failure the error is recorded and False returned; the first failure marks the
+    peer skipped."""
+    started = time.monotonic()
+    res = pr.res
+    first = not pr.hello
+
+    def fail(msg: str) -> bool:
+        res["errors"].append(msg)
+        log(f"  {pr.meta.display}: {msg}")
+        if first:
+            res["skipped"] = True
+        pr.close()
+        return False
+
+    try:
+        if pr.meta.env is not None:
+            err = ensure_env(ENVS_DIR / pr.meta.env, pr.meta.requirements)
+            if err:
+                return fail(err)
+        try:
+            pr.driver = Driver(pr.meta, pr.url)
+        except DriverError as exc:
+            return fail(f"driver did not start: {exc}")
+        try:
+            hello = pr.driver.call("hello", 60)
+        except DriverError as exc:
+            return fail(f"hello failed: {exc}")
+        if first:
+            pr.hello = hello
+            res.update(
+                versions=hello["versions"],
+                python=hello["python"],
+                bulk_api=hello["bulk_api"],
+                bulk_note=hello["bulk_note"],
+                modes=hello["modes"],
+            )
+            res["notes"] += hello["notes"]
+            log(f"  {pr.meta.display}: versions {hello['versions']}")
+        try:
+            pr.driver.call("setup", 60)
+        except DriverError as exc:
+            return fail(f"setup failed, peer skipped: {exc}")
+        return True
+    finally:
+        pr.busy_s += time.monotonic() - started
+
+
+def new_peer_run(meta: PeerMeta, url: str) -> PeerRun:
+    res = {"name": meta.name, "display": meta.display, "errors": [], "notes": list(meta.notes)}
+    return PeerRun(meta, url, res)
+
+
+def harness_error(pr: PeerRun, exc: Exception, skip: bool) -> None:
+    """A bug of the harness met while measuring ``pr``: recorded, and the run goes on."""
+    traceback.print_exc()
+    pr.res["errors"].append(f"harness error: {exc}")
+    if skip:
+        pr.res["skipped"] = True
+    with contextlib.suppress(Exception):
+        pr.close()
+
+
+def round_order(names: list[str], i: int, repeat: int) -> list[str]:
+    """Round ``i``'s order of the frameworks: the list rotated by ``i`` times
+    ceil(k / repeat) places, so that over the rounds each one runs early, midway and
+    late in a round (9 frameworks, 3 rounds: positions p, p - 3, p - 6 modulo 9)."""
+    k = len(names)
+    if not k:
+        return []
+    shift = i * -(-k // max(repeat, 1)) % k
+    return names[shift:] + names[:shift]
+
+
+ROW_TEXT = {
+    "enqueue single": "single enqueue",
+    "latency": "pickup latency (with its variants)",
+    "io_redis": "the datastore-bound scenario's drains (with the bare-body runs of their limit)",
+}
+
+
+def interleaved_note(phases: list[str]) -> str:
+    """The method, as results.json and RESULTS.md state it."""
+    rows = [ROW_TEXT[p] for p in phases]
+    if not rows:
+        return ""
+    listed = ", ".join(rows[:-1]) + (" and " if len(rows) > 1 else "") + rows[-1]
+    return (
+        f"{listed} were measured round-robin across the frameworks: in each round every "
+        "framework got one run of each, in an order rotated each round, with FLUSHALL "
+        "between runs; one row after the other (all rounds of the first, then all of the "
+        "next). Their ratios compare runs made seconds to minutes apart, not one framework's "
+        "section with another's half an hour later on a machine whose speed drifts. The "
+        "other figures were measured framework by framework afterwards."
+    )
+
+
+Measure = Callable[[], tuple[dict[str, Any], str]]
+
+
+@dataclasses.dataclass
+class Phase:
+    """One interleaved row (or group of rows): what a peer runs in its turn of a round
+    (labelled calls, each giving a run and its log text), and how its runs are stored."""
+
+    name: str
+    rows: tuple[str, ...]  # the keys of results.json it fills
+    turn: Callable[[PeerRun], list[tuple[str, Measure]]]
+    store: Callable[[PeerRun, dict[str, list[dict[str, Any]]]], None]
+
+
+def _call(pr: PeerRun, cmd: str, timeout: float, **kwargs: Any) -> Any:
+    assert pr.driver is not None
+    return pr.driver.call(cmd, timeout, **kwargs)
+
+
+def enqueue_phase(s: Settings) -> Phase:
+    """Single enqueue: one run of ``enqueue_n`` calls per turn."""
+    timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
+
+    def turn(pr: PeerRun) -> list[tuple[str, Measure]]:
+        def run() -> tuple[dict[str, Any], str]:
+            r = _call(pr, "enqueue", timeout, kind="single", n=s.enqueue_n, batch=s.bulk_batch)
+            return r, f"{r['rate']:,.0f}/s"
+
+        return [("enqueue single", run)]
+
+    def store(pr: PeerRun, runs: dict[str, list[dict[str, Any]]]) -> None:
+        if rs := runs.get("enqueue single"):
+            pr.res["enqueue_single"] = {"runs": rs, "rate": summary([r["rate"] for r in rs])}
+
+    return Phase("enqueue single", ("enqueue_single",), turn, store)
+
+
+def latency_phase(s: Settings) -> Phase:
+    """Pickup latency: one run per turn of the plain task and of each LATENCY_ALSO
+    variant (durq's ``async def`` task) right after it, each with its own idle worker."""
+    timeout = 120 + s.latency_n * s.latency_interval + 35
+
+    def label(v: str | None) -> str:
+        return "latency" + (f" ({v})" if v else "")
+
+    def turn(pr: PeerRun) -> list[tuple[str, Measure]]:
+        def run(v: str | None) -> tuple[dict[str, Any], str]:
+            r = _call(
+                pr,
+                "latency",
+                timeout,
+                n=s.latency_n,
+                interval=s.latency_interval,
+                repeat=1,
+                variant=v,
+            )
+            x = {**r["runs"][0], "desc": r["desc"]}
+            return x, f"p50 {x['p50_ms']:.2f} / p99 {x['p99_ms']:.2f} / max {x['max_ms']:.1f} ms"
+
+        return [
+            (label(v), functools.partial(run, v)) for v in (None, *pr.hello.get("latency_also", []))
+        ]
+
+    def store(pr: PeerRun, runs: dict[str, list[dict[str, Any]]]) -> None:
+        for v in (None, *pr.hello.get("latency_also", [])):
+            rs = runs.get(label(v))
+            if not rs:
+                continue
+            entry = {
+                "runs": rs,
+                "desc": rs[0]["desc"],
+                **{k: summary([x[k] for x in rs]) for k in ("p50_ms", "p99_ms", "max_ms")},
+            }
+            if v is None:
+                pr.res["latency"] = entry
+            else:
+                pr.res.setdefault("latency_also", {})[v] = entry
+
+    return Phase("latency", ("latency", "latency_also"), turn, store)
+
+
+def io_redis_phase(s: Settings, variant: str | None) -> Phase:
+    """The datastore-bound scenario: per turn, one drain of each of the peer's variants
+    (those matching ``variant``), then one bare-body run for each distinct limit."""
+    n = s.work_n["io_redis"]
+    bare_n = max(n, 20_000)  # as measure_work: at least ~1 s of bodies
+
+    def entries(pr: PeerRun) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in pr.hello.get("work", {}).get("io_redis") or []
+            if not variant or variant in e["label"] or variant == e["mode"]
+        ]
+
+    def bare_label(e: dict[str, Any]) -> str:
+        return f"io_redis bare body {e['procs']} x {e['slots']} {e['style']}"
+
+    def drain(pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        timeout = 60 + n / 100 + s.drain_cap + 60
+        r = _call(pr, "drain", timeout, mode=e["mode"], n=n, cap=s.drain_cap, kind=e["task"])
+        flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
+        return r, (
+            f"{r['rate'] or 0:,.0f} jobs/s, startup {r['startup_s'] or 0:.2f} s, "
+            f"drain {r['drain_s']:.2f} s{flag}"
+        )
+
+    def bare(pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        r = _call(pr, "bare", 660, procs=e["procs"], slots=e["slots"], style=e["style"], n=bare_n)
+        return r, f"{r['rate']:,.0f}/s"
+
+    def turn(pr: PeerRun) -> list[tuple[str, Measure]]:
+        mine = entries(pr)
+        bares = {bare_label(e): e for e in mine}  # one per distinct limit
+        drains = [(f"io_redis [{e['label']}]", functools.partial(drain, pr, e)) for e in mine]
+        return drains + [(label, functools.partial(bare, pr, e)) for label, e in bares.items()]
+
+    def store(pr: PeerRun, runs: dict[str, list[dict[str, Any]]]) -> None:
+        out = pr.res.setdefault("work", {}).setdefault("io_redis", [])
+        pr.interleaved_scenarios.add("io_redis")
+        for e in entries(pr):
+            if rs := runs.get(f"io_redis [{e['label']}]"):
+                out.append(io_redis_entry(pr, e, rs, runs.get(bare_label(e))))
+
+    return Phase("io_redis", ("work.io_redis",), turn, store)
+
+
+def io_redis_entry(
+    pr: PeerRun,
+    e: dict[str, Any],
+    runs: list[dict[str, Any]],
+    bare_runs: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """A datastore-bound variant's results, in the shape measure_work writes."""
+    entry = dict(e)
+    entry.update(
+        runs=runs,
+        rate=summary([r["rate"] for r in runs if r["rate"]]),
+        complete=all(r["complete"] for r in runs),
+    )
+    bare_rate = None
+    if bare_runs:
+        entry["bare"] = {"runs": bare_runs, "rate": summary([r["rate"] for r in bare_runs])}
+        bare_rate = (entry["bare"]["rate"] or {}).get("median")
+    limit = scenario_limit("io_redis", e["procs"], e["slots"], os.cpu_count() or 1, bare_rate)
+    rate = (entry["rate"] or {}).get("median")
+    entry.update(limit=limit, ratio=rate / limit if rate and limit else None)
+    if entry["ratio"] is not None:
+        log(
+            f"  {pr.meta.display}: io_redis [{e['label']}]: {rate:,.0f} jobs/s = "
+            f"{entry['ratio'] * 100:.0f}% of its limit {limit:,.0f}/s ({e['desc']})"
+        )
+    return entry
+
+
+def interleaved_phases(
+    s: Settings, classic: bool, scenarios: tuple[str, ...], variant: str | None
+) -> list[Phase]:
+    """The rows measured round-robin: single enqueue and latency in a full run, and the
+    datastore-bound scenario whenever it is asked for (its targets are ratios against
+    the fastest peer too, and against the bare body, measured in the same turn)."""
+    phases = [enqueue_phase(s), latency_phase(s)] if classic else []
+    if "io_redis" in scenarios:
+        phases.append(io_redis_phase(s, variant))
+    return phases
+
+
+def measure_interleaved(
+    peers: list[PeerRun],
+    s: Settings,
     url: str,
+    classic: bool = True,
+    scenarios: tuple[str, ...] = SCENARIOS,
+    variant: str | None = None,
+) -> dict[str, Any]:
+    """The window-sensitive rows, round-robin across ``peers`` (see interleaved_note).
+
+    One phase per row, not one round for all: a round of single enqueues takes seconds,
+    a round of latency runs a minute or two (each starts an idle worker and sends jobs
+    for ``latency_n`` x ``latency_interval``), so the enqueue runs being compared stay
+    seconds apart instead of being spread across the latency runs. A row that fails for
+    a peer is dropped for that peer (its error recorded, as when measured in its own
+    section); a peer whose driver dies leaves the phase, and the others go on."""
+    import redis
+
+    by_name = {pr.meta.name: pr for pr in peers}
+    names = [pr.meta.name for pr in peers]
+    phases = interleaved_phases(s, classic, scenarios, variant)
+    method: dict[str, Any] = {
+        "rows": [row for ph in phases for row in ph.rows],
+        "rounds": s.repeat,
+        "note": interleaved_note([ph.name for ph in phases]),
+        "phases": [],
+    }
+    gone: set[str] = set()
+    with redis.Redis.from_url(url) as client:
+        for phase in phases:
+            runs: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in names}
+            failed: dict[str, set[str]] = {name: set() for name in names}
+            took_part: set[str] = set()
+            orders = []
+            for i in range(s.repeat):
+                order = round_order(names, i, s.repeat)
+                orders.append(order)
+                log(f"-- {phase.name}, round {i + 1}/{s.repeat}: {', '.join(order)}")
+                for pos, name in enumerate(order):
+                    pr = by_name[name]
+                    if not pr.alive and name not in gone:  # said once, whatever killed it
+                        gone.add(name)
+                        msg = f"{phase.name}: the driver had exited before its turn, round {i + 1}"
+                        log(f"  {pr.meta.display}: {msg}; it leaves the interleaved phases")
+                        pr.res["errors"].append(msg)
+                    for label, measure in phase.turn(pr) if pr.alive else []:
+                        if not pr.alive or label in failed[name]:
+                            continue
+                        took_part.add(name)
+                        t0, wall = time.monotonic(), time.time()
+                        try:
+                            run, text = measure()
+                        except Exception as exc:  # one peer's failure never stops the others
+                            if not isinstance(exc, DriverError):
+                                traceback.print_exc()
+                            log(f"  {pr.meta.display}: {label} #{i + 1}: FAILED: {exc}")
+                            pr.res["errors"].append(f"{label}: {exc}")
+                            failed[name].add(label)
+                            if not pr.alive:
+                                gone.add(name)
+                                log(f"  {pr.meta.display}: it leaves the interleaved phases")
+                            continue
+                        finally:
+                            pr.busy_s += time.monotonic() - t0
+                            client.flushall()
+                        run.update(
+                            started=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall))
+                            + f".{int(wall % 1 * 1000):03d}Z",
+                            call_s=time.monotonic() - t0,
+                            round=i + 1,
+                            position=pos + 1,
+                        )
+                        runs[name].setdefault(label, []).append(run)
+                        log(f"  {pr.meta.display}: {label} #{i + 1}: {text}")
+            method["phases"].append({"phase": phase.name, "orders": orders})
+            for name in names:  # a peer that never had a turn measures it in its section
+                if name in took_part:
+                    ok = {k: v for k, v in runs[name].items() if k not in failed[name]}
+                    phase.store(by_name[name], ok)
+    return method
+
+
+def measure_peer(  # noqa: C901
+    pr: PeerRun,
     s: Settings,
     classic: bool = True,
     scenarios: tuple[str, ...] = SCENARIOS,
     variant: str | None = None,
 ) -> dict[str, Any]:
-    """Measure one peer: the classic figures (enqueue, memory, drain, latency) unless
-    ``classic`` is false, then the "real work" ``scenarios`` (only the variants whose
-    label contains ``variant``, when given)."""
-    res: dict[str, Any] = {
-        "name": meta.name,
-        "display": meta.display,
-        "errors": [],
-        "notes": list(meta.notes),
-    }
+    """The rest of one peer's figures, in its own section: bulk enqueue, memory and the
+    drains unless ``classic`` is false, then the "real work" ``scenarios`` (only the
+    variants whose label contains ``variant``, when given). Single enqueue and latency
+    were measured before, interleaved with the other peers (measure_interleaved)."""
+    res = pr.res
     started = time.monotonic()
-    if meta.env is not None:
-        err = ensure_env(ENVS_DIR / meta.env, meta.requirements)
-        if err:
-            res["errors"].append(err)
-            res["skipped"] = True
-            return res
-    try:
-        driver = Driver(meta, url)
-    except DriverError as exc:
-        res["errors"].append(f"driver did not start: {exc}")
-        res["skipped"] = True
+    if res.get("skipped"):
         return res
-    try:
-        hello = driver.call("hello", 60)
-        res.update(
-            versions=hello["versions"],
-            python=hello["python"],
-            bulk_api=hello["bulk_api"],
-            bulk_note=hello["bulk_note"],
-            modes=hello["modes"],
-        )
-        res["notes"] += hello["notes"]
-        log(f"  versions {hello['versions']}")
-        try:
-            driver.call("setup", 60)
-        except DriverError as exc:
-            res["errors"].append(f"setup failed, peer skipped: {exc}")
-            res["skipped"] = True
-            log(f"  setup failed, skipping: {exc}")
+    if not pr.alive:  # the interleaved phase killed it (a timeout): a fresh one
+        log("  the driver died in the interleaved phase: starting a new one")
+        if not open_peer(pr):
             return res
-
-        def step(label: str, fn: Any) -> bool:
-            try:
-                fn()
-                return True
-            except DriverError as exc:
-                log(f"  {label}: FAILED: {exc}")
-                res["errors"].append(f"{label}: {exc}")
-                return driver.proc.poll() is None
-
-        enq_timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
+    driver, hello, step = pr.driver, pr.hello, pr.step
+    assert driver is not None
+    try:
         alive = True
 
-        def enqueue(kind: str) -> None:
+        def enqueue_bulk() -> None:
             runs = []
             for _ in range(s.repeat):
                 r = driver.call(
-                    "enqueue", enq_timeout, kind=kind, n=s.enqueue_n, batch=s.bulk_batch
+                    "enqueue", 30 + s.enqueue_n / 50, kind="bulk", n=s.enqueue_n, batch=s.bulk_batch
                 )
                 runs.append(r)
-            res[f"enqueue_{kind}"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
-            log(f"  enqueue {kind}: " + ", ".join(f"{r['rate']:,.0f}/s" for r in runs))
+            res["enqueue_bulk"] = {"runs": runs, "rate": summary([r["rate"] for r in runs])}
+            log("  enqueue bulk: " + ", ".join(f"{r['rate']:,.0f}/s" for r in runs))
 
-        if classic:
-            alive = step("enqueue single", lambda: enqueue("single"))
-        if classic and alive and hello["bulk_api"]:
-            alive = step("enqueue bulk", lambda: enqueue("bulk"))
+        if classic and hello["bulk_api"]:
+            alive = step("enqueue bulk", enqueue_bulk)
 
         def memory() -> None:
             r = driver.call("memory", 60 + s.memory_n / 100, n=s.memory_n)
@@ -405,48 +776,16 @@ def measure_peer(  # noqa: C901
             if alive and classic:
                 alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
 
-        def latency(variant: str | None = None) -> None:
-            timeout = 120 + s.repeat * (s.latency_n * s.latency_interval + 35)
-            r = driver.call(
-                "latency",
-                timeout,
-                n=s.latency_n,
-                interval=s.latency_interval,
-                repeat=s.repeat,
-                variant=variant,
-            )
-            runs = r["runs"]
-            entry = {
-                "runs": runs,
-                "desc": r["desc"],
-                **{k: summary([x[k] for x in runs]) for k in ("p50_ms", "p99_ms", "max_ms")},
-            }
-            if variant is None:
-                res["latency"] = entry
-            else:
-                res.setdefault("latency_also", {})[variant] = entry
-            log(
-                f"  latency{f' ({variant})' if variant else ''}: "
-                + ", ".join(
-                    f"p50 {x['p50_ms']:.1f} / p99 {x['p99_ms']:.1f} / max {x['max_ms']:.1f} ms"
-                    for x in runs
-                )
-            )
-
-        if alive and classic:
-            alive = step("latency", latency)
-        for style in hello.get("latency_also", []):  # not `variant`: that one filters WORK
-            if alive and classic:
-                alive = step(f"latency {style}", lambda v=style: latency(v))
-        if alive and scenarios:
-            res["work"] = {}
-            measure_work(driver, hello, s, res, scenarios, variant, step)
+        rest = tuple(x for x in scenarios if x not in pr.interleaved_scenarios)
+        if alive and rest:
+            res.setdefault("work", {})
+            measure_work(driver, hello, s, res, rest, variant, step)
     except DriverError as exc:
         res["errors"].append(str(exc))
         log(f"  FAILED: {exc}")
     finally:
-        driver.close()
-    res["seconds"] = time.monotonic() - started
+        pr.close()
+        pr.busy_s += time.monotonic() - started
     res["loadavg_after"] = os.getloadavg()
     return res
 
@@ -690,6 +1029,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
         "peers": {},
         "loadavg_start": os.getloadavg(),
     }
+    peers: list[PeerRun] = []
     server = RedisServer(flavor="valkey")
     server.start()
     try:
@@ -725,25 +1065,41 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
                 results["calibration"] = calibrate(server.port, args.quick, not args.no_install)
             except Exception as exc:
                 results["calibration"] = {"skipped": True, "note": f"failed: {exc}"}
-        for name in [] if args.tune else names:
-            meta = PEERS[name]
-            log(f"== {meta.display}")
+        peers = [] if args.tune else [new_peer_run(PEERS[name], server.url) for name in names]
+        if peers:
+            log("== starting the drivers: " + ", ".join(names))
+        for pr in peers:
             try:
-                results["peers"][name] = measure_peer(
-                    meta, server.url, s, not only_work, scenarios, args.variant
-                )
+                open_peer(pr)
             except Exception as exc:  # never let one peer stop the run
+                harness_error(pr, exc, skip=True)
+        if peers and (not only_work or "io_redis" in scenarios):
+            try:
+                results["interleaved"] = measure_interleaved(
+                    [pr for pr in peers if pr.alive],
+                    s,
+                    server.url,
+                    not only_work,
+                    scenarios,
+                    args.variant,
+                )
+            except Exception as exc:
                 traceback.print_exc()
-                results["peers"][name] = {
-                    "name": name,
-                    "display": meta.display,
-                    "errors": [f"harness error: {exc}"],
-                    "skipped": True,
-                }
+                results["interleaved"] = {"error": f"harness error: {exc}"}
+        for pr in peers:
+            log(f"== {pr.meta.display}")
+            try:
+                measure_peer(pr, s, not only_work, scenarios, args.variant)
+            except Exception as exc:
+                harness_error(pr, exc, skip=False)
             with redis.Redis.from_url(server.url) as client:
                 client.flushall()
-            log(f"   {meta.display} took {results['peers'][name].get('seconds', 0):.0f} s")
+            pr.res["seconds"] = pr.busy_s
+            results["peers"][pr.meta.name] = pr.res
+            log(f"   {pr.meta.display} took {pr.busy_s:.0f} s")
     finally:
+        for pr in peers:
+            pr.close()
         server.close()
     results["seconds"] = time.monotonic() - t_start
     results["loadavg_end"] = os.getloadavg()
