@@ -19,6 +19,11 @@ one depends on what each script allocates per call and on the payloads, not on a
 path in a script: a script that allocates less leaves more of the work to the periodic
 step. Run it for the tree to judge (``--payload`` from 10 to 5000 bytes) before reading
 a p99 difference of ``bench/latency_ab.py`` as a cost of the code.
+
+With ``--bystander``, instead: a tiny function of its own (about 2.7 KB of strings per
+call) called 3 times ``--rounds`` on a fresh server, alone and then with durq's
+library loaded beside it, unused: what the library's size alone costs every script of
+the server (each collector cycle marks and sweeps all of it).
 """
 
 from __future__ import annotations
@@ -32,8 +37,46 @@ import redis
 
 import durq
 from durq.dev.server import RedisServer
+from durq.lua.functions import library
 
 SCRIPTS = ("FCALL", "EVALSHA")
+
+
+BYSTANDER = """#!lua name=bystander
+redis.register_function('bystander', function(keys, args)
+  local t = {}
+  for i = 1, 24 do t[i] = string.format('%s:%d', args[1], i) .. string.rep('y', 60) end
+  return #t
+end)"""
+
+
+def _bystander(calls: int, slow: int) -> None:
+    """The bystander's server time alone and beside durq's library."""
+    for with_durq in (False, True):
+        with RedisServer(flavor="valkey") as server:
+            client = redis.Redis.from_url(server.url)
+            if with_durq:
+                client.function_load(library().source)
+            client.function_load(BYSTANDER)
+            heap = int(client.info("memory")["used_memory_vm_functions"]) // 1024
+            client.config_set("slowlog-max-len", 100000)
+            client.config_set("slowlog-log-slower-than", slow)
+            client.config_resetstat()
+            client.slowlog_reset()
+            for k in range(calls):
+                client.fcall("bystander", 0, str(k))
+            per_call = client.info("commandstats")["cmdstat_fcall"]["usec_per_call"]
+            logged = [
+                e["duration"]
+                for e in client.slowlog_get(100000)
+                if e["command"].startswith(b"FCALL")
+            ]
+            client.close()
+        print(
+            f"bystander, {'beside durq' if with_durq else 'alone'} (Functions VM {heap} KB): "
+            f"{per_call:.1f} us per call; {len(logged)} of {calls} calls slower than {slow} us"
+            + (f", max {max(logged)} us" if logged else "")
+        )
 
 
 def main() -> None:
@@ -41,7 +84,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1500)
     parser.add_argument("--slow", type=int, default=300, help="us; slower calls are listed")
     parser.add_argument("--payload", type=int, default=10, help="bytes of each job's payload")
+    parser.add_argument("--bystander", action="store_true", help="the library's size alone")
     args = parser.parse_args()
+    if args.bystander:
+        _bystander(3 * args.rounds, args.slow)
+        return
     with RedisServer(flavor="valkey") as server:
         client = redis.Redis.from_url(server.url)
         queue = durq.Queue("gc", server.url)
