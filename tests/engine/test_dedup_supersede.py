@@ -125,3 +125,22 @@ async def test_a_superseded_id_is_free_once_the_dedup_window_after_its_enqueue_e
     await q.enqueue("new", key="k", replace=True)
     await q.dequeue_many(5)
     assert (await q.enqueue("again", id="old")).status is EnqueueStatus.CREATED
+
+
+async def test_a_batch_frees_the_keys_its_jobs_hold_and_no_other(q: Any, raw: Any) -> None:
+    # dequeue frees the started jobs' keys together (one HMGET, one HDEL per group turn)
+    for i in range(5):
+        await q.enqueue({"n": i}, key=f"k{i}")
+    raw.hset(q.keys.prefix + "keys", "k3", "another-job")  # k3 held by someone else now
+    assert len(await q.dequeue_many(5)) == 5
+    assert raw.hgetall(q.keys.prefix + "keys") == {b"k3": b"another-job"}
+    for i in (0, 1, 2, 4):
+        assert (await q.enqueue({"n": i}, key=f"k{i}")).status is EnqueueStatus.CREATED
+
+
+async def test_garbage_in_the_keys_hash_does_not_stop_keyed_jobs(q: Any, raw: Any) -> None:
+    await q.enqueue_many(["a", "b"], key=None)
+    await q.enqueue("c", key="k")
+    raw.delete(q.keys.prefix + "keys")
+    raw.set(q.keys.prefix + "keys", "garbage")
+    assert sorted(j.payload for j in await q.dequeue_many(5)) == ["a", "b", "c"]

@@ -95,3 +95,33 @@ async def test_release_many_stores_one_result_per_job(q: Any) -> None:
     await q.release_many(jobs, results=[b"first", None])
     assert await q.wait_result(jobs[0].id, 0) == b"first"
     assert await q.wait_result(jobs[1].id, 0) is None
+
+
+async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any, raw: Any) -> None:
+    # one DEL for the batch's result keys (lib/result.lua, store_results): a list left
+    # by an earlier job of the same id must not keep its old element
+    ids = ["s1", "s2", "s3"]
+    for job_id in ids[:2]:
+        raw.rpush(q.keys.prefix + "result:" + job_id, b"stale")
+    for job_id in ids:
+        await q.enqueue({"n": job_id}, id=job_id)
+    jobs = await q.dequeue_many(3)
+    by_id = {j.id: j for j in jobs}
+    ordered = [by_id[i] for i in ids]
+    assert await q.release_many(ordered, results=[b"one", None, b"three"]) == [Status.OK] * 3
+    assert raw.lrange(q.keys.prefix + "result:s1", 0, -1) == [b"one"]
+    assert raw.lrange(q.keys.prefix + "result:s2", 0, -1) == [b"stale"]  # no result given
+    assert raw.lrange(q.keys.prefix + "result:s3", 0, -1) == [b"three"]
+    for job_id in ("s1", "s3"):
+        assert 0 < raw.pttl(q.keys.prefix + "result:" + job_id) <= 3_600_000
+
+
+async def test_a_kept_record_is_the_active_one_with_its_state_completed(q: Any, raw: Any) -> None:
+    # release writes it from the peeked header and the unchanged tail (lib/record_peek.lua)
+    await q.enqueue({"k": 1}, id="kept2", key="kk", group="g", priority=3)
+    job = await q.dequeue()
+    active = raw.hget(q.keys.prefix + "jobs", "kept2")
+    await q.release(job, keep=60)
+    kept = raw.hget(q.keys.prefix + "jobs", "kept2")
+    assert kept[1] == 5  # ST_COMPLETED (lib/record_layout.lua)
+    assert kept[:1] + kept[2:] == active[:1] + active[2:]

@@ -29,6 +29,9 @@ Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, 
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
+         Handing out a group turn's plain jobs is a fixed number of commands whatever
+         their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
+         keys); jobs under job control and stale ids cost commands of their own.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -161,63 +164,106 @@ end
 local budget = SKIP_MAX
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
 
+-- The dedup keys of started jobs, `keyed` = {key, id, ...}: each is freed if its job
+-- still holds it, with one HMGET and one HDEL for all (pcall: garbage in K_KEYS must not
+-- stop the jobs; they are handed out, their keys stay taken).
+local function free_keys(keyed)
+  local keys = {}
+  for i = 1, #keyed, 2 do keys[#keys + 1] = keyed[i] end
+  local holders = redis.pcall('HMGET', K_KEYS, unpack(keys))
+  if holders.err then return end
+  local freed = {}
+  for i = 1, #keys do
+    if holders[i] == keyed[2 * i] then freed[#freed + 1] = keys[i] end
+  end
+  if #freed > 0 then redis.pcall('HDEL', K_KEYS, unpack(freed)) end
+end
+
 -- Turn popped ids of group g into handed-out jobs; returns how many were valid.
 local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local got = 0
+  local keyed = {} -- {key, id, ...} of the plain jobs started with a dedup key
   for i = 1, #ids do
     local id = ids[i]
-    local r = rec_decode(raws[i])
-    local ok = r and r.state == ST_PENDING and not handed_ids[id]
-    local c = nil -- job control data (lib/control.lua), of a flagged job only
-    if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
-      c = control().get(id)
-      if control().expired(id, r, now, c) then
-        handed_ids[id] = true -- listed twice (garbage): skipped the second time
-        ready_add(g, -1)
-        ok = false
-      end
-    end
-    if ok then
+    local raw = raws[i]
+    -- the common job (pending, no job control) is handed out from its header's fields
+    -- (lib/record_peek.lua) without rec_decode's table and copies: about 1 us per job
+    local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
+      flags, kpos, klen = rec_peek(raw)
+    if state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
       handed_ids[id] = true
-      r.state = ST_ACTIVE
-      r.attempts = r.attempts + 1
-      r.deliveries = r.deliveries + 1
-      r.deq = now
-      if counted then r.flags = bit.bor(r.flags, FLAG_SLOT) end
-      local rec = rec_encode(r)
-      hargs[#hargs + 1] = id
-      hargs[#hargs + 1] = rec
-      zargs[#zargs + 1] = deadline
-      zargs[#zargs + 1] = id
-      out[#out + 1] = id
-      out[#out + 1] = rec
-      -- the key is free once its job started, except a keep-last job's: it holds the key
-      -- until it ends, so that the next enqueue waits for it
-      if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
-        redis.pcall('HDEL', K_KEYS, r.key)
+      if counted then flags = bit.bor(flags, FLAG_SLOT) end
+      -- as rec_encode of the record updated below (state, attempts, deliveries, deq)
+      local rec = struct.pack(REC_FMT, ver, ST_ACTIVE, prio, codec, attempts + 1, maxatt,
+        deliveries + 1, failures, enq, now, req, flags) .. string.sub(raw, REC_FIXED + 1)
+      local n = #hargs
+      hargs[n + 1] = id
+      hargs[n + 2] = rec
+      zargs[n + 1] = deadline
+      zargs[n + 2] = id
+      n = #out
+      out[n + 1] = id
+      out[n + 2] = rec
+      if klen > 0 then -- the key is free once its job started: freed below, in one go
+        keyed[#keyed + 1] = string.sub(raw, kpos + 1, kpos + klen)
+        keyed[#keyed + 1] = id
       end
       got = got + 1
     else
-      budget = budget - 1
-      if handed_ids[id] then
-        -- the same id again: the record is not committed yet, skip it
-      elseif r and r.state == ST_SUPERSEDED then
-        redis.call('HDEL', K_JOBS, id)
-        redis.call('HDEL', K_REASONS, id)
-        if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
-        -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
-        local window_end = r.enq + get_conf().dedup_window
-        if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
-      elseif r and r.state == ST_CANCELLED then
-        -- cancelled while listed (cancel.lua): its record is kept for the dedup window
-        redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
-      elseif raws[i] and not r then
-        quarantine(id, now, 'ready')
-        ready_add(g, -1)
+      local r = rec_decode(raw)
+      local ok = r and r.state == ST_PENDING and not handed_ids[id]
+      local c = nil -- job control data (lib/control.lua), of a flagged job only
+      if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+        c = control().get(id)
+        if control().expired(id, r, now, c) then
+          handed_ids[id] = true -- listed twice (garbage): skipped the second time
+          ready_add(g, -1)
+          ok = false
+        end
+      end
+      if ok then
+        handed_ids[id] = true
+        r.state = ST_ACTIVE
+        r.attempts = r.attempts + 1
+        r.deliveries = r.deliveries + 1
+        r.deq = now
+        if counted then r.flags = bit.bor(r.flags, FLAG_SLOT) end
+        local rec = rec_encode(r)
+        hargs[#hargs + 1] = id
+        hargs[#hargs + 1] = rec
+        zargs[#zargs + 1] = deadline
+        zargs[#zargs + 1] = id
+        out[#out + 1] = id
+        out[#out + 1] = rec
+        -- the key is free once its job started, except a keep-last job's: it holds the key
+        -- until it ends, so that the next enqueue waits for it
+        if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
+          redis.pcall('HDEL', K_KEYS, r.key)
+        end
+        got = got + 1
+      else
+        budget = budget - 1
+        if handed_ids[id] then
+          -- the same id again: the record is not committed yet, skip it
+        elseif r and r.state == ST_SUPERSEDED then
+          redis.call('HDEL', K_JOBS, id)
+          redis.call('HDEL', K_REASONS, id)
+          if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
+          -- its id stays taken as if it had been released (see lib/enqueue_one.lua)
+          local window_end = r.enq + get_conf().dedup_window
+          if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
+        elseif r and r.state == ST_CANCELLED then
+          -- cancelled while listed (cancel.lua): its record is kept for the dedup window
+          redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
+        elseif raws[i] and not r then
+          quarantine(id, now, 'ready')
+          ready_add(g, -1)
+        end
       end
     end
   end
+  if #keyed > 0 then free_keys(keyed) end
   if got > 0 then
     ready_add(g, -got)
     if counted then slot_add(g, got) end
@@ -242,11 +288,13 @@ local function group_settings(proven)
   if err then return err end
   local weighted = n > 0
   -- a queue that never had a prioritized job has no priority zsets to look at (the
-  -- sequence of priorities, lib/group_push.lua, exists once one was pushed)
-  err, n = read(K_CONF, 'hash', 'HEXISTS', K_CONF, 'seq')
+  -- sequence of priorities, lib/group_push.lua, exists once one was pushed); read with
+  -- the settings, in one HMGET
+  local conf, seq
+  err, conf, seq = read_by(K_CONF, 'hash', get_conf_and, 'seq')
   if err then return err end
-  local prioritized = n == 1
-  local limited = get_conf().group_limit > 0 -- as limits_configured, its HLEN typed
+  local prioritized = seq ~= false
+  local limited = conf.group_limit > 0 -- as limits_configured, its HLEN typed
   if not limited then
     err, n = read(K_GLIMIT, 'hash', 'HLEN', K_GLIMIT)
     if err then return err end

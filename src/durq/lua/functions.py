@@ -130,7 +130,10 @@ def _block(op: str, function: str, read: Callable[[str], str]) -> str:
         + f"redis.register_function('{function}', function(keys, args)\n"
         + "  KEYS, ARGV = keys, args\n"
         + "  for i = 1, #durq_resets do durq_resets[i]() end\n"
-        + "  return durq_run()\n"
+        + "  local reply = durq_run()\n"
+        # one increment of the Lua collector per call (see docs/design.md, "The library")
+        + "  collectgarbage('step', 0)\n"
+        + "  return reply\n"
         + "end)\nend\n"
     )
 

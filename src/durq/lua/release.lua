@@ -17,7 +17,11 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
          change: K_JOBS and K_CONF are checked by their reads (before the first write),
          the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends
-Cost     O(n) commands; one EXISTS more when the queue has no workflow steps.
+Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each write of
+         the batch is one variadic command), plus 2 per job with a result (RPUSH, PEXPIRE;
+         one DEL for all) and, only where used, per group for slots and per job for
+         workflow steps and job control. One EXISTS of the workflow-links and flow keys
+         spares a queue with neither the lookups of both.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -55,7 +59,12 @@ if n > 0 then
   err, raws = read(K_JOBS, 'hash', 'HMGET', K_JOBS, unpack(ids))
   if err then return err end
 end
-local links = fan_in_links(ids)
+-- Workflow steps (their links, lib/fan_in.lua) and a max_active (in the flow hash,
+-- lib/active_cap.lua) each have a key; one EXISTS of both tells a queue that uses
+-- neither (most), which then skips both lookups: one command instead of two.
+local plain = n > 0 and redis.call('EXISTS', K_PREFIX .. WF_LINKS, K_PREFIX .. 'flow') == 0
+local links = nil
+if not plain then links = fan_in_links(ids) end
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
 -- Jobs with job control (lib/control.lua), {id, record} pairs handled once the checks
@@ -72,31 +81,34 @@ for i = 1, n do
   local b = 4 + 3 * (i - 1)
   local id = ids[i]
   local status = S_OK
-  local r = rec_decode(raws[i])
-  if not raws[i] then
+  local raw = raws[i]
+  -- the header's fields as plain values (lib/record_peek.lua): most jobs need no more
+  local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req, flags,
+    kpos = rec_peek(raw)
+  if not raw then
     status = S_NOT_FOUND
     missing = true
-  elseif not r then
+  elseif not ver then
     status = S_CORRUPT
-  elseif r.state ~= ST_ACTIVE or rec_token(r) ~= ARGV[b + 1] or seen[id] then
+  elseif state ~= ST_ACTIVE or rec_token_of(deliveries, deq) ~= ARGV[b + 1] or seen[id] then
     status = S_LEASE_LOST
-  elseif r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+  elseif flags >= FLAG_CANCEL and bit.band(flags, FLAG_CANCEL) ~= 0 then
     seen[id] = true
     cancelled = cancelled or {}
-    cancelled[#cancelled + 1] = {id, r}
+    cancelled[#cancelled + 1] = {id, rec_decode(raw)}
     status = S_CANCELLED
   else
     seen[id] = true
-    if r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+    if flags >= FLAG_CANCEL and bit.band(flags, FLAG_CONTROL) ~= 0 then
       controlled = controlled or {}
-      controlled[#controlled + 1] = {id, r}
+      controlled[#controlled + 1] = {id, rec_decode(raw)}
     end
     gone[#gone + 1] = id
-    local window_end = r.enq + window
+    local window_end = enq + window
     if keep > 0 then
-      r.state = ST_COMPLETED
       kept[#kept + 1] = id
-      kept[#kept + 1] = rec_encode(r)
+      kept[#kept + 1] = struct.pack(REC_FMT, ver, ST_COMPLETED, prio, codec, attempts, maxatt,
+        deliveries, failures, enq, deq, req, flags) .. string.sub(raw, REC_FIXED + 1)
       tombs[#tombs + 1] = math.max(now + keep, window_end)
       tombs[#tombs + 1] = id
     else
@@ -112,9 +124,10 @@ for i = 1, n do
       results[#results + 1] = id
       results[#results + 1] = ARGV[b + 2]
     end
-    if rec_has_slot(r) then
-      freed[r.group] = (freed[r.group] or 0) + 1
-      touch(r.group) -- a freed slot can make the group eligible again
+    if bit.band(flags, FLAG_SLOT) ~= 0 then -- rec_has_slot
+      local g = string.sub(raw, REC_FIXED + 2, kpos - 1)
+      freed[g] = (freed[g] or 0) + 1
+      touch(g) -- a freed slot can make the group eligible again
     end
   end
   out[i] = status
@@ -130,7 +143,7 @@ if cancelled then
   for _, item in ipairs(cancelled) do control().end_cancelled(item[1], item[2], now) end
 end
 fan_in_released(steps, now)
-for i = 1, #results, 2 do store_result(results[i], results[i + 1], result_ttl) end
+store_results(results, result_ttl)
 if #gone > 0 then
   -- the tombstone goes first: from the moment the record is gone its id stays taken
   if #tombs > 0 then redis.call('ZADD', K_DONE, unpack(tombs)) end
@@ -142,7 +155,7 @@ if #gone > 0 then
   redis.call('ZREM', K_ACTIVE, unpack(gone))
   for g, n in pairs(freed) do slot_add(g, -n) end
   count('completed', #gone)
-  cap_freed()
+  if not plain then cap_freed() end
 end
 if controlled then
   for _, item in ipairs(controlled) do

@@ -1,6 +1,7 @@
 -- Reading and rewriting job records (the layout, and rec_new that writes a new one, are
 -- in lib/record_layout.lua, which a script that only creates records includes alone).
 --- @include "lib/record_layout"
+--- @include "lib/record_peek"
 
 local function rec_decode(raw)
   if type(raw) ~= 'string' or #raw < REC_FIXED + 2 then return nil end
@@ -29,7 +30,7 @@ local function rec_encode(r)
 end
 
 local function rec_token(r)
-  return string.format('%d.%d', r.deliveries, r.deq)
+  return rec_token_of(r.deliveries, r.deq)
 end
 
 local function rec_returning(r)

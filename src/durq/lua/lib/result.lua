@@ -8,3 +8,17 @@ local function store_result(id, value, ttl)
   redis.call('RPUSH', rk, value)
   redis.call('PEXPIRE', rk, ttl)
 end
+
+-- The same for many jobs, `pairs` = {id, value, ...}: one DEL for all their keys (they
+-- share the queue's slot), then the list and its TTL of each: 2n + 1 commands, not 3n.
+local function store_results(pairs, ttl)
+  if #pairs == 0 then return end
+  local rks = {}
+  for i = 2, #pairs, 2 do rks[i / 2] = K_PREFIX .. 'result:' .. pairs[i - 1] end
+  redis.call('DEL', unpack(rks))
+  for i = 2, #pairs, 2 do
+    local rk = rks[i / 2]
+    redis.call('RPUSH', rk, pairs[i])
+    redis.call('PEXPIRE', rk, ttl)
+  end
+end

@@ -14,11 +14,11 @@ local function read(key, want, ...)
   return nil, reply
 end
 
--- The same for the typed read that f() makes first (e.g. get_conf, lib/conf.lua):
--- returns an error reply to return, or nil and what f returned.
-local function read_by(key, want, f)
-  local ok, value = pcall(f)
-  if ok then return nil, value end
+-- The same for the typed read that f(...) makes first (e.g. get_conf, lib/conf.lua):
+-- returns an error reply to return, or nil and what f returned (up to two values).
+local function read_by(key, want, f, ...)
+  local ok, value, more = pcall(f, ...)
+  if ok then return nil, value, more end
   local problem = type_error(key, want)
   if problem then return wrongtype(problem) end
   error(value, 0) -- not about the key's type: fail as f did
