@@ -275,3 +275,19 @@ def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
             assert queue.stats().pending == 1
     finally:
         admin.close()
+
+
+def test_only_release_steps_the_collector() -> None:
+    """Release, off every caller's path, keeps the Lua collector's pace; the enqueue and
+    the fetch, which a caller waits for, do not pay for an increment."""
+    from durq.lua.functions import COLLECTOR_STEP, library
+
+    lib = library()
+    blocks = lib.source.split("redis.register_function(")[1:]
+    stepping = {
+        op
+        for op, function in lib.functions.items()
+        for block in blocks
+        if block.startswith(f"'{function}'") and "collectgarbage('step', 0)" in block
+    }
+    assert stepping == set(COLLECTOR_STEP) == {"release"}
