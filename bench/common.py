@@ -7,7 +7,8 @@ need it (every peer venv has redis-py).
 
 Layout::
 
-    bench/run.py          orchestrator: Redis server, venvs, calibration, sequencing, timeouts
+    bench/run.py          orchestrator: Redis server, sequencing (its parts: interleaved.py,
+                          sections.py, driver_client.py, peer_run.py, calibration.py, ...)
     bench/driver.py       runs inside a peer venv; JSON-lines protocol on stdin/stdout
     bench/peers/<x>.py    one module per peer (tasks + enqueue calls + worker command lines)
     bench/probe.py        imported by the tasks inside worker processes (done counter, start times)
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,3 +212,8 @@ def summary(values: list[float]) -> dict[str, float | int] | None:
 
 def redis_url() -> str:
     return os.environ[ENV_URL]
+
+
+def log(msg: str) -> None:
+    """A line of the orchestrator's progress, with the time of day."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)

@@ -20,7 +20,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 @pytest.fixture(scope="module")
 def run() -> ModuleType:
     """bench/run.py, loaded from its file (bench/ is not a package; run.py puts bench/
-    on sys.path for its own `common` import)."""
+    on sys.path for its own imports: `common`, `interleaved` and the other parts)."""
     spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -30,8 +30,12 @@ def run() -> ModuleType:
         spec.loader.exec_module(module)
     finally:
         sys.path[:] = saved
-        for name in {spec.name, "common"} - had:  # itself and bench's `common`
-            sys.modules.pop(name, None)
+        for name in set(sys.modules) - had:  # itself and the bench modules it imported
+            if (
+                name == spec.name
+                or BENCH in Path(getattr(sys.modules[name], "__file__", None) or "/").parents
+            ):
+                sys.modules.pop(name, None)
     return module
 
 
