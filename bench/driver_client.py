@@ -45,7 +45,9 @@ def leftover_workers(url: str) -> set[int]:
 class Driver:
     """One peer's driver process; every call has a deadline."""
 
-    def __init__(self, meta: PeerMeta, url: str) -> None:
+    def __init__(self, meta: PeerMeta, url: str, python: str | None = None) -> None:
+        """Start ``bench/driver.py`` for ``meta`` with ``python`` (default: the peer's venv's;
+        ``bench/drain_ab.py`` passes a wrapper that runs another durq tree)."""
         self.meta = meta
         self.url = url
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
@@ -55,7 +57,7 @@ class Driver:
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONPATH", None)
         self.proc = subprocess.Popen(
-            [str(env_python(meta)), str(BENCH_DIR / "driver.py"), meta.module],
+            [python or str(env_python(meta)), str(BENCH_DIR / "driver.py"), meta.module],
             cwd=BENCH_DIR,
             env=env,
             stdin=subprocess.PIPE,
