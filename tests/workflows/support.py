@@ -11,8 +11,10 @@ from typing import Any
 import redis
 
 # keys a queue keeps whatever it ran (counters, tombstones, dead letters and their
-# reasons, superseded records until a dequeue passes them)
-_QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf")
+# reasons, superseded records until a dequeue passes them, and the one-member wake
+# marker: an offer sets it, and a worker that fetched the job without blocking and then
+# stopped leaves it for the next idle consumer)
+_QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake")
 
 
 def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> list[str]:
