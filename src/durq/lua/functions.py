@@ -11,7 +11,8 @@ second copy of any Lua:
   shared by its members). A lib's objects stay in the server's Lua heap for good, and the
   collector walks all of them in every cycle, its periodic step in the sweep in one call
   (issue 19: the pickup p99): one copy per group rather than one per operation makes the
-  heap about half (``bench/script_gc.py``). Groups exist because Lua 5.1 allows 200
+  heap 2.3 times smaller (0.5 MB, 221 ``local function``s for 148 names, against 1.2 MB
+  and 990). Groups exist because Lua 5.1 allows 200
   active locals in a function, the main chunk included, and all libs hold more: an
   operation joins the group whose libs it adds fewest locals to, when the total stays
   under that, no two libs of the group declare one name and every lib it shares reads the
