@@ -9,7 +9,9 @@ by ``--a-python`` (a venv with the other tree installed, e.g. main's), B by
 worker gets a job every 10 ms, as in ``bench/latency.py``), a plain ``def`` task then
 an ``async def`` one, and prints p50 / p90 / p99 of enqueue-to-body per side and run.
 On a machine shared with others, runs one after the other differ more than A from B;
-this comparison is what stays meaningful.
+this comparison is what stays meaningful. Both servers first get both trees' libraries,
+so that neither side's scripts pay for a larger Lua heap than the other's. The producer
+is the invoking python: with a change to the enqueue, run both orientations.
 """
 
 from __future__ import annotations
@@ -20,12 +22,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import durq
 from durq.dev.server import RedisServer
 
 HERE = Path(__file__).resolve().parent
+
+
+# a call that makes the interpreter's durq load its library (or scripts) on a server
+_LOAD_LIBRARY = "import sys, durq; q = durq.Queue('latency', sys.argv[1]); q.stats(); q.close()"
+
+
+def _load_libraries(pythons: Iterable[str], urls: Iterable[str]) -> None:
+    """Every tree's Functions library on every server. The producer (this python) loads
+    its own tree's library on both servers, so without this the other side's server
+    would hold two libraries and a larger Lua heap, whose collector each script call
+    there pays for (bench/script_gc.py --bystander): about 0.05 ms of p50 in favour of B
+    whenever the trees differed, whichever tree B was."""
+    for python in set(pythons):
+        for url in urls:
+            subprocess.run([python, "-c", _LOAD_LIBRARY, url], check=True)
 
 
 def _pct(values: list[float]) -> str:
@@ -53,6 +71,7 @@ def main() -> None:
         tempfile.TemporaryDirectory() as tmp,
     ):
         urls = {"A": server_a.url, "B": server_b.url}
+        _load_libraries(pythons.values(), urls.values())
         outs = {side: Path(tmp) / f"{side}.txt" for side in urls}
         workers = [
             subprocess.Popen(
