@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/drain_ab.py --a-python /tmp/py-main --b-python /tmp/py-branch
         [--rounds 6] [--n 20000] [--cap 15] [--modes default,best,p1-c100] [--out ab.json]
+    .venv/bin/python bench/drain_ab.py ... --modes io-async-p1,io-async-p2,io-def-p1,io-def-p2
 
 Each side's python is a wrapper (or a venv's python) importing durq from its own tree:
 
@@ -16,6 +17,14 @@ other, A first in even rounds and B first in odd ones (``abba_order``), FLUSHALL
 every run. Prints each side's rates, their medians, B/A of the medians and the per-round
 paired ratios (min / median / max). On this shared VM runs minutes apart swing 25-45%;
 pairs seconds apart are what a change's effect can be read from.
+
+``--modes`` also takes the datastore-bound drains ``make bench`` measures for durq (its
+``io_redis`` rows: each job makes one Redis round trip, bench/work.py), named
+``io-<async|def>-p<processes>`` after the variants of the peer module's ``WORK``
+(``io_modes``): io-async-p1, io-async-p2, io-def-p1, io-def-p2; ``io`` stands for all of
+them. Each is the driver's own io_redis drain request (the variant's configuration and
+task, as bench/interleaved.py sends it), with ``--n`` jobs and ``--cap``. Not the default:
+without ``--modes`` the no-op rows only, as before.
 """
 
 from __future__ import annotations
@@ -50,6 +59,74 @@ def paired_ratios(a: list[float | None], b: list[float | None]) -> list[float]:
     return [y / x for x, y in zip(a, b, strict=True) if x and y]
 
 
+IO_SCENARIO = "io_redis"
+IO_ALL = "io"
+
+
+def io_mode_name(entry: dict[str, Any]) -> str:
+    """``io-async-p1`` for a WORK variant of the io_redis scenario: its task style (async
+    def or def) and its processes, which is what tells durq's four variants apart."""
+    style = "async" if entry["style"] == "async" else "def"
+    return f"io-{style}-p{entry['procs']}"
+
+
+def io_modes(work: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The io_redis variants of a driver's hello (its ``work``), by their ``--modes`` name."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in work.get(IO_SCENARIO) or []:
+        name = io_mode_name(entry)
+        if name in out:
+            raise ValueError(f"two io_redis variants are both named {name}")
+        out[name] = entry
+    return out
+
+
+def parse_modes(
+    arg: str | None, hello_modes: dict[str, str], io: dict[str, dict[str, Any]]
+) -> list[str]:
+    """The configurations to drain: make bench's no-op rows without ``--modes``; else the
+    listed names, ``io`` expanded to every io_redis variant, each name once."""
+    if not arg:
+        return list(hello_modes)
+    modes: list[str] = []
+    for name in (x.strip() for x in arg.split(",")):
+        if not name:
+            continue
+        names = list(io) if name == IO_ALL else [name]
+        if name.startswith("io-") and name not in io:
+            raise ValueError(f"unknown io_redis mode {name!r} (known: {', '.join(io)})")
+        modes += [n for n in names if n not in modes]
+    return modes
+
+
+def chosen_modes(
+    parser: argparse.ArgumentParser,
+    arg: str | None,
+    hello_modes: dict[str, str],
+    io: dict[str, dict[str, Any]],
+) -> list[str]:
+    """parse_modes, a bad name reported as a usage error (the exit closes the drivers)."""
+    try:
+        return parse_modes(arg, hello_modes, io)
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
+def drain_request(mode: str, io: dict[str, dict[str, Any]], n: int, cap: float) -> dict[str, Any]:
+    """The driver's ``drain`` arguments for ``mode``: a no-op drain with that worker
+    configuration, or an io_redis variant's configuration and task (as interleaved.py)."""
+    if mode in io:
+        return {"mode": io[mode]["mode"], "n": n, "cap": cap, "kind": io[mode]["task"]}
+    return {"mode": mode, "n": n, "cap": cap}
+
+
+def mode_desc(mode: str, hello_modes: dict[str, str], io: dict[str, dict[str, Any]]) -> str:
+    if mode in io:
+        e = io[mode]
+        return f"io_redis [{e['label']}], task {e['task']}, {e['desc']}"
+    return hello_modes.get(mode, mode)
+
+
 def durq_path(python: str) -> str:
     """Where ``python`` imports durq from, with the environment a driver gets."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -79,20 +156,39 @@ class Side:
         self.hello = self.driver.call("hello", 60)
         self.driver.call("setup", 60)
 
-    def drain(self, mode: str, n: int, cap: float, run: int) -> dict[str, Any]:
+    def drain(self, request: dict[str, Any], run: int) -> dict[str, Any]:
         if self.driver is None or self.driver.proc.poll() is not None:
             self.open()
         assert self.driver is not None
-        timeout = 60 + n / 100 + cap + 60  # as bench/sections.py's drains
-        result: dict[str, Any] = self.driver.call(
-            "drain", timeout, mode=mode, n=n, cap=cap, run=run
-        )
+        timeout = 60 + request["n"] / 100 + request["cap"] + 60  # as bench/sections.py's
+        result: dict[str, Any] = self.driver.call("drain", timeout, run=run, **request)
         return result
 
     def close(self) -> None:
         if self.driver is not None:
             self.driver.close()
             self.driver = None
+
+
+def summarize(desc: str, runs: dict[str, list[dict[str, Any] | None]]) -> dict[str, Any]:
+    """One configuration's runs with each side's rates, their medians and the ratios."""
+    rates = {s: [r["rate"] if r else None for r in runs[s]] for s in SIDES}
+    median = {s: statistics.median([x for x in rates[s] if x] or [0]) or None for s in SIDES}
+    paired = paired_ratios(rates["A"], rates["B"])
+    a_med, b_med = median["A"], median["B"]
+    return {
+        "desc": desc,
+        "runs": runs,
+        "rates": rates,
+        "median": median,
+        "ratio": b_med / a_med if a_med and b_med else None,
+        "paired": paired,
+        "paired_summary": (
+            {"min": min(paired), "median": statistics.median(paired), "max": max(paired)}
+            if paired
+            else None
+        ),
+    }
 
 
 def fmt_ratio(x: float | None) -> str:
@@ -126,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         "--cap", type=float, default=Settings.drain_cap, help="seconds of draining at most"
     )
     parser.add_argument(
-        "--modes", default=None, help="comma-separated configurations (default: make bench's)"
+        "--modes",
+        default=None,
+        help="comma-separated configurations (default: make bench's no-op drain rows); "
+        "io-async-p1, io-async-p2, io-def-p1, io-def-p2 (or io: all four) for its io_redis rows",
     )
     parser.add_argument("--out", default=None, help="write the runs and ratios as JSON here")
     args = parser.parse_args(argv)
@@ -158,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             for side in sides.values():
                 side.open()
             hello_modes = sides["B"].hello["modes"]
-            modes = args.modes.split(",") if args.modes else list(hello_modes)
+            io = io_modes(sides["B"].hello.get("work", {}))
+            modes = chosen_modes(parser, args.modes, hello_modes, io)
             runs: dict[str, dict[str, list[dict[str, Any] | None]]] = {
                 m: {s: [] for s in SIDES} for m in modes
             }
@@ -167,10 +267,11 @@ def main(argv: list[str] | None = None) -> int:
                     order = abba_order(i)
                     log(f"-- round {i + 1}/{args.rounds}: {', '.join(order)}")
                     for mode in modes:
+                        request = drain_request(mode, io, args.n, args.cap)
                         for name in order:
                             client.flushall()
                             try:
-                                r = sides[name].drain(mode, args.n, args.cap, i)
+                                r = sides[name].drain(request, i)
                             except DriverError as exc:
                                 log(f"  {name} drain {mode} #{i + 1}: FAILED: {exc}")
                                 results["errors"].append(f"{name} {mode} round {i + 1}: {exc}")
@@ -187,23 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             for side in sides.values():
                 side.close()
     for mode in modes:
-        rates = {s: [r["rate"] if r else None for r in runs[mode][s]] for s in SIDES}
-        median = {s: statistics.median([x for x in rates[s] if x] or [0]) or None for s in SIDES}
-        paired = paired_ratios(rates["A"], rates["B"])
-        a_med, b_med = median["A"], median["B"]
-        entry = {
-            "desc": hello_modes.get(mode, mode),
-            "runs": runs[mode],
-            "rates": rates,
-            "median": median,
-            "ratio": b_med / a_med if a_med and b_med else None,
-            "paired": paired,
-            "paired_summary": (
-                {"min": min(paired), "median": statistics.median(paired), "max": max(paired)}
-                if paired
-                else None
-            ),
-        }
+        entry = summarize(mode_desc(mode, hello_modes, io), runs[mode])
         results["modes"][mode] = entry
         report(mode, entry)
     results["loadavg_end"] = os.getloadavg()
