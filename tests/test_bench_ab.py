@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from bench_modules import load_bench_module
 
 
 @pytest.fixture(scope="module")
 def ab() -> ModuleType:
     """bench/drain_ab.py, loaded from its file; the bench modules it imports are dropped
     from sys.modules afterwards (bench/ is not a package, its names are plain)."""
-    spec = importlib.util.spec_from_file_location("bench_drain_ab", BENCH / "drain_ab.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved, had = list(sys.path), set(sys.modules)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-        for name in set(sys.modules) - had:
-            file = getattr(sys.modules[name], "__file__", None) or "/"
-            if name == spec.name or BENCH in Path(file).parents:
-                sys.modules.pop(name, None)
-    return module
+    return load_bench_module("drain_ab.py", "bench_drain_ab")
 
 
 def test_rounds_alternate_ab_then_ba(ab: Any) -> None:

@@ -6,37 +6,19 @@ check the order of those rounds, which is plain arithmetic (no Redis, no peers).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from bench_modules import load_bench_module
 
 
 @pytest.fixture(scope="module")
 def run() -> ModuleType:
     """bench/run.py, loaded from its file (bench/ is not a package; run.py puts bench/
     on sys.path for its own imports: `common`, `interleaved` and the other parts)."""
-    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved, had = list(sys.path), set(sys.modules)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-        for name in set(sys.modules) - had:  # itself and the bench modules it imported
-            if (
-                name == spec.name
-                or BENCH in Path(getattr(sys.modules[name], "__file__", None) or "/").parents
-            ):
-                sys.modules.pop(name, None)
-    return module
+    return load_bench_module("run.py", "bench_run")
 
 
 NAMES = ["durq", "rq", "celery", "dramatiq", "arq", "saq", "taskiq", "taskiq-list", "huey"]
