@@ -203,6 +203,9 @@ def main() -> None:  # noqa: C901
     ap.add_argument("--keep", default=None, help="directory to keep the raw profiles in")
     ap.add_argument("--url", default=None, help="use this server instead of starting one")
     args = ap.parse_args()
+    if args.spy and not (Path(sys.executable).parent / "py-spy").exists():
+        # checked first: a failure to start it mid-drain left the worker running
+        ap.error(f"--spy needs py-spy in {Path(sys.executable).parent} (pip install py-spy)")
 
     server = None
     url = args.url
