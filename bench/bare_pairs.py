@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PEERS, log
+from common import PEERS, drain_timeout, log, work_drain
 from driver_client import Driver
 
 from durq.dev.server import RedisServer
@@ -35,8 +35,7 @@ def pair_order(i: int) -> tuple[str, str]:
 
 def run(driver: Driver, which: str, e: dict[str, Any], n: int, cap: float, i: int) -> float:
     if which == "durq":
-        request = {"mode": e["mode"], "n": n, "cap": cap, "kind": e["task"]}
-        result = driver.call("drain", 60 + n / 100 + cap + 60, run=i, **request)
+        result = driver.call("drain", drain_timeout(n, cap), run=i, **work_drain(e, n, cap))
     else:
         bare = {"procs": e["procs"], "slots": e["slots"], "style": e["style"], "n": n}
         result = driver.call("bare", 660, **bare)

@@ -23,6 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT_DIR = BENCH_DIR.parent
@@ -208,6 +209,29 @@ def summary(values: list[float]) -> dict[str, float | int] | None:
     if not vals:
         return None
     return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
+def drain_timeout(n: int, cap: float) -> float:
+    """How long to wait for a driver's drain of ``n`` jobs capped at ``cap`` seconds:
+    filling the queue (about 100 jobs/ms at worst), the cap, and a minute on each side
+    for starting and stopping the workers."""
+    return 60 + n / 100 + cap + 60
+
+
+def work_drain(entry: dict[str, Any], n: int, cap: float) -> dict[str, Any]:
+    """The driver's ``drain`` arguments for a "real work" variant of a peer's hello
+    (``work[scenario]`` entries): its worker configuration and its task."""
+    return {"mode": entry["mode"], "n": n, "cap": cap, "kind": entry["task"]}
+
+
+def drain_text(r: dict[str, Any]) -> str:
+    """A driver's drain result as a log line's tail: rate, startup, drain time, and
+    whether the cap cut it short."""
+    flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
+    return (
+        f"{r['rate'] or 0:,.0f} jobs/s, startup {r['startup_s'] or 0:.2f} s, "
+        f"drain {r['drain_s']:.2f} s{flag}"
+    )
 
 
 def redis_url() -> str:

@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH_DIR, PEERS, Settings, log
+from common import BENCH_DIR, PEERS, Settings, drain_timeout, log, work_drain
 from driver_client import Driver, DriverError
 
 SIDES = ("A", "B")
@@ -116,7 +116,7 @@ def drain_request(mode: str, io: dict[str, dict[str, Any]], n: int, cap: float) 
     """The driver's ``drain`` arguments for ``mode``: a no-op drain with that worker
     configuration, or an io_redis variant's configuration and task (as interleaved.py)."""
     if mode in io:
-        return {"mode": io[mode]["mode"], "n": n, "cap": cap, "kind": io[mode]["task"]}
+        return work_drain(io[mode], n, cap)
     return {"mode": mode, "n": n, "cap": cap}
 
 
@@ -160,7 +160,7 @@ class Side:
         if self.driver is None or self.driver.proc.poll() is not None:
             self.open()
         assert self.driver is not None
-        timeout = 60 + request["n"] / 100 + request["cap"] + 60  # as bench/sections.py's
+        timeout = drain_timeout(request["n"], request["cap"])
         result: dict[str, Any] = self.driver.call("drain", timeout, run=run, **request)
         return result
 

@@ -15,7 +15,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SCENARIOS, Settings, log, scenario_limit, summary
+from common import (
+    SCENARIOS,
+    Settings,
+    drain_text,
+    drain_timeout,
+    log,
+    scenario_limit,
+    summary,
+    work_drain,
+)
 from driver_client import DriverError
 from peer_run import PeerRun
 
@@ -152,13 +161,8 @@ def io_redis_phase(s: Settings, variant: str | None) -> Phase:
         return f"io_redis bare body {e['procs']} x {e['slots']} {e['style']}"
 
     def drain(pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        timeout = 60 + n / 100 + s.drain_cap + 60
-        r = _call(pr, "drain", timeout, mode=e["mode"], n=n, cap=s.drain_cap, kind=e["task"])
-        flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
-        return r, (
-            f"{r['rate'] or 0:,.0f} jobs/s, startup {r['startup_s'] or 0:.2f} s, "
-            f"drain {r['drain_s']:.2f} s{flag}"
-        )
+        r = _call(pr, "drain", drain_timeout(n, s.drain_cap), **work_drain(e, n, s.drain_cap))
+        return r, drain_text(r)
 
     def bare(pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
         r = _call(pr, "bare", 660, procs=e["procs"], slots=e["slots"], style=e["style"], n=bare_n)

@@ -11,7 +11,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import SCENARIOS, Settings, log, scenario_limit, summary
+from common import (
+    SCENARIOS,
+    Settings,
+    drain_text,
+    drain_timeout,
+    log,
+    scenario_limit,
+    summary,
+    work_drain,
+)
 from driver_client import Driver, DriverError
 from peer_run import PeerRun, open_peer
 
@@ -67,14 +76,10 @@ def measure_peer(  # noqa: C901
         def drain(mode: str) -> None:
             runs = []
             for i in range(s.repeat):
-                timeout = 60 + s.drain_n / 100 + s.drain_cap + 60
+                timeout = drain_timeout(s.drain_n, s.drain_cap)
                 r = driver.call("drain", timeout, mode=mode, n=s.drain_n, cap=s.drain_cap, run=i)
                 runs.append(r)
-                flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
-                log(
-                    f"  drain {mode} #{i + 1}: {r['rate'] or 0:,.0f} jobs/s, startup "
-                    f"{r['startup_s'] or 0:.2f} s, drain {r['drain_s']:.2f} s{flag}"
-                )
+                log(f"  drain {mode} #{i + 1}: {drain_text(r)}")
             res[f"drain_{mode}"] = {
                 "runs": runs,
                 "rate": summary([r["rate"] for r in runs if r["rate"]]),
@@ -155,22 +160,10 @@ def measure_work(
             ) -> None:
                 runs = []
                 for i in range(s.repeat):
-                    timeout = 60 + n / 100 + s.drain_cap + 60
-                    r = driver.call(
-                        "drain",
-                        timeout,
-                        mode=entry["mode"],
-                        n=n,
-                        cap=s.drain_cap,
-                        run=i,
-                        kind=entry["task"],
-                    )
+                    request = work_drain(entry, n, s.drain_cap)
+                    r = driver.call("drain", drain_timeout(n, s.drain_cap), run=i, **request)
                     runs.append(r)
-                    flag = "" if r["complete"] else f" (PARTIAL: {r['done']}/{r['target']} in cap)"
-                    log(
-                        f"  {scenario} [{entry['label']}] #{i + 1}: {r['rate'] or 0:,.0f} jobs/s, "
-                        f"startup {r['startup_s'] or 0:.2f} s, drain {r['drain_s']:.2f} s{flag}"
-                    )
+                    log(f"  {scenario} [{entry['label']}] #{i + 1}: {drain_text(r)}")
                 entry.update(
                     runs=runs,
                     rate=summary([r["rate"] for r in runs if r["rate"]]),

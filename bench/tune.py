@@ -9,7 +9,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ENVS_DIR, PeerMeta, log
+from common import ENVS_DIR, PeerMeta, drain_timeout, log
 from driver_client import Driver, DriverError
 from venvs import ensure_env
 
@@ -36,7 +36,7 @@ def tune_peer(meta: PeerMeta, url: str, n: int, cap: float, what: str = "noop") 
                 key = name if kind == what else f"{kind} {name}"
                 try:
                     r = driver.call(
-                        "drain", 60 + n / 100 + cap + 60, mode=name, n=n, cap=cap, kind=kind
+                        "drain", drain_timeout(n, cap), mode=name, n=n, cap=cap, kind=kind
                     )
                 except DriverError as exc:
                     log(f"  {key}: FAILED {exc}")

@@ -95,18 +95,14 @@ def per_call_block(text: str) -> tuple[list[str], str]:
     return names, body
 
 
-def _hoisted(name: str, seen: set[str], nested: bool, read: Callable[[str], str]) -> str:
-    """The flattened text of lib ``name`` included inside a function (``nested``): its
-    text as it is, with its own includes, each file once per operation (``seen``)."""
+def _nested(name: str, seen: set[str], read: Callable[[str], str]) -> str:
+    """The flattened text of lib ``name`` included inside a function: its text as it
+    is, with its own includes, each file once per operation (``seen``)."""
     if name in seen:
         return ""
     seen.add(name)
     text = _EVAL_ONLY.sub("", read(name))
-
-    def expand(match: re.Match[str]) -> str:
-        return _hoisted(match.group(2), seen, nested or bool(match.group(1)), read)
-
-    return _INCLUDE.sub(expand, text)
+    return _INCLUDE.sub(lambda match: _nested(match.group(2), seen, read), text)
 
 
 @dataclass(frozen=True)
@@ -158,7 +154,7 @@ def _op(op: str, read: Callable[[str], str]) -> _Op:
 
         def expand(match: re.Match[str]) -> str:
             if match.group(1):  # inside a function of this lib: its text, per call of it
-                return _hoisted(match.group(2), seen, True, read)
+                return _nested(match.group(2), seen, read)
             return include(match.group(2))
 
         text = _PER_CALL.sub(reset, _EVAL_ONLY.sub("", read(name)))
