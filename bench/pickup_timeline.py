@@ -16,10 +16,12 @@ the producer, the worker and the server alike):
 - the worker (patched by its app module): its event loop's wake-up, the fetch's reply
   parsed, and the body's start.
 
-Each round runs the jobs three times: with no observer (the true total, and the stages
-the client stamps give), with MONITOR, and with MONITOR and the slow log (every stage);
-the totals of the three show what the observers cost. Prints p50 / p99 per stage and
-the sum of the stages' medians against the total's.
+Each round, after the floors below, runs the jobs four times: with no observer (the
+true total, and the stages the client stamps give), with the slow log alone (the
+scripts' server times), with MONITOR, and with MONITOR and the slow log (every stage);
+the totals show what each observer costs. Prints, per stage, the median over rounds of
+its p50 and p99 (with their range), the sum of the stages' p50s, and the sum of their
+means against the total's mean (equal when the stages leave no gap).
 
 The floors (unless ``--no-floors``): the same few tens of µs of plain Python back to
 back, after 10 ms asleep and after 10 ms spinning (what running cold costs); and a
@@ -36,6 +38,7 @@ import asyncio
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -325,7 +328,7 @@ def _run(
     time.sleep(0.5)
     client.config_set("slowlog-log-slower-than", 10000)
     fcalls = _fcall_durations(client) if "slowlog" in mode else []
-    durations = [d for _, d in fcalls] if "monitor" in mode else None
+    durations = [d for _, d in fcalls] if mode == "monitor+slowlog" else None
     events: list[Event] = []
     if monitor is not None:
         monitor.terminate()
@@ -378,7 +381,18 @@ def _table(title: str, rounds: Sequence[dict[str, list[float]]]) -> None:
         if not label.startswith(nested):
             p50s += sorted(values[:half])[half // 2]
         print(f"  {label:44s} {_spread(values[:half]):>24s} {_spread(values[half:]):>24s}")
-    print(f"  {'sum of the stages medians p50':44s} {p50s:6.3f}")
+    print(f"  {'sum of the stages p50s':44s} {p50s:6.3f}")
+    # means add up exactly where every job has every stamp: the stages leave no gap
+    means = {
+        label: statistics.fmean(v for r in rounds for v in r.get(label, []))
+        for label, _ in rows
+        if any(r.get(label) for r in rounds)
+    }
+    totals = [label for label in means if label.startswith("total")]
+    if totals and len(means) > 2:
+        total = means.pop(totals[0])
+        summed = sum(m for label, m in means.items() if not label.startswith(nested))
+        print(f"  {'mean: sum of the stages / total':44s} {summed:6.3f} / {total:.3f}")
 
 
 # -- the floors ----------------------------------------------------------------------
