@@ -189,14 +189,30 @@ def _stop_on_term() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
 
+#: the ECHO that ends a MONITOR process once it has read everything before it
+STOP = b"pickup-timeline-stop"
+
+
+def _stop_monitor(client: redis.Redis, monitor: subprocess.Popen[bytes]) -> None:
+    client.echo(STOP)
+    try:
+        monitor.wait(30)
+    except subprocess.TimeoutExpired:
+        monitor.terminate()
+        monitor.wait(10)
+
+
 def _monitor(url: str, out: str) -> None:
-    """MONITOR ``url`` into ``out``, one raw line each, until SIGTERM."""
+    """MONITOR ``url`` into ``out``, one raw line each, until the ECHO of STOP (or
+    SIGTERM)."""
     _stop_on_term()
     conn = redis.Redis.from_url(url, protocol=2).connection_pool.get_connection()
     conn.send_command("MONITOR")
     with open(out, "wb") as f:
         while True:
             line = conn.read_response(disable_decoding=True)
+            if STOP in line:  # all before it is read: MONITOR can lag behind the jobs
+                return
             f.write(line + b"\n")
 
 
@@ -331,8 +347,7 @@ def _run(
     durations = [d for _, d in fcalls] if mode == "monitor+slowlog" else None
     events: list[Event] = []
     if monitor is not None:
-        monitor.terminate()
-        monitor.wait(10)
+        _stop_monitor(client, monitor)
         events = _monitor_events(mon_out)
     client.close()
     spans = script_spans(events, durations)
@@ -415,8 +430,8 @@ def _floor(url: str, tmp: Path, style: str, jobs: int, watch: bool) -> dict[str,
         "total t0 -> BRPOP returned": [(r - t) * 1000 for t, r in got]
     }
     if monitor is not None:
-        monitor.terminate()
-        monitor.wait(10)
+        with redis.Redis.from_url(url) as stopper:
+            _stop_monitor(stopper, monitor)
         pushes = [e.ts for e in _monitor_events(tmp / "floor-monitor.txt") if e.command == "LPUSH"]
         starts = sorted(t for t, _ in got)
         split = list(zip(starts, pushes, strict=False))  # one LPUSH per value, in order
@@ -481,11 +496,18 @@ def main() -> None:
         default=[],
         help="prepend to the worker's PYTHONPATH (repeatable): a prototype's src/",
     )
+    parser.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help=f"the observer passes of each round, in order (default {','.join(MODES)})",
+    )
     parser.add_argument("--role", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role:
         _role(args.role)
         return
+    if not set(args.modes.split(",")) <= set(MODES):
+        parser.error(f"--modes: each of {', '.join(MODES)}")
     with RedisServer(flavor="valkey") as server, tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         os.environ.update(BENCH_REDIS_URL=server.url, BENCH_TIMELINE_OUT=str(tmp / "jobs.txt"))
@@ -519,7 +541,7 @@ def main() -> None:
                 title = "producer's stage 1 warm (enqueues back to back)"
                 warm = _producer_warm(tasks, stamps, 200)
                 results.setdefault(title, []).append({"1 producer, back to back": warm})
-                for mode in MODES:
+                for mode in args.modes.split(","):
                     by_kind = _run(server.url, tmp, tasks, stamps, mode, args.jobs)
                     stages = {"none": CLIENT_STAGES, "slowlog": CLIENT_STAGES + SLOWLOG_STAGES}
                     for kind, jobs in by_kind.items():
