@@ -31,7 +31,8 @@ second copy of any Lua:
   Each registered function runs, at the start of every call, the reset functions of the
   libs its operation includes, in the order of its flattened text, then those of its own
   per-call declarations, so each call starts exactly as a fresh EVALSHA would, whatever
-  another member of the group ran before it. A lib's other top-level locals are functions
+  another member of the group ran before it. Their bodies run as ONE function of the
+  operation's (``durq_reset``, see :func:`_merged_reset`) where that is the same. A lib's other top-level locals are functions
   or constants (``UPPER_CASE``, never assigned): tests/lua/test_functions.py fails on any
   other;
 * an include indented under a ``local function`` (lib/flow.lua includes lib/flow_hooks
