@@ -32,9 +32,9 @@ second copy of any Lua:
   libs its operation includes, in the order of its flattened text, then those of its own
   per-call declarations, so each call starts exactly as a fresh EVALSHA would, whatever
   another member of the group ran before it. Their bodies run as ONE function of the
-  operation's (``durq_reset``, see :func:`_merged_reset`) where that is the same. A lib's other top-level locals are functions
-  or constants (``UPPER_CASE``, never assigned): tests/lua/test_functions.py fails on any
-  other;
+  operation's (``durq_reset``, see :func:`_merged_reset`) where that is the same. A
+  lib's other top-level locals are functions or constants (``UPPER_CASE``, never
+  assigned): tests/lua/test_functions.py fails on any other;
 * an include indented under a ``local function`` (lib/flow.lua includes lib/flow_hooks
   so) is part of that function's body, made per call of it: it stays as it is.
 
