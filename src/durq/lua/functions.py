@@ -288,6 +288,7 @@ def _whole(op: str, function: str) -> str:
     )
 
 
+_MAX_RESET_UPVALUES = 50
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
 
@@ -320,6 +321,11 @@ def _merged_reset(op: _Op) -> tuple[str, str] | None:
             return None
         declarations = declarations.replace(own.closure, "", 1)
     bodies = "".join(op.lib_resets) + "".join(own.body for own in op.own_resets)
+    # the function's upvalues: Lua 5.1 allows a closure 60, and FUNCTION LOAD fails past
+    # them; a margin, as _references counts more than the names it captures
+    scope = declared | {"KEYS", "ARGV"} | {n for names in op.names.values() for n in names}
+    if len(scope & _references(bodies)) > _MAX_RESET_UPVALUES:
+        return None
     return declarations, f"local function durq_reset()\n{bodies}end\n"
 
 
