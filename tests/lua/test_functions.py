@@ -171,7 +171,6 @@ def test_the_operations_share_one_copy_of_each_lib_per_group() -> None:
     assert 1 <= groups <= 3
     made = collections.Counter(re.findall(r"(?m)^local function (\w+)", source))
     del made["durq_run"]  # each operation's own text, once each
-    del made["durq_reset"]  # each operation's resets, in one function (_merged_reset)
     # an include inside a function (lib/flow.lua's of lib/flow_hooks) is one copy more
     assert max(made.values()) <= groups + 1
     assert sum(made.values()) <= 2 * len(made)  # was about 6.7 (990 for 148 names)
@@ -201,41 +200,6 @@ def test_operations_of_one_group_each_start_from_their_own_keys(
         assert client.fcall(a, 1, "{q}d") == [b"{q}d", 1, 2]
         # no KEYS[2] this time: K_B is nil again (a reply stops at its first nil)
         assert client.fcall(b, 1, "{q}e") == [b"{q}e"]
-    finally:
-        client.close()
-
-
-def test_resets_run_in_one_function_unless_a_name_is_declared_again(
-    functions_server: RedisServer, probe: dict[str, str]
-) -> None:
-    """An operation's resets (its libs', then its own per-call declarations') run as one
-    function made after its declarations, so that a cold call enters one function, not
-    a dozen; where one of those declarations declares a name a reset uses, that function
-    would see the operation's name instead of the lib's, so the operation keeps one
-    function per reset, made where it was."""
-    probe["lib/count"] = (
-        "--- @per-call\nlocal n = 0\n--- @end\nlocal function bump() n = n + 1; return n end\n"
-    )
-    probe["probe_m"] = (
-        '--- @include "lib/count"\nlocal a = bump()\nlocal b = a + 10\nreturn {a, b, bump()}\n'
-    )
-    # its own `n` (declared again) and `a` (used by b's reset, then declared again)
-    probe["probe_s"] = '--- @include "lib/count"\nlocal n = bump()\nreturn {n, bump()}\n'
-    probe["probe_t"] = (
-        '--- @include "lib/count"\nlocal a = 7\nlocal b = a + bump()\nlocal a = 1\nreturn {b, a}\n'
-    )
-    client = redis.Redis.from_url(functions_server.url)
-    try:
-        for op, merged, reply in [
-            ("probe_m", True, [1, 11, 2]),
-            ("probe_s", False, [1, 2]),
-            ("probe_t", False, [8, 1]),
-        ]:
-            lib = build([op])
-            assert ("local function durq_reset()" in lib.source) is merged, op
-            client.function_load(lib.source, replace=True)
-            for _ in range(2):  # the second call starts afresh too
-                assert client.fcall(lib.functions[op], 1, "{q}a") == reply, op
     finally:
         client.close()
 

@@ -31,10 +31,9 @@ second copy of any Lua:
   Each registered function runs, at the start of every call, the reset functions of the
   libs its operation includes, in the order of its flattened text, then those of its own
   per-call declarations, so each call starts exactly as a fresh EVALSHA would, whatever
-  another member of the group ran before it. Their bodies run as ONE function of the
-  operation's (``durq_reset``, see :func:`_merged_reset`) where that is the same. A
-  lib's other top-level locals are functions or constants (``UPPER_CASE``, never
-  assigned): tests/lua/test_functions.py fails on any other;
+  another member of the group ran before it. A lib's other top-level locals are functions
+  or constants (``UPPER_CASE``, never assigned): tests/lua/test_functions.py fails on any
+  other;
 * an include indented under a ``local function`` (lib/flow.lua includes lib/flow_hooks
   so) is part of that function's body, made per call of it: it stays as it is.
 
@@ -119,19 +118,6 @@ class _Op:
     resets: tuple[str, ...]
     declarations: str
     body: str
-    lib_resets: tuple[str, ...]  # the bodies of the reset functions of `resets`
-    own_resets: tuple[_OwnReset, ...]  # those of its own per-call declarations
-
-
-@dataclass(frozen=True)
-class _OwnReset:
-    """The reset of one per-call declaration of an operation's own: the text that makes
-    its function (in the declarations), the function's body, and the names that the
-    declarations after it declare."""
-
-    closure: str
-    body: str
-    later: frozenset[str]
 
 
 _SENTINEL = re.compile("\x00([A-Za-z0-9_/]*)\x00")
@@ -144,7 +130,6 @@ def _op(op: str, read: Callable[[str], str]) -> _Op:
     pieces: dict[str, str] = {}
     names: dict[str, list[str]] = {}
     inline: dict[str, str] = {}
-    bodies: dict[str, str] = {}  # reset key -> its function's body
 
     def include(name: str) -> str:
         """A top-level include: a placeholder where the lib's text would go, the first
@@ -163,7 +148,6 @@ def _op(op: str, read: Callable[[str], str]) -> _Op:
             count += 1
             declared, body = per_call_block(match.group(1))
             key = f"{name}#{count}"
-            bodies[key] = body
             return (
                 f"local {', '.join(declared)}\ndurq_lib_resets['{key}'] = function()\n{body}end\n"
             )
@@ -186,17 +170,9 @@ def _op(op: str, read: Callable[[str], str]) -> _Op:
 
     own = _INCLUDE.sub(hoist, read(op))
     flat = _SENTINEL.sub(lambda m: inline.get(m.group(1), ""), own)
-    declarations, body, own_resets = _declarations(_SENTINEL.sub("", own))
-    resets = tuple(_RESET_KEY.findall(flat))
+    declarations, body = _declarations(_SENTINEL.sub("", own))
     return _Op(
-        op,
-        tuple(pieces.items()),
-        names,
-        resets,
-        declarations,
-        body,
-        tuple(bodies[key] for key in resets),
-        tuple(own_resets),
+        op, tuple(pieces.items()), names, tuple(_RESET_KEY.findall(flat)), declarations, body
     )
 
 
@@ -288,63 +264,8 @@ def _whole(op: str, function: str) -> str:
     )
 
 
-_MAX_RESET_UPVALUES = 50
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
-
-
-def _references(body: str) -> set[str]:
-    """The names that Lua text may refer to: its identifiers outside string literals and
-    comments (more than it refers to, keywords and field names too: only ever a reason
-    not to merge)."""
-    code = "\n".join(_STRING.sub("''", line).split("--")[0] for line in body.split("\n"))
-    return set(_IDENTIFIER.findall(code))
-
-
-def _merged_reset(op: _Op) -> tuple[str, str] | None:
-    """The operation's declarations and ONE function ``durq_reset`` that runs the bodies
-    of all its reset functions in their order (its libs', then its own), or None when
-    that would not be the same: when a name that a body uses is declared again by the
-    operation after the reset function was made (the one function is made after all the
-    declarations, so it would see the later one).
-
-    One function, not a table of them called in a loop: a cold call pays for each
-    function it enters (its closure, prototype, code and constants elsewhere in the
-    heap), and the resets are up to 16 functions a call (bench/fcall_cold.py --ab)."""
-    declared = set(_names(op.declarations))
-    for body in op.lib_resets:
-        if declared & _references(body):
-            return None
-    declarations = op.declarations
-    for own in op.own_resets:
-        if own.later & _references(own.body):
-            return None
-        declarations = declarations.replace(own.closure, "", 1)
-    bodies = "".join(op.lib_resets) + "".join(own.body for own in op.own_resets)
-    # the function's upvalues: Lua 5.1 allows a closure 60, and FUNCTION LOAD fails past
-    # them; a margin, as _references counts more than the names it captures
-    scope = declared | {"KEYS", "ARGV"} | {n for names in op.names.values() for n in names}
-    if len(scope & _references(bodies)) > _MAX_RESET_UPVALUES:
-        return None
-    return declarations, f"local function durq_reset()\n{bodies}end\n"
-
-
 def _block(op: _Op, function: str) -> str:
     """The ``do ... end`` block, inside its group's, that registers ``function``."""
-    merged = _merged_reset(op)
-    if merged is not None:
-        declarations, reset = merged
-        return (
-            f"do -- {op.name}\n"
-            + declarations
-            + reset
-            + f"local function durq_run()\n{op.body}\nend\n"
-            + f"redis.register_function('{function}', function(keys, args)\n"
-            + "  KEYS, ARGV = keys, args\n"
-            + "  durq_reset()\n"
-            + (_RUN_AND_STEP if op.name in COLLECTOR_STEP else "  return durq_run()\n")
-            + "end)\nend\n"
-        )
     resets = ", ".join(f"durq_lib_resets['{key}']" for key in op.resets)
     return (
         f"do -- {op.name}\nlocal durq_resets = {{{resets}}}\n"
@@ -379,19 +300,16 @@ def _continues(lines: list[str], j: int) -> bool:
     return False
 
 
-def _declarations(text: str) -> tuple[str, str, list[_OwnReset]]:
+def _declarations(text: str) -> tuple[str, str]:
     """Split an operation's own text into the leading run of top-level ``local``
     statements, for block level, and the rest (from its first other statement on), the
     body run per call. In the declarations, a ``local function`` is made once; a literal
     ``UPPER_CASE`` constant is kept once; any other local is per-call state, declared at
     block level and assigned by a reset function, in order, before the body runs: as
     these statements only declare, running them all before the body is the order they
-    had. A function that the rest reassigns ends the run. Also returns the per-call
-    declarations' resets (see :class:`_OwnReset`)."""
+    had. A function that the rest reassigns ends the run."""
     lines = text.split("\n")
     out: list[str] = []
-    resets: list[tuple[str, str, int]] = []  # closure text, body, index in `declared`
-    declared: list[list[str]] = []  # the names of each declaration, in order
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -428,24 +346,17 @@ def _declarations(text: str) -> tuple[str, str, list[_OwnReset]]:
             if re.search(assigned, rest):
                 break
             out.append(item)
-            declared.append([function.group(1)])
         elif _CONSTANT.fullmatch(item.strip()) and not re.search(
             rf"(?m)^\s*{item.split()[1]}\s*=(?!=)", rest
         ):
             out.append(item)
-            declared.append([item.split()[1]])
         else:
             names, body = per_call_block(item + "\n")
-            closure = f"\ndurq_resets[#durq_resets + 1] = function()\n{body}end"
-            out.append(f"local {', '.join(names)}{closure}")
-            resets.append((closure, body, len(declared)))
-            declared.append(names)
+            out.append(
+                f"local {', '.join(names)}\ndurq_resets[#durq_resets + 1] = function()\n{body}end"
+            )
         i = j
-    own = [
-        _OwnReset(closure, body, frozenset(n for names in declared[k + 1 :] for n in names))
-        for closure, body, k in resets
-    ]
-    return "\n".join(out) + "\n", "\n".join(lines[i:]), own
+    return "\n".join(out) + "\n", "\n".join(lines[i:])
 
 
 @functools.cache
