@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +82,10 @@ def floor_pairs(
     n: int,
     interval: float,
     warmup: int = WARMUP,
-    before: Callable[[], None] | None = None,
 ) -> tuple[list[tuple[float, float]], float]:
     """Send ``n`` values every ``interval`` s to a fresh receiver of ``style``, after
     ``warmup`` values and a second of idling; the measured values' (t0, returned) and
-    the seconds the sending took. ``before`` runs once the receiver waits, just before
-    the measured values (pickup_timeline starts its clock there)."""
+    the seconds the sending took."""
     if style not in STYLES:
         raise ValueError(f"style: one of {STYLES}, not {style!r}")
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
@@ -100,8 +98,6 @@ def floor_pairs(
                 client.lpush(KEY, repr(time.time()))
                 time.sleep(interval)
             time.sleep(1.0)  # the receiver goes idle, as a worker before the drivers' jobs
-            if before is not None:
-                before()
             start = time.perf_counter()
             for i in range(n):
                 delay = start + i * interval - time.perf_counter()

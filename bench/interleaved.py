@@ -64,6 +64,14 @@ def interleaved_note(phases: list[str]) -> str:
         "next). Their ratios compare runs made seconds to minutes apart, not one framework's "
         "section with another's half an hour later on a machine whose speed drifts. The "
         "other figures were measured framework by framework afterwards."
+        + (
+            " Each latency round also measured the pickup floor, as one more participant "
+            "rotated like a framework (`floor` in the orders): redis-py LPUSH from the "
+            "harness to a BRPOP in another process, no queue (bench/floor.py), with a "
+            "blocking and an asyncio receiver."
+            if "latency" in phases
+            else ""
+        )
     )
 
 

@@ -58,6 +58,8 @@ def test_the_note_lists_the_rows_measured_round_robin(run: Any) -> None:
     note = run.interleaved_note(["enqueue single", "latency", "io_redis"])
     assert note.startswith("single enqueue, pickup latency (with its variants) and the ")
     assert "round-robin" in note
+    assert "pickup floor" in note
+    assert "floor" not in run.interleaved_note(["io_redis"])
 
 
 @pytest.fixture(scope="module")
