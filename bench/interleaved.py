@@ -11,7 +11,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -26,7 +26,11 @@ from common import (
     work_drain,
 )
 from driver_client import DriverError
+from floor import STYLES, measure_floor
 from peer_run import PeerRun
+
+#: the name the pickup floor (bench/floor.py) takes in the latency rounds' orders
+FLOOR = "floor"
 
 
 def round_order(names: list[str], i: int, repeat: int) -> list[str]:
@@ -60,10 +64,26 @@ def interleaved_note(phases: list[str]) -> str:
         "next). Their ratios compare runs made seconds to minutes apart, not one framework's "
         "section with another's half an hour later on a machine whose speed drifts. The "
         "other figures were measured framework by framework afterwards."
+        + (
+            " Each latency round also measured the pickup floor, as one more participant "
+            "rotated like a framework (`floor` in the orders): redis-py LPUSH from the "
+            "harness to a BRPOP in another process, no queue (bench/floor.py), with a "
+            "blocking and an asyncio receiver."
+            if "latency" in phases
+            else ""
+        )
     )
 
 
 Measure = Callable[[], tuple[dict[str, Any], str]]
+
+
+class Taken(NamedTuple):
+    """A labelled run's outcome: the run, or the error that ended it; its seconds."""
+
+    run: dict[str, Any] | None
+    error: str | None
+    seconds: float
 
 
 @dataclasses.dataclass
@@ -75,6 +95,16 @@ class Phase:
     rows: tuple[str, ...]  # the keys of results.json it fills
     turn: Callable[[PeerRun], list[tuple[str, Measure]]]
     store: Callable[[PeerRun, dict[str, list[dict[str, Any]]]], None]
+    # a participant that is no framework, taking its turn in the rotated order under
+    # the name FLOOR: its labelled calls, as ``turn``'s (the latency rows' floor)
+    floor: list[tuple[str, Measure]] | None = None
+
+
+def phase_order(phase: Phase, names: list[str], i: int, repeat: int) -> list[str]:
+    """Round ``i``'s order of ``phase``: the frameworks and, where the phase has one,
+    the floor after them, all rotated as one list (round_order), so that the floor too
+    runs early, midway and late over the rounds."""
+    return round_order([*names, FLOOR] if phase.floor else names, i, repeat)
 
 
 def _call(pr: PeerRun, cmd: str, timeout: float, **kwargs: Any) -> Any:
@@ -100,9 +130,11 @@ def enqueue_phase(s: Settings) -> Phase:
     return Phase("enqueue single", ("enqueue_single",), turn, store)
 
 
-def latency_phase(s: Settings) -> Phase:
+def latency_phase(s: Settings, url: str) -> Phase:
     """Pickup latency: one run per turn of the plain task and of each LATENCY_ALSO
-    variant (durq's ``async def`` task) right after it, each with its own idle worker."""
+    variant (durq's ``async def`` task) right after it, each with its own idle worker;
+    the floor's turn: one run of each receiver style of bench/floor.py (redis-py LPUSH
+    -> BRPOP, no queue), with the same ``latency_n`` and ``latency_interval``."""
     timeout = 120 + s.latency_n * s.latency_interval + 35
 
     def label(v: str | None) -> str:
@@ -141,7 +173,28 @@ def latency_phase(s: Settings) -> Phase:
             else:
                 pr.res.setdefault("latency_also", {})[v] = entry
 
-    return Phase("latency", ("latency", "latency_also"), turn, store)
+    def floor_run(style: str) -> tuple[dict[str, Any], str]:
+        x = measure_floor(url, style, s.latency_n, s.latency_interval)
+        return x, f"p50 {x['p50_ms']:.2f} / p99 {x['p99_ms']:.2f} / max {x['max_ms']:.1f} ms"
+
+    floor = [(f"floor ({st})", functools.partial(floor_run, st)) for st in STYLES]
+    return Phase("latency", ("latency", "latency_also"), turn, store, floor)
+
+
+def floor_entry(runs: dict[str, list[dict[str, Any]]], errors: list[str]) -> dict[str, Any]:
+    """results.json's ``latency_floor``: per receiver style, its runs and the summaries
+    of a peer's latency entry; ``errors`` where a run failed."""
+    out: dict[str, Any] = {}
+    for style in STYLES:
+        if rs := runs.get(f"floor ({style})"):
+            out[style] = {
+                "runs": rs,
+                "desc": rs[0]["desc"],
+                **{k: summary([x[k] for x in rs]) for k in ("p50_ms", "p99_ms", "max_ms")},
+            }
+    if errors:
+        out["errors"] = errors
+    return out
 
 
 def io_redis_phase(s: Settings, variant: str | None) -> Phase:
@@ -213,12 +266,12 @@ def io_redis_entry(
 
 
 def interleaved_phases(
-    s: Settings, classic: bool, scenarios: tuple[str, ...], variant: str | None
+    s: Settings, url: str, classic: bool, scenarios: tuple[str, ...], variant: str | None
 ) -> list[Phase]:
     """The rows measured round-robin: single enqueue and latency in a full run, and the
     datastore-bound scenario whenever it is asked for (its targets are ratios against
     the fastest peer too, and against the bare body, measured in the same turn)."""
-    phases = [enqueue_phase(s), latency_phase(s)] if classic else []
+    phases = [enqueue_phase(s), latency_phase(s, url)] if classic else []
     if "io_redis" in scenarios:
         phases.append(io_redis_phase(s, variant))
     return phases
@@ -244,7 +297,7 @@ def measure_interleaved(
 
     by_name = {pr.meta.name: pr for pr in peers}
     names = [pr.meta.name for pr in peers]
-    phases = interleaved_phases(s, classic, scenarios, variant)
+    phases = interleaved_phases(s, url, classic, scenarios, variant)
     method: dict[str, Any] = {
         "rows": [row for ph in phases for row in ph.rows],
         "rounds": s.repeat,
@@ -252,6 +305,7 @@ def measure_interleaved(
         "phases": [],
     }
     gone: set[str] = set()
+    floor = _FloorRuns()
     with redis.Redis.from_url(url) as client:
         for phase in phases:
             runs: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in names}
@@ -259,10 +313,13 @@ def measure_interleaved(
             took_part: set[str] = set()
             orders = []
             for i in range(s.repeat):
-                order = round_order(names, i, s.repeat)
+                order = phase_order(phase, names, i, s.repeat)
                 orders.append(order)
                 log(f"-- {phase.name}, round {i + 1}/{s.repeat}: {', '.join(order)}")
                 for pos, name in enumerate(order):
+                    if name == FLOOR:
+                        floor.turn(client, phase, i, pos)
+                        continue
                     pr = by_name[name]
                     if not pr.alive and name not in gone:  # said once, whatever killed it
                         gone.add(name)
@@ -273,34 +330,72 @@ def measure_interleaved(
                         if not pr.alive or label in failed[name]:
                             continue
                         took_part.add(name)
-                        t0, wall = time.monotonic(), time.time()
-                        try:
-                            run, text = measure()
-                        except Exception as exc:  # one peer's failure never stops the others
-                            if not isinstance(exc, DriverError):
-                                traceback.print_exc()
-                            log(f"  {pr.meta.display}: {label} #{i + 1}: FAILED: {exc}")
-                            pr.res["errors"].append(f"{label}: {exc}")
-                            failed[name].add(label)
-                            if not pr.alive:
-                                gone.add(name)
-                                log(f"  {pr.meta.display}: it leaves the interleaved phases")
+                        got = _take(client, pr.meta.display, label, measure, i, pos)
+                        pr.busy_s += got.seconds
+                        if got.run is not None:
+                            runs[name].setdefault(label, []).append(got.run)
                             continue
-                        finally:
-                            pr.busy_s += time.monotonic() - t0
-                            client.flushall()
-                        run.update(
-                            started=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall))
-                            + f".{int(wall % 1 * 1000):03d}Z",
-                            call_s=time.monotonic() - t0,
-                            round=i + 1,
-                            position=pos + 1,
-                        )
-                        runs[name].setdefault(label, []).append(run)
-                        log(f"  {pr.meta.display}: {label} #{i + 1}: {text}")
+                        pr.res["errors"].append(got.error)
+                        failed[name].add(label)
+                        if not pr.alive:
+                            gone.add(name)
+                            log(f"  {pr.meta.display}: it leaves the interleaved phases")
             method["phases"].append({"phase": phase.name, "orders": orders})
             for name in names:  # a peer that never had a turn measures it in its section
                 if name in took_part:
                     ok = {k: v for k, v in runs[name].items() if k not in failed[name]}
                     phase.store(by_name[name], ok)
+    method.update(floor.result())  # run.py moves it to results["latency_floor"]
     return method
+
+
+def _take(client: Any, who: str, label: str, measure: Measure, i: int, pos: int) -> Taken:
+    """One labelled run of round ``i``, at place ``pos``: timed, logged, FLUSHALL after
+    it; a failure is returned as its message (one participant's failure never stops the
+    others)."""
+    t0, wall = time.monotonic(), time.time()
+    try:
+        run, text = measure()
+    except Exception as exc:
+        if not isinstance(exc, DriverError):
+            traceback.print_exc()
+        log(f"  {who}: {label} #{i + 1}: FAILED: {exc}")
+        return Taken(None, f"{label}: {exc}", time.monotonic() - t0)
+    finally:
+        client.flushall()
+    run.update(
+        started=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall))
+        + f".{int(wall % 1 * 1000):03d}Z",
+        call_s=time.monotonic() - t0,
+        round=i + 1,
+        position=pos + 1,
+    )
+    log(f"  {who}: {label} #{i + 1}: {text}")
+    return Taken(run, None, run["call_s"])
+
+
+@dataclasses.dataclass
+class _FloorRuns:
+    """The floor's runs over the rounds; a style that fails once is not run again."""
+
+    runs: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    errors: list[str] = dataclasses.field(default_factory=list)
+    failed: set[str] = dataclasses.field(default_factory=set)
+
+    def turn(self, client: Any, phase: Phase, i: int, pos: int) -> None:
+        for label, measure in phase.floor or []:
+            if label in self.failed:
+                continue
+            got = _take(client, "redis-py LPUSH -> BRPOP, no queue", label, measure, i, pos)
+            if got.run is not None:
+                self.runs.setdefault(label, []).append(got.run)
+            else:
+                self.failed.add(label)
+                self.errors.append(str(got.error))
+
+    def result(self) -> dict[str, Any]:
+        """``{"latency_floor": floor_entry(...)}``, or {} where the floor never ran."""
+        if not self.runs and not self.errors:
+            return {}
+        ok = {k: v for k, v in self.runs.items() if k not in self.failed}
+        return {"latency_floor": floor_entry(ok, self.errors)}

@@ -28,13 +28,13 @@ back, after 10 ms asleep and after 10 ms spinning (what running cold costs); and
 redis-py client blocked on ``BRPOP`` in another process while this one does ``LPUSH``
 every 10 ms, latency from before ``LPUSH`` to ``BRPOP``'s return, with a blocking and
 with an asyncio client on the receiving side: the two wake-ups any Redis queue pays
-(Huey's shape), without a queue's code.
+(Huey's shape), without a queue's code (``bench/floor.py``, which ``make bench`` also
+measures in its latency rounds).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import signal
@@ -50,10 +50,13 @@ from pathlib import Path
 from typing import Any
 
 import redis
-import redis.asyncio
 
 from durq._sync import driver as sync_driver
 from durq.dev.server import RedisServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+
+from floor import STYLES, floor_pairs
 
 HERE = Path(__file__).resolve().parent
 MODES = ("none", "slowlog", "monitor", "monitor+slowlog")
@@ -216,40 +219,10 @@ def _monitor(url: str, out: str) -> None:
             f.write(line + b"\n")
 
 
-def _receive(url: str, out: str, style: str) -> None:
-    """BRPOP ``floor`` until a ``stop`` arrives; each value is its sender's t0: write
-    ``t0 returned`` per value."""
-    lines: list[str] = []
-    if style == "sync":
-        client = redis.Redis.from_url(url)
-        while True:
-            value = client.brpop(["floor"], 0)[1]  # type: ignore[index]
-            returned = time.time()
-            if value == b"stop":
-                break
-            lines.append(f"{value.decode()} {returned!r}")
-    else:
-
-        async def loop() -> None:
-            client = redis.asyncio.Redis.from_url(url)
-            while True:
-                value = (await client.brpop(["floor"], 0))[1]  # type: ignore[index]
-                returned = time.time()
-                if value == b"stop":
-                    break
-                lines.append(f"{value.decode()} {returned!r}")
-            await client.aclose()
-
-        asyncio.run(loop())
-    Path(out).write_text("\n".join(lines) + "\n")
-
-
 def _role(argv: Sequence[str]) -> None:
     role, url, out = argv[:3]
     if role == "monitor":
         _monitor(url, out)
-    else:
-        _receive(url, out, argv[3])
 
 
 def _spawn(*args: str) -> subprocess.Popen[bytes]:
@@ -414,26 +387,24 @@ def _table(title: str, rounds: Sequence[dict[str, list[float]]]) -> None:
 
 
 def _floor(url: str, tmp: Path, style: str, jobs: int, watch: bool) -> dict[str, list[float]]:
-    out = tmp / f"floor-{style}.txt"
-    receiver = _spawn("receive", url, str(out), style)
+    """bench/floor.py's LPUSH -> BRPOP floor, with MONITOR splitting it at the server's
+    start of each LPUSH when ``watch``."""
     monitor = _spawn("monitor", url, str(tmp / "floor-monitor.txt")) if watch else None
-    client = redis.Redis.from_url(url)
-    time.sleep(1.0)
-    for _ in range(jobs):
-        client.lpush("floor", repr(time.time()))
-        time.sleep(0.01)
-    client.lpush("floor", "stop")
-    receiver.wait(30)
-    client.close()
-    got = [tuple(map(float, line.split())) for line in out.read_text().splitlines() if line]
+    if monitor is not None:
+        time.sleep(0.5)
+    got, _ = floor_pairs(url, style, jobs, 0.01)
     values: dict[str, list[float]] = {
         "total t0 -> BRPOP returned": [(r - t) * 1000 for t, r in got]
     }
     if monitor is not None:
         with redis.Redis.from_url(url) as stopper:
             _stop_monitor(stopper, monitor)
-        pushes = [e.ts for e in _monitor_events(tmp / "floor-monitor.txt") if e.command == "LPUSH"]
         starts = sorted(t for t, _ in got)
+        pushes = [  # the measured values' LPUSHes: not the warm-up's
+            e.ts
+            for e in _monitor_events(tmp / "floor-monitor.txt")
+            if e.command == "LPUSH" and e.ts >= starts[0]
+        ]
         split = list(zip(starts, pushes, strict=False))  # one LPUSH per value, in order
         returned = dict(got)
         values = {
@@ -531,7 +502,7 @@ def main() -> None:
                 if not args.no_floors:
                     title = "floor: the same Python, warm and cold"
                     results.setdefault(title, []).append(_cold_python(args.jobs))
-                    for style in ("sync", "async"):
+                    for style in STYLES:
                         for watch in (False, True):
                             title = f"floor: LPUSH -> {style} BRPOP, " + (
                                 "MONITOR" if watch else "no observer"

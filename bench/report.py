@@ -12,8 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
+
+import report_floor
 
 HERE = Path(__file__).resolve().parent
 # results.json's "interleaved" rows (bench/run.py), as the targets' preamble names them
@@ -290,7 +295,8 @@ def targets_section(results: dict[str, Any]) -> list[str]:
                 f"pickup latency p50 ≤ 0.6 ms, p99 ≤ 1.0 ms, below every peer, `{style}` task "
                 "(issue 19)",
                 f"{fmt_ms(p50)} / {fmt_ms(p99)} ms"
-                + (f"; lowest peer p50: {lp[0]} {fmt_ms(lp[1])} ms" if lp else ""),
+                + (f"; lowest peer p50: {lp[0]} {fmt_ms(lp[1])} ms" if lp else "")
+                + report_floor.target_context(results),
                 ok(p50 <= 0.6 and p99 <= 1.0 and below),
             )
         )
@@ -410,20 +416,24 @@ def write_markdown(  # noqa: C901
         "the enqueue call (carried in its args). Every peer runs the same task code "
         "(`bench/probe.py`), async-def for the asyncio libraries."
     )
-    loads = [
-        r.get("loadavg")
-        for p in results["peers"].values()
-        for k in ("enqueue_single", "enqueue_bulk", "drain_default", "drain_best", "latency")
-        for r in (p.get(k) or {}).get("runs", [])
-        if r.get("loadavg") is not None
-    ] + [
-        r.get("loadavg")
-        for p in results["peers"].values()
-        for entries in (p.get("work") or {}).values()
-        for e in entries
-        for r in e.get("runs", [])
-        if r.get("loadavg") is not None
-    ]
+    loads = (
+        [
+            r.get("loadavg")
+            for p in results["peers"].values()
+            for k in ("enqueue_single", "enqueue_bulk", "drain_default", "drain_best", "latency")
+            for r in (p.get(k) or {}).get("runs", [])
+            if r.get("loadavg") is not None
+        ]
+        + [
+            r.get("loadavg")
+            for p in results["peers"].values()
+            for entries in (p.get("work") or {}).values()
+            for e in entries
+            for r in e.get("runs", [])
+            if r.get("loadavg") is not None
+        ]
+        + report_floor.loads(results)
+    )
     if loads:
         add(
             f"- Machine load: 1-minute load average sampled after each measurement ranged "
@@ -469,11 +479,13 @@ def write_markdown(  # noqa: C901
             f"{drain_cell(p.get('drain_default'))} | {drain_cell(p.get('drain_best'))} | "
             f"{lat_cell} | {fmt_num(mem['bytes_per_job']) if mem else '–'} |"
         )
+    lines.extend(report_floor.table_rows(results, fmt_ms))
     add("")
     add(
         "Latency cells are medians over the runs of p50, p99 and max, for a plain `def` "
         "task (durq's `async def` task, measured in the same run, is in the targets and "
         "the details); the per-run figures are below and in the JSON."
+        + report_floor.table_note(results)
     )
     add("")
 
@@ -625,6 +637,7 @@ def write_markdown(  # noqa: C901
         for err in p.get("errors", []):
             add(f"- ⚠ {err}")
         add("")
+    lines.extend(report_floor.details(results, run_time))
 
     if tune:
         add('## Sweep for the "best" settings')

@@ -15,7 +15,9 @@ What it does, in one run:
 4. the figures that drift with the machine's load and that the targets compare across
    frameworks, single enqueue and enqueue-to-start latency, round-robin: ``repeat``
    rounds in which every peer gets one run, in an order rotated each round
-   (``measure_interleaved``), so that all frameworks share the same windows;
+   (``measure_interleaved``), so that all frameworks share the same windows; the
+   latency rounds also measure the pickup floor (``floor.py``: redis-py LPUSH ->
+   BRPOP, no queue) as one more participant, into ``results["latency_floor"]``;
 5. then each peer's own section in turn: bulk enqueue, Redis memory per queued job,
    drain rates (default worker and best 2-core settings), the real-work scenarios;
 6. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
@@ -124,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
                     scenarios,
                     args.variant,
                 )
+                # the pickup floor, measured in the latency rounds: a row of its own
+                if floor := results["interleaved"].pop("latency_floor", None):
+                    results["latency_floor"] = floor
             except Exception as exc:
                 traceback.print_exc()
                 results["interleaved"] = {"error": f"harness error: {exc}"}

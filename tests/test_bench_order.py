@@ -58,3 +58,53 @@ def test_the_note_lists_the_rows_measured_round_robin(run: Any) -> None:
     note = run.interleaved_note(["enqueue single", "latency", "io_redis"])
     assert note.startswith("single enqueue, pickup latency (with its variants) and the ")
     assert "round-robin" in note
+    assert "pickup floor" in note
+    assert "floor" not in run.interleaved_note(["io_redis"])
+
+
+@pytest.fixture(scope="module")
+def inter() -> ModuleType:
+    """bench/interleaved.py, loaded from its file."""
+    return load_bench_module("interleaved.py", "bench_interleaved")
+
+
+def _phases(inter: Any) -> dict[str, Any]:
+    phases = inter.interleaved_phases(inter.Settings(), "redis://unused", True, ("io_redis",), None)
+    return {ph.name: ph for ph in phases}
+
+
+def test_only_the_latency_rounds_take_the_floor(inter: Any) -> None:
+    phases = _phases(inter)
+    assert [label for label, _ in phases["latency"].floor] == [
+        "floor (blocking)",
+        "floor (asyncio)",
+    ]
+    for name in ("enqueue single", "io_redis"):
+        assert phases[name].floor is None
+        for i in range(3):
+            assert inter.phase_order(phases[name], NAMES, i, 3) == inter.round_order(NAMES, i, 3)
+
+
+def test_the_floor_is_rotated_through_the_latency_rounds_like_a_framework(inter: Any) -> None:
+    latency = _phases(inter)["latency"]
+    orders = [inter.phase_order(latency, NAMES, i, 3) for i in range(3)]
+    assert orders[0] == [*NAMES, inter.FLOOR]  # after the frameworks in the first round
+    for order in orders:
+        assert sorted(order) == sorted([*NAMES, inter.FLOOR])
+    places = [order.index(inter.FLOOR) for order in orders]
+    assert len(set(places)) == 3, orders  # late, early, midway: never the same place
+    assert sorted(p * 3 // len(orders[0]) for p in places) == [0, 1, 2]
+
+
+def test_the_floors_entry_has_each_styles_runs_and_summaries(inter: Any) -> None:
+    def run(p50: float) -> dict[str, Any]:
+        return {"p50_ms": p50, "p99_ms": 2 * p50, "max_ms": 3 * p50, "desc": "redis-py"}
+
+    runs = {"floor (blocking)": [run(0.4), run(0.6)], "floor (asyncio)": [run(0.5)]}
+    entry = inter.floor_entry(runs, [])
+    assert set(entry) == {"blocking", "asyncio"}
+    assert entry["blocking"]["p50_ms"] == {"median": 0.5, "min": 0.4, "max": 0.6, "n": 2}
+    assert entry["asyncio"]["runs"] == runs["floor (asyncio)"]
+    assert entry["asyncio"]["desc"] == "redis-py"
+    failed = inter.floor_entry({"floor (asyncio)": [run(0.5)]}, ["floor (blocking): boom"])
+    assert set(failed) == {"asyncio", "errors"}
