@@ -44,7 +44,7 @@ from durq.protocol.calls import (
 )
 from durq.protocol.control import control_fields, refuse_for_topics
 from durq.protocol.record import record_fields
-from durq.protocol.status import Status
+from durq.protocol.status import Status, statuses
 
 __all__ = [
     "Leased",
@@ -428,7 +428,7 @@ def dequeue(
 
 
 def _statuses(replies: Sequence[Sequence[Any]], skip: int = 0) -> list[Status]:
-    return [Status(s) for reply in replies for s in reply[skip:]]
+    return statuses([s for reply in replies for s in reply[skip:]])
 
 
 def release(
