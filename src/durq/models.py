@@ -141,9 +141,10 @@ class Job:
         "token",
     )
 
+    # Not keyword-only: the worker makes one Job per job it fetches and passes the
+    # fields positionally (binding 14 keywords by name costs about 0.4 us a call)
     def __init__(
         self,
-        *,
         queue: str,
         id: str,
         token: str,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from durq.protocol.status import Status
+import pytest
+
+from durq.protocol.status import Status, statuses
 
 
 def _lua_statuses() -> dict[str, int]:
@@ -28,3 +30,15 @@ def test_refusals_are_negative_and_outcomes_are_not() -> None:
     refusals = {Status.LEASE_LOST, Status.NOT_FOUND, Status.CORRUPT, Status.NOT_DEAD}
     for status in Status:
         assert (status.value < 0) == (status in refusals), status
+
+
+def test_statuses_reads_codes_as_status_members() -> None:
+    codes = [s.value for s in Status]
+    assert statuses(codes) == list(Status)
+    assert all(type(s) is Status for s in statuses(codes))
+    assert statuses([]) == []
+
+
+def test_statuses_refuses_an_unknown_code_as_the_enum_does() -> None:
+    with pytest.raises(ValueError):
+        statuses([0, 99])

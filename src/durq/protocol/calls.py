@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, TypeAlias, TypeVar
 
 from durq import lua
@@ -106,7 +107,7 @@ def batched(
     same connection and its reply appended."""
     chunks = [rows[i : i + MAX_BATCH] for i in range(0, len(rows), MAX_BATCH)] or [[]]
     calls: tuple[ScriptCall | Command, ...] = tuple(
-        script_call(name, keys, [*head, len(chunk), *(v for row in chunk for v in row)])
+        script_call(name, keys, [*head, len(chunk), *chain.from_iterable(chunk)])
         for chunk in chunks
     )
     if tail is not None:

@@ -44,7 +44,7 @@ from durq.protocol.calls import (
 )
 from durq.protocol.control import control_fields, refuse_for_topics
 from durq.protocol.record import record_fields
-from durq.protocol.status import Status
+from durq.protocol.status import Status, statuses
 
 __all__ = [
     "Leased",
@@ -318,24 +318,15 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
             raise CorruptQueue("dequeue returned an unreadable record")
         (_, prio, codec_id, attempts, maxatt, deliveries, _,
          enqueued_ms, dequeued_ms, _, _, group, key, offset) = fields  # fmt: skip
-        append(
-            Job(
-                queue=queue,
-                id=reply[i].decode(),
-                token=f"{deliveries}.{dequeued_ms}",
-                attempt=attempts,
-                max_attempts=maxatt,
-                deliveries=deliveries,
-                priority=prio,
-                group=group or None,
-                key=key or None,
-                enqueued_at=enqueued_ms / 1000,
-                lease_deadline=deadline,
-                codec_id=codec_id,
-                data=raw[offset:],
-                codec=codec,
-            )
-        )
+        # positionally, in Job's order (queue, id, token, attempt, max_attempts,
+        # deliveries, priority, group, key, enqueued_at, lease_deadline, codec_id, data,
+        # codec): one Job per fetched job, and binding keywords costs more than the rest
+        job = Job(
+            queue, reply[i].decode(), f"{deliveries}.{dequeued_ms}", attempts, maxatt,
+            deliveries, prio, group or None, key or None, enqueued_ms / 1000, deadline,
+            codec_id, raw[offset:], codec,
+        )  # fmt: skip
+        append(job)
     return jobs
 
 
@@ -428,7 +419,7 @@ def dequeue(
 
 
 def _statuses(replies: Sequence[Sequence[Any]], skip: int = 0) -> list[Status]:
-    return [Status(s) for reply in replies for s in reply[skip:]]
+    return statuses([s for reply in replies for s in reply[skip:]])
 
 
 def release(

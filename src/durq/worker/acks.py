@@ -58,11 +58,15 @@ class AckBuffer:
     ) -> list[tuple[str, list[Job], Op[Any]]]:
         """The operations that send ``taken``: one per kind present."""
         done = [(j, o) for j, o in taken if o.kind == "done"]
-        # a cancelled job is sent as failed: its record's cancel flag makes the script end
-        # it cancelled, never retried (lib/control.lua)
-        failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead", "cancelled")]
-        deferred = [(j, o) for j, o in taken if o.kind == "defer"]
-        limited = [(j, o) for j, o in taken if o.kind == "limited"]
+        failed: list[tuple[Job, Outcome]] = []
+        deferred: list[tuple[Job, Outcome]] = []
+        limited: list[tuple[Job, Outcome]] = []
+        if len(done) != len(taken):  # most round trips send successes only: one pass
+            # a cancelled job is sent as failed: its record's cancel flag makes the
+            # script end it cancelled, never retried (lib/control.lua)
+            failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead", "cancelled")]
+            deferred = [(j, o) for j, o in taken if o.kind == "defer"]
+            limited = [(j, o) for j, o in taken if o.kind == "limited"]
         out: list[tuple[str, list[Job], Op[Any]]] = []
         if done:
             results = [o.result for _, o in done]

@@ -37,6 +37,8 @@ _RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (
 # finished job or two costs the worker and the server far more than the jobs (bench/
 # analysis-wave2.md §3.2 item 1). An idle worker, or one stopping, never waits.
 PACE = 0.001
+# the statuses of an acknowledgement that was applied (any other: the lease was lost)
+_SETTLED = frozenset((Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED))
 
 
 class PumpOwner(Protocol):
@@ -273,14 +275,21 @@ class QueuePump:
         return len(jobs), next_ms
 
     def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> None:
-        resent = [self.acks.sent_again(job) for job in jobs]
+        # forget the outcomes this sending repeated, whatever its reply (a list of
+        # False when none was sent again, the common case: no set lookup per job)
+        acks = self.acks
+        resent = [acks.sent_again(job) for job in jobs] if acks.unsure else None
         if isinstance(result, BaseException):
             # the script refused the whole batch (e.g. a corrupted key): the jobs stay
             # leased and come back after their lease; say so loudly
             log.error("%s of %d jobs on %s failed: %s", kind, len(jobs), self.name, result)
             return
+        if _SETTLED.issuperset(result):  # every outcome applied: nothing to say
+            return
+        if resent is None:
+            resent = [False] * len(jobs)
         for job, status, again in zip(jobs, result, resent, strict=True):
-            if status in (Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED):
+            if status in _SETTLED:
                 continue
             if again:
                 # Sent again after a round trip lost its reply (connection cut): the
