@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import redis
 import redis.asyncio
 from redis import connection as _redis_connection
+from redis.asyncio import connection as _redis_async_connection
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 from redis.retry import Retry
@@ -343,12 +344,13 @@ def check_client(client: Any) -> None:
 # with this "not enough data" marker: a reader that answers False instead cannot be told
 # from a reply of false.
 _HiredisParser: Any
+_AsyncHiredisParser: Any
 try:
     from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
-    from redis._parsers.hiredis import _HiredisParser
+    from redis._parsers.hiredis import _AsyncHiredisParser, _HiredisParser
     from redis._parsers.socket import SERVER_CLOSED_CONNECTION_ERROR as _SERVER_CLOSED
 except ImportError:  # pragma: no cover - depends on the redis-py version
-    _HiredisParser = None
+    _HiredisParser = _AsyncHiredisParser = None
 
 # the connection classes whose read_response is the parser's alone (Sentinel's turns a
 # READONLY reply into an error, maintenance-aware and caching ones do more)
@@ -357,6 +359,13 @@ _PLAIN_CONNECTIONS = frozenset(
         _redis_connection.Connection,
         _redis_connection.SSLConnection,
         _redis_connection.UnixDomainSocketConnection,
+    }
+)
+_PLAIN_ASYNC_CONNECTIONS = frozenset(
+    {
+        _redis_async_connection.Connection,
+        _redis_async_connection.SSLConnection,
+        _redis_async_connection.UnixDomainSocketConnection,
     }
 )
 _RESP2 = (None, 2, "2")
@@ -371,24 +380,44 @@ async def async_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list
     """Send ``packed`` (RESP of ``count`` commands) on ``conn`` and read the ``count``
     replies, error replies in place, within the connection's socket timeout for the
     whole exchange. Raises redis-py's ConnectionError and TimeoutError as its own
-    methods do; the caller disconnects ``conn`` on any error (a half-read reply leaves
-    the socket unusable)."""
+    methods do; the caller disconnects ``conn`` on any error, cancellation included (a
+    half-read reply leaves the socket unusable)."""
     limit = conn.socket_timeout
     writer = getattr(conn, "_writer", None)  # redis-py's stream, set while connected
     if _deadline is None or not limit or writer is None:
         await conn.send_packed_command(packed, check_health=False)
         return [await _reply(conn) for _ in range(count)]
+    stream = conn._reader
+    reader = _lean_reader(conn, _PLAIN_ASYNC_CONNECTIONS, _AsyncHiredisParser)
     try:
         async with _deadline(limit):
             writer.writelines(packed)
             await writer.drain()
-            return [await _reply(conn, math.inf) for _ in range(count)]
+            if reader is None:
+                return [await _reply(conn, math.inf) for _ in range(count)]
+            # the lean path: redis-py's hiredis reader fed from its StreamReader (TLS
+            # too: asyncio decrypts below it), without its read_response layers (a
+            # timeout per reply, health bookkeeping per reply, push handling)
+            size = conn._parser._read_size
+            replies: list[Any] = []
+            for _ in range(count):
+                reply = reader.gets()
+                while reply is _NOT_ENOUGH_DATA:
+                    data = await stream.read(size)
+                    if not data:
+                        raise ConnectionError(_SERVER_CLOSED)
+                    reader.feed(data)
+                    reply = reader.gets()
+                replies.append(_checked(reply))
     except TimeoutError:
         raise
     except asyncio.TimeoutError:  # the builtin TimeoutError on 3.11+, not redis-py's
-        raise TimeoutError("Timeout in a round trip with the server") from None
+        raise TimeoutError(f"Timeout in a round trip with {conn._host_error()}") from None
     except OSError as exc:
-        raise ConnectionError(f"Error while writing to the server: {exc}") from exc
+        raise ConnectionError(f"Error in a round trip with {conn._host_error()}: {exc}") from exc
+    if conn.health_check_interval:  # as redis-py's read_response keeps it, on the loop's clock
+        conn.next_health_check = asyncio.get_running_loop().time() + conn.health_check_interval
+    return replies
 
 
 async def _reply(conn: Any, timeout: float | None = None) -> Any:
@@ -398,29 +427,47 @@ async def _reply(conn: Any, timeout: float | None = None) -> Any:
         return exc
 
 
+def _lean_reader(conn: Any, plain: frozenset[type], parser_type: Any) -> Any:
+    """The hiredis reader of ``conn``'s parser when the lean exchanges may read from it,
+    else None (redis-py's path).
+
+    Only plain connection classes (Sentinel's turns a READONLY reply into an error,
+    maintenance-aware and caching ones do more), redis-py's hiredis parser, RESP2 (no
+    push messages), and a reader holding nothing: a reply left unread takes redis-py's
+    path, which returns it first."""
+    if type(conn) not in plain or parser_type is None or conn.protocol not in _RESP2:
+        return None
+    parser = conn._parser
+    if type(parser) is not parser_type:
+        return None
+    reader = parser._reader
+    if reader is None or reader.has_data():
+        return None
+    return reader
+
+
+def _checked(reply: Any) -> Any:
+    """``reply`` as the lean exchanges return it: error replies stay in place as the
+    ResponseError subclasses redis-py's reader makes (its parse_error: NoScriptError,
+    the Cluster redirects); LOADING and MASTERDOWN, as a reply or first in one, raise
+    as redis-py raises them (ConnectionError: the server cannot serve now)."""
+    if isinstance(reply, ConnectionError):
+        raise reply
+    if type(reply) is list and reply and isinstance(reply[0], ConnectionError):
+        raise reply[0]
+    return reply
+
+
 def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
     """``async_exchange`` for blocking connections (the socket timeout applies to each
     send and read)."""
     sock = conn._sock
-    parser = conn._parser
-    if (
-        type(conn) not in _PLAIN_CONNECTIONS
-        or sock is None
-        or _HiredisParser is None
-        or type(parser) is not _HiredisParser
-        or parser._reader is None
-        or parser._reader.has_data()
-        or conn.protocol not in _RESP2
-    ):
+    reader = _lean_reader(conn, _PLAIN_CONNECTIONS, _HiredisParser)
+    if sock is None or reader is None:
         return _redis_py_exchange(conn, packed, count)
     # redis-py's own socket, reader and buffer, without its read_response layers
-    # (about 6 µs of CPU per round trip): error replies are the ResponseError
-    # subclasses its reader makes (parse_error: NoScriptError, the Cluster redirects),
-    # and the bytes of a later reply stay in its reader. Only when its reader holds
-    # nothing, so no byte it read already is skipped; anything else (RESP3 push
-    # messages, Sentinel's connection class, a reply left unread) takes its path.
-    reader: Any = parser._reader  # hiredis's stubs leave out feed(bytearray, ...)
-    buffer = parser._buffer
+    # (about 6 µs of CPU per round trip); the bytes of a later reply stay in its reader
+    buffer = conn._parser._buffer
     replies: list[Any] = []
     try:
         for chunk in packed:
@@ -433,12 +480,7 @@ def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
                     raise ConnectionError(_SERVER_CLOSED)
                 reader.feed(buffer, 0, size)
                 reply = reader.gets()
-            # LOADING, MASTERDOWN, as a reply or first in one, raise as redis-py has them
-            if isinstance(reply, ConnectionError):
-                raise reply
-            if type(reply) is list and reply and isinstance(reply[0], ConnectionError):
-                raise reply[0]
-            replies.append(reply)
+            replies.append(_checked(reply))
     except builtins.TimeoutError:  # the socket's timeout (socket.timeout)
         raise TimeoutError(f"Timeout in a round trip with {conn._host_error()}") from None
     except OSError as exc:

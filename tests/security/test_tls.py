@@ -106,3 +106,27 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
     finally:
         client.connection_pool.release(conn)
         client.close()
+
+
+async def test_the_async_lean_exchange_reads_large_replies_over_tls(
+    tls_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hiredis
+    from redis.asyncio.connection import SSLConnection
+
+    from durq import connection
+    from durq.connection import async_client, async_exchange
+
+    monkeypatch.setattr(connection, "_reply", None)  # the lean path only
+
+    client = async_client(tls_server)
+    conn = await client.connection_pool.get_connection()
+    try:
+        assert type(conn) is SSLConnection  # one of the classes the lean path takes
+        big = b"x" * (3 * conn._parser._read_size + 11)  # type: ignore[attr-defined]
+        commands: list[tuple[Any, ...]] = [("SET", "tls:abig", big), ("GET", "tls:abig")]
+        packed = [b"".join(hiredis.pack_command(c) for c in commands)]
+        assert await async_exchange(conn, packed, 2) == [b"OK", big]
+    finally:
+        await client.connection_pool.release(conn)
+        await client.aclose()
