@@ -203,6 +203,19 @@ def percentile(values: list[float], q: float) -> float:
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
+def latency_run(lat_ms: list[float], n: int, send_s: float) -> dict[str, Any]:
+    """One latency run's figures (ms), as the drivers and the floor record them."""
+    return {
+        "n": n,
+        "send_s": send_s,
+        "p50_ms": percentile(lat_ms, 50),
+        "p99_ms": percentile(lat_ms, 99),
+        "max_ms": max(lat_ms),
+        "min_ms": min(lat_ms),
+        "loadavg": os.getloadavg()[0],
+    }
+
+
 def summary(values: list[float]) -> dict[str, float | int] | None:
     """Median, min and max of repeated measurements (None if there are none)."""
     vals = [v for v in values if v is not None and not math.isnan(v)]

@@ -53,7 +53,7 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import ENV_URL, KEY_DONE, KEY_LAT, LOGS_DIR, SCENARIOS, percentile  # noqa: E402
+from common import ENV_URL, KEY_DONE, KEY_LAT, LOGS_DIR, SCENARIOS, latency_run  # noqa: E402
 
 POLL = 0.002
 
@@ -361,17 +361,7 @@ class Driver:
                 for entry in self.r.lrange(KEY_LAT, 0, -1):
                     enq, start = entry.split()
                     lat_ms.append((float(start) - float(enq)) * 1000.0)
-                runs.append(
-                    {
-                        "n": n,
-                        "send_s": send_s,
-                        "p50_ms": percentile(lat_ms, 50),
-                        "p99_ms": percentile(lat_ms, 99),
-                        "max_ms": max(lat_ms),
-                        "min_ms": min(lat_ms),
-                        "loadavg": os.getloadavg()[0],
-                    }
-                )
+                runs.append(latency_run(lat_ms, n, send_s))
         finally:
             self.stop_worker()
         return {"runs": runs, "desc": self.worker_desc}

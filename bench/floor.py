@@ -17,7 +17,6 @@ each latency round of ``make bench``) and ``bench/pickup_timeline.py``.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import redis.asyncio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import percentile  # the drivers' percentile (stdlib only)
+from common import latency_run  # the drivers' figures (stdlib only)
 
 STYLES = ("blocking", "asyncio")
 KEY = "bench:floor"
@@ -54,17 +53,7 @@ def result(pairs: Sequence[tuple[float, float]], style: str, send_s: float) -> d
     """A floor run in the shape of a driver's latency run (bench/driver.py cmd_latency):
     from (t0, returned) pairs, in seconds."""
     lat_ms = [(returned - t0) * 1000.0 for t0, returned in pairs]
-    return {
-        "n": len(lat_ms),
-        "send_s": send_s,
-        "p50_ms": percentile(lat_ms, 50),
-        "p99_ms": percentile(lat_ms, 99),
-        "max_ms": max(lat_ms),
-        "min_ms": min(lat_ms),
-        "loadavg": os.getloadavg()[0],
-        "style": style,
-        "desc": describe(style),
-    }
+    return {**latency_run(lat_ms, len(lat_ms), send_s), "style": style, "desc": describe(style)}
 
 
 def _wait_blocked(client: redis.Redis, receiver: subprocess.Popen[bytes]) -> None:
