@@ -69,7 +69,9 @@ def first_read(conn: Any, sock: Any, buffer: bytearray) -> int:
     Returns the number of bytes read (0: the server closed the connection); raises what
     ``recv_into`` raises (its timeout included)."""
     state: int = conn.__dict__.get(_SPIN_ATTR, 0)
-    if state < 0 or not _budget or type(sock) is not socket.socket:
+    # only the standard library's own socket class: TLS sockets (ssl) are another, and so
+    # are gevent's and eventlet's cooperative ones, whose other greenlets a poll would hold up
+    if state < 0 or not _budget or type(sock).__module__ != "socket":
         if state < 0:
             conn.__dict__[_SPIN_ATTR] = state + 1
         return int(sock.recv_into(buffer))
