@@ -105,7 +105,8 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
         assert sync_exchange(conn, packed, 2) == [b"OK", big]
         # TLS is read whole records at a time: its socket is never polled (durq.spin),
         # so a reply later than the poll budget counts no miss
-        slow = [hiredis.pack_command(("BLPOP", "tls:never", 0.05))]
+        wait: tuple[Any, ...] = ("BLPOP", "tls:never", 0.05)
+        slow = [hiredis.pack_command(wait)]
         assert sync_exchange(conn, slow, 1) == [None]
         assert "_durq_spin" not in conn.__dict__
     finally:
