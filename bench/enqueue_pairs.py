@@ -1,6 +1,6 @@
 """durq's single enqueue against Huey's through the harness's own drivers, alternated.
 
-    .venv/bin/python bench/enqueue_pairs.py [--runs 8] [--n 5000]
+    .venv/bin/python bench/enqueue_pairs.py [--runs 8] [--n 5000] [--durq-python PY]
 
 ``make bench`` measures the single enqueue (one call at a time, through the task
 layer) three times per framework, round-robin. Three runs on a shared VM leave a ratio
@@ -32,10 +32,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--n", type=int, default=5000)
+    parser.add_argument(
+        "--durq-python", help="the interpreter of durq's driver (default: the project's venv)"
+    )
     args = parser.parse_args()
     rates: dict[str, list[float]] = {name: [] for name in NAMES}
     with RedisServer(flavor="valkey") as server:
-        drivers = {name: Driver(PEERS[name], server.url) for name in NAMES}
+        pythons = {"durq": args.durq_python}
+        drivers = {name: Driver(PEERS[name], server.url, pythons.get(name)) for name in NAMES}
         try:
             for driver in drivers.values():
                 driver.call("setup", 120)

@@ -36,6 +36,7 @@ from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 from redis.retry import Retry
 
 from durq.errors import InvalidArgument
+from durq.spin import first_read
 
 __all__ = [
     "DEFAULT_URL",
@@ -472,10 +473,15 @@ def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
     try:
         for chunk in packed:
             sock.sendall(chunk)
+        first = True  # the first read waits for the server: it may poll (durq.spin)
         for _ in range(count):
             reply = reader.gets()
             while reply is _NOT_ENOUGH_DATA:
-                size = sock.recv_into(buffer)
+                if first:
+                    size = first_read(conn, sock, buffer)
+                    first = False
+                else:
+                    size = sock.recv_into(buffer)
                 if not size:
                     raise ConnectionError(_SERVER_CLOSED)
                 reader.feed(buffer, 0, size)

@@ -103,6 +103,12 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
         commands: list[tuple[Any, ...]] = [("SET", "tls:big", big), ("GET", "tls:big")]
         packed = [b"".join(hiredis.pack_command(c) for c in commands)]
         assert sync_exchange(conn, packed, 2) == [b"OK", big]
+        # TLS is read whole records at a time: its socket is never polled (durq.spin),
+        # so a reply later than the poll budget counts no miss
+        wait: tuple[Any, ...] = ("BLPOP", "tls:never", 0.05)
+        slow = [hiredis.pack_command(wait)]
+        assert sync_exchange(conn, slow, 1) == [None]
+        assert "_durq_spin" not in conn.__dict__
     finally:
         client.connection_pool.release(conn)
         client.close()
