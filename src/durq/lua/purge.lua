@@ -22,6 +22,7 @@ local problem = keys_error({'dead', 'jobs', 'reasons', 'ctl', 'progress'})
   or type_error(K_PREFIX .. WF_LINKS, 'hash')
 if problem then return wrongtype(problem) end
 local now = now_ms()
+local linked = redis.call('EXISTS', K_PREFIX .. WF_LINKS) == 1 -- none: no step to look up
 local ids
 if ARGV[1] == 'oldest' then
   ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[2]) - 1)
@@ -34,7 +35,7 @@ local purged = 0
 for i = 1, #ids do
   local id = ids[i]
   if redis.call('ZREM', K_DEAD, id) == 1 then
-    fan_in_gone(id, 'purged', now)
+    if linked then fan_in_gone(id, 'purged', now) end
     redis.call('HDEL', K_JOBS, id)
     redis.call('HDEL', K_REASONS, id)
     redis.call('HDEL', K_PREFIX .. 'ctl', id) -- job control data (lib/control.lua)
