@@ -71,7 +71,9 @@ _UNKNOWN = object()  # a result type that is not declared
 
 class WorkflowFailed(JobFailed):
     """The workflow whose result was awaited ended failed (policy "fail": a step was
-    dead-lettered; ``error["error"]`` is that step's reason)."""
+    dead-lettered; policy "wait": a dead step waited for was purged or evicted by
+    ``dead_cap``, reason ``purged`` / ``evicted``; ``error["error"]`` is that step's
+    reason)."""
 
     def __init__(self, workflow_id: str, error: dict[str, Any]) -> None:
         super().__init__(workflow_id, error)

@@ -179,3 +179,43 @@ def _log_events(log: str, event: str) -> list[dict[str, Any]]:
         return []
     lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     return [e for e in lines if e["event"] == event]
+
+
+def test_a_purge_across_slots_fails_the_waiting_workflow_once(wapp: durq.App, log: str) -> None:
+    """Policy "wait": a step in another slot than its workflow dies, and its dead letter
+    is purged there. The purge cannot touch the home slot: its outbox entry, applied
+    twice by hand in the home slot (a courier's redelivery), fails the workflow once."""
+    home_queue, far_queue = _queues(wapp.default_queue, 2)
+    t = wapp.tasks
+    members = [
+        t["square"].options(queue=home_queue).s(log, 1),
+        t["dies"].options(queue=far_queue).s(log, "far"),
+    ]
+    callback = t["collect"].options(queue=home_queue).s(log)
+    handle = durq.group(members).then(callback).enqueue(on_failure="wait")
+    assert handle.queue == home_queue
+    home, far = wapp.queue(home_queue), wapp.queue(far_queue)
+
+    def forward(queue: durq.Queue, box: OutboxKeys, times: int = 1) -> list[bytes]:
+        jobs, _, _ = queue.run(lifecycle.fetch(box, PayloadCodec(), 10, 30.0))
+        for job in jobs:
+            for _ in range(times):
+                assert queue.run(_apply(job.data)) == b"OK"
+        queue.run(lifecycle.release(box, jobs))
+        return [job.data for job in jobs]
+
+    forward(home, OutboxKeys(home_queue))  # the far step's start
+    step = far.dequeue()
+    assert step is not None and step.id.startswith(handle.id)
+    assert far.requeue(step, reason={"reason": "failed", "message": "far gives up"}, dead=True)
+    assert [e[:2] for e in forward(far, OutboxKeys(far_queue))] == [b"D\0"]  # the death
+    info = handle.status()
+    assert info is not None and info.state == "running"
+    assert [f"{handle.id}.{n}" for n in info.dead] == [step.id]
+    assert far.purge(step.id) == 1
+    assert far.purge(step.id) == 0
+    [entry] = forward(far, OutboxKeys(far_queue), times=2)
+    assert b'"reason":"purged"' in entry
+    with pytest.raises(durq.WorkflowFailed, match="purged: its dead letter was purged"):
+        handle.result(1)
+    assert home.run(wf.counters(home.keys))["failed"] == 1

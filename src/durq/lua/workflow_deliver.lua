@@ -1,13 +1,16 @@
 --[[ workflow_deliver: apply one workflow outbox entry in its target slot (idempotent).
-An entry is written in one slot (by release.lua, lib/fan_in_dead.lua or the fan-in
-engine) for another; a worker of the queue whose outbox holds it calls this script in
+An entry is written in one slot (by release.lua, lib/fan_in_dead.lua, purge.lua or the
+fan-in engine) for another; a worker of the queue whose outbox holds it calls this script in
 the target slot and releases the entry afterwards (durq.worker.outbox). A crash between
 the two delivers the entry again: every order is idempotent (lib/fan_in.lua), so it is
 applied once in effect.
 KEYS     the key vector of the entry's target queue (lib/keys.lua)
 ARGV[1]  the entry, NUL-separated fields, the first naming the order:
            C home wid node policy value  a step completed with value (JSON)
-           D home wid node reason        a step was dead-lettered (reason JSON)
+           D home wid node reason        a step was dead-lettered (reason JSON), or
+                                         its dead letter was deleted while its
+                                         workflow waited for it (reason "purged" or
+                                         "evicted": lib/fan_in_dead.lua fan_in_gone)
            S prefix item...              start steps in queue prefix; an item is the
                                          NUL-joined id, group, priority, max_attempts,
                                          delay_ms, link, payload

@@ -11,13 +11,16 @@
 
 -- Evict the oldest dead letters over the cap, at most 100 at a time: after the cap is
 -- lowered, the excess goes over the next dead-letterings, none of which grows with it.
-local function enforce_dead_cap()
+-- An evicted workflow step its workflow waits for (policy "wait") fails that workflow
+-- (lib/fan_in_dead.lua fan_in_gone: an outbox entry, O(1)).
+local function enforce_dead_cap(now)
   local cap = get_conf().dead_cap
   if cap <= 0 then return end
   local over = redis.call('ZCARD', K_DEAD) - cap
   if over > 100 then over = 100 end
   for _ = 1, over do
     local victim = redis.call('ZPOPMIN', K_DEAD)[1]
+    fan_in_gone(victim, 'evicted', now)
     redis.call('HDEL', K_JOBS, victim)
     redis.call('HDEL', K_REASONS, victim)
     redis.call('HDEL', K_PREFIX .. 'ctl', victim) -- job control data (lib/control.lua)
@@ -37,5 +40,5 @@ local function kill(id, r, now)
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   count('dead_lettered', 1)
   fan_in_dead(id, r, now)
-  enforce_dead_cap()
+  enforce_dead_cap(now)
 end

@@ -305,6 +305,16 @@ local function wf_build()
     wf_completed_many(home, wid, {{n, v, waited}})
   end
 
+  -- Whether a dead step can still be replayed: not when it was cancelled or expired, nor
+  -- once its dead letter is gone (purged, or evicted by dead_cap: lib/fan_in_dead.lua
+  -- fan_in_gone, whose reason begins with its own "reason" and nests the death's).
+  local function wf_replayable(reason)
+    local head = string.sub(reason, 1, 19)
+    if head == '{"reason":"purged",' or head == '{"reason":"evicted"' then return false end
+    return not (string.find(reason, '"reason":"cancelled"', 1, true)
+      or string.find(reason, '"reason":"expired"', 1, true))
+  end
+
   -- Node n died with reason (JSON): the workflow's policy decides.
   local function wf_died(home, wid, n, reason)
     local wk = home .. 'wf:' .. wid
@@ -312,9 +322,8 @@ local function wf_build()
     if st[1] ~= 'running' then return end
     if st[2] == 'ignore' then
       wf_target(home, wid, wk, n, '{"durq_error":' .. reason .. '}')
-    elseif st[2] == 'wait' and not (string.find(reason, '"reason":"cancelled"', 1, true)
-        or string.find(reason, '"reason":"expired"', 1, true)) then
-      -- a dead step can be replayed; a cancelled or expired one cannot: it fails the workflow
+    elseif st[2] == 'wait' and wf_replayable(reason) then
+      -- a dead step can be replayed; one that cannot any more fails the workflow
       redis.call('HSET', wk, 'w' .. n, reason)
     else
       wf_fail(home, wid, wk, n, reason)
