@@ -48,14 +48,22 @@ def _raises_promptly(handle: durq.WorkflowHandle, why: str, step: str) -> dict[s
     return inner
 
 
-def test_a_purged_dead_step_fails_its_waiting_workflow(
-    wapp: durq.App, log: str, raw: redis.Redis, tmp_path: Path
-) -> None:
+def _group_waiting_on_step_4(
+    wapp: durq.App, log: str, tmp_path: Path
+) -> tuple[durq.WorkflowHandle, durq.Queue]:
+    """A group under "wait" whose step 4 dies for good (its flag never appears), with a
+    callback; and the queue of its steps."""
     t = wapp.tasks
     flag = str(tmp_path / "never")
     members = [t["square"].s(log, 3), t["dies_until"].s(log, "late", flag)]
     handle = durq.group(members).then(t["collect"].s(log)).enqueue(on_failure="wait")
-    queue = wapp.queue(wapp.default_queue)
+    return handle, wapp.queue(wapp.default_queue)
+
+
+def test_a_purged_dead_step_fails_its_waiting_workflow(
+    wapp: durq.App, log: str, raw: redis.Redis, tmp_path: Path
+) -> None:
+    handle, queue = _group_waiting_on_step_4(wapp, log, tmp_path)
     with running_worker(wapp):
         info = _waiting(handle)
         assert list(info.dead) == [4] and info.state == "running"
@@ -129,11 +137,7 @@ def _apply(entry: bytes) -> Op[object]:
 def test_a_purge_applied_twice_and_its_entry_delivered_twice_count_once(
     wapp: durq.App, log: str, raw: redis.Redis, tmp_path: Path
 ) -> None:
-    t = wapp.tasks
-    flag = str(tmp_path / "never")
-    members = [t["square"].s(log, 3), t["dies_until"].s(log, "late", flag)]
-    handle = durq.group(members).then(t["collect"].s(log)).enqueue(on_failure="wait")
-    queue = wapp.queue(wapp.default_queue)
+    handle, queue = _group_waiting_on_step_4(wapp, log, tmp_path)
     with running_worker(wapp):
         _waiting(handle)
     step = f"{handle.id}.4"
