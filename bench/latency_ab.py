@@ -11,7 +11,9 @@ an ``async def`` one, and prints p50 / p90 / p99 of enqueue-to-body per side and
 On a machine shared with others, runs one after the other differ more than A from B;
 this comparison is what stays meaningful. Both servers first get both trees' libraries,
 so that neither side's scripts pay for a larger Lua heap than the other's. The producer
-is the invoking python: with a change to the enqueue, run both orientations.
+is the invoking python: with a change to the enqueue, run both orientations. A change
+that sets the server's Lua VM in every call (the collector's step multiplier) reaches
+both servers through the producer: run such a change with the other tree as producer.
 """
 
 from __future__ import annotations
@@ -31,8 +33,14 @@ from durq.dev.server import RedisServer
 HERE = Path(__file__).resolve().parent
 
 
-# a call that makes the interpreter's durq load its library (or scripts) on a server
-_LOAD_LIBRARY = "import sys, durq; q = durq.Queue('latency', sys.argv[1]); q.stats(); q.close()"
+# the interpreter's durq library loaded on a server, none of its functions called: a
+# tree whose calls change a setting of the server's Lua VM (the collector's step
+# multiplier, lua/functions.py) changes it on the servers its calls reach only
+_LOAD_LIBRARY = (
+    "import sys, redis; from durq.lua.functions import library; "
+    "r = redis.Redis.from_url(sys.argv[1]); r.function_load(library().source, replace=True); "
+    "r.close()"
+)
 
 
 def _load_libraries(pythons: Iterable[str], urls: Iterable[str]) -> None:

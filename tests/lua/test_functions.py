@@ -334,3 +334,34 @@ def test_only_release_steps_the_collector() -> None:
         if block.startswith(f"'{function}'") and "collectgarbage('step', 0)" in block
     }
     assert stepping == set(COLLECTOR_STEP) == {"release"}
+
+
+_STEPMUL_PROBE = """#!lua name=durq_test_stepmul
+redis.register_function('durq_test_stepmul', function(keys, args)
+  return collectgarbage('setstepmul', tonumber(args[1]))
+end)"""
+
+
+def test_every_call_sets_the_collector_step_multiplier(functions_server: RedisServer) -> None:
+    """Any durq call leaves the Functions VM's collector at COLLECTOR_STEPMUL, so the
+    server's periodic step (every 50th script call) does a quarter of Lua's default work
+    in the call it lands on; a library's load cannot set it, so every call does."""
+    from durq.lua.functions import COLLECTOR_STEPMUL
+
+    admin = redis.Redis.from_url(functions_server.url)
+    queue = Queue("stepmul", functions_server.url)
+    try:
+        admin.function_load(_STEPMUL_PROBE)
+        assert admin.fcall("durq_test_stepmul", 0, 200) == 200  # Lua's default
+        queue.enqueue("a")
+        assert admin.fcall("durq_test_stepmul", 0, 200) == COLLECTOR_STEPMUL == 50
+        # the library gone and the VM at the default again (Valkey makes a new VM on
+        # FUNCTION FLUSH; Redis 7.0 keeps its VM): the next call loads and sets it
+        admin.function_flush()
+        admin.function_load(_STEPMUL_PROBE)
+        admin.fcall("durq_test_stepmul", 0, 200)
+        assert queue.stats().pending == 1
+        assert admin.fcall("durq_test_stepmul", 0, 200) == COLLECTOR_STEPMUL
+    finally:
+        queue.close()
+        admin.close()

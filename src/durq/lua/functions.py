@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from durq import lua
 from durq.lua import _INCLUDE, SCRIPT_NAMES, ScriptLoadError
 
-__all__ = ["COLLECTOR_STEP", "Library", "build", "library", "per_call_block"]
+__all__ = ["COLLECTOR_STEP", "COLLECTOR_STEPMUL", "Library", "build", "library", "per_call_block"]
 
 _PER_CALL = re.compile(r"^--- @per-call[^\n]*\n(.*?)^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
 # text that only EVALSHA runs (Redis 6.2's replicate_commands, a name Functions refuse)
@@ -260,7 +260,7 @@ def _whole(op: str, function: str) -> str:
     """The block of an operation in ``WHOLE_PER_CALL``: its flattened text per call."""
     return (
         f"do\nredis.register_function('{function}', function(KEYS, ARGV)\n"
-        f"{lua.load(op).source}\nend)\nend\n"
+        f"{_PACE}{lua.load(op).source}\nend)\nend\n"
     )
 
 
@@ -273,6 +273,7 @@ def _block(op: _Op, function: str) -> str:
         + f"\nlocal function durq_run()\n{op.body}\nend\n"
         + f"redis.register_function('{function}', function(keys, args)\n"
         + "  KEYS, ARGV = keys, args\n"
+        + _PACE
         + "  for i = 1, #durq_resets do durq_resets[i]() end\n"
         + (_RUN_AND_STEP if op.name in COLLECTOR_STEP else "  return durq_run()\n")
         + "end)\nend\n"
@@ -285,6 +286,15 @@ def _block(op: _Op, function: str) -> str:
 #: time, which an enqueue or a fetch would pay on a caller's path
 COLLECTOR_STEP: frozenset[str] = frozenset({"release"})
 _RUN_AND_STEP = "  local reply = durq_run()\n  collectgarbage('step', 0)\n  return reply\n"
+
+#: the step multiplier every call of the library gives the Functions VM's collector
+#: (docs/design.md, "The library"). The server's own periodic step (every 50th script
+#: call) does 50 increments of work sized by it: at Lua's 200 that is about 100 KB of
+#: collector work in one call, the pickup's p99; at 50 a quarter of it, for a heap about
+#: 2.6 times larger (0.42 -> 1.1 MB, bench/script_gc.py). A library's load cannot set
+#: it (the servers refuse ``collectgarbage`` there), so each call does: about 0.035 µs.
+COLLECTOR_STEPMUL = 50
+_PACE = f"  collectgarbage('setstepmul', {COLLECTOR_STEPMUL})\n"
 
 
 _CONSTANT = re.compile(r"local [A-Z][A-Z0-9_]* = (?:-?[0-9][0-9.e]*|'[^'\\]*')\s*(?:--.*)?")
