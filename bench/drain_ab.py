@@ -13,8 +13,9 @@ One fresh Valkey (no persistence) and two durq drivers (``bench/driver.py`` of t
 each run by its side's python, so that side's durq fills the queue and runs the workers).
 In each of ``--rounds`` rounds every drain configuration ``make bench`` measures for durq
 (its "default", "best" and ALSO rows) is drained once by A and once by B, right after each
-other, A first in even rounds and B first in odd ones (``abba_order``), FLUSHALL before
-every run. Prints each side's rates, their medians, B/A of the medians and the per-round
+other, A first in even rounds and B first in odd ones (``abba_order``), FLUSHALL and
+FUNCTION FLUSH before every run (so each run has its own tree's library in a fresh Lua
+VM). Prints each side's rates, their medians, B/A of the medians and the per-round
 paired ratios (min / median / max). On this shared VM runs minutes apart swing 25-45%;
 pairs seconds apart are what a change's effect can be read from.
 
@@ -270,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
                         request = drain_request(mode, io, args.n, args.cap)
                         for name in order:
                             client.flushall()
+                            # and a fresh Lua VM (Valkey makes one on FUNCTION FLUSH): a
+                            # tree's calls may set the VM (the collector's step multiplier,
+                            # lua/functions.py), which would otherwise hold for the other
+                            # side's runs; each run loads its own library, as in make bench
+                            client.function_flush()
                             try:
                                 r = sides[name].drain(request, i)
                             except DriverError as exc:
