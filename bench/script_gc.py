@@ -96,6 +96,7 @@ def _cold_variant(stepmul: int, cycles: int, gap: float) -> str:
     """One value of the step multiplier: the cycles' per-call server time, as a line."""
     functions._PACE = f"  collectgarbage('setstepmul', {stepmul})\n"
     functions.library.cache_clear()
+    assert f"collectgarbage('setstepmul', {stepmul})" in functions.library().source
     calls: dict[str, list[int]] = {"enqueue": [], "dequeue": [], "release": [], "idle": []}
     with RedisServer(flavor="valkey") as server:
         client = redis.Redis.from_url(server.url)

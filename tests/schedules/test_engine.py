@@ -155,8 +155,12 @@ def test_cron_schedules_wait_for_a_refill_past_their_horizon(app: durq.App, redi
     source = FakeCron(200, 3)
     assert q.run(ops.upsert(q.keys, row, source)) == "created"
     # the stored ticks but the last: once it is due, later ticks may be due too (the
-    # horizon is passed) and only a refill can tell
-    assert len(drain(q, 1.0)) == 2
+    # horizon is passed) and only a refill can tell. Each of the two fires, or, when the
+    # process stalled past the next one (seen once in a full suite), catch_up="latest"
+    # fires the newer and counts the older missed
+    fired = drain(q, 1.0)
+    info = app.schedules.get("c")
+    assert info is not None and len(fired) >= 1 and len(fired) + info.missed == 2
     time.sleep(0.7)  # past the horizon, as after downtime with the ticks used up
     assert q.dequeue() is None  # the newest tick is unknown: nothing fires
     source.count = 64
