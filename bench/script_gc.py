@@ -94,7 +94,7 @@ def _bystander(calls: int, slow: int) -> None:
 
 def _cold_variant(stepmul: int, cycles: int, gap: float) -> str:
     """One value of the step multiplier: the cycles' per-call server time, as a line."""
-    functions._PACE = f"  collectgarbage('setstepmul', {stepmul})\n"
+    functions.COLLECTOR_STEPMUL = stepmul  # the library built next carries this value
     functions.library.cache_clear()
     assert f"collectgarbage('setstepmul', {stepmul})" in functions.library().source
     calls: dict[str, list[int]] = {"enqueue": [], "dequeue": [], "release": [], "idle": []}

@@ -260,7 +260,7 @@ def _whole(op: str, function: str) -> str:
     """The block of an operation in ``WHOLE_PER_CALL``: its flattened text per call."""
     return (
         f"do\nredis.register_function('{function}', function(KEYS, ARGV)\n"
-        f"{_PACE}{lua.load(op).source}\nend)\nend\n"
+        f"{_pace()}{lua.load(op).source}\nend)\nend\n"
     )
 
 
@@ -273,7 +273,7 @@ def _block(op: _Op, function: str) -> str:
         + f"\nlocal function durq_run()\n{op.body}\nend\n"
         + f"redis.register_function('{function}', function(keys, args)\n"
         + "  KEYS, ARGV = keys, args\n"
-        + _PACE
+        + _pace()
         + "  for i = 1, #durq_resets do durq_resets[i]() end\n"
         + (_RUN_AND_STEP if op.name in COLLECTOR_STEP else "  return durq_run()\n")
         + "end)\nend\n"
@@ -294,7 +294,11 @@ _RUN_AND_STEP = "  local reply = durq_run()\n  collectgarbage('step', 0)\n  retu
 #: 2.6 times larger (0.42 -> 1.1 MB, bench/script_gc.py). A library's load cannot set
 #: it (the servers refuse ``collectgarbage`` there), so each call does: about 0.035 µs.
 COLLECTOR_STEPMUL = 50
-_PACE = f"  collectgarbage('setstepmul', {COLLECTOR_STEPMUL})\n"
+
+
+def _pace() -> str:
+    """The first line of every registered function: the collector's step multiplier."""
+    return f"  collectgarbage('setstepmul', {COLLECTOR_STEPMUL})\n"
 
 
 _CONSTANT = re.compile(r"local [A-Z][A-Z0-9_]* = (?:-?[0-9][0-9.e]*|'[^'\\]*')\s*(?:--.*)?")
