@@ -11,7 +11,7 @@ are what every Redis queue's idle worker pays before its own code runs (Huey's s
 so this is the floor beside the frameworks' pickup latency. Receiver styles:
 ``blocking`` (``redis.Redis``) and ``asyncio`` (``redis.asyncio.Redis``, as an asyncio
 worker waits). Used by ``bench/interleaved.py`` (the floor as one more participant of
-each latency round of ``make bench``) and ``bench/pickup_timeline.py``.
+each latency round of ``make bench``).
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ from report_format import (
 from report_targets import targets_section
 from report_work import work_section
 
-HERE = Path(__file__).resolve().parent
-
 
 def order_text(results: dict[str, Any]) -> str:
     """How the peers took turns: the interleaved rows, or one section after another."""
@@ -239,14 +237,6 @@ def calibration(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def analysis() -> list[str]:
-    """The hand-written analysis, if bench/ has one."""
-    path = HERE / "analysis.md"  # hand-written: the targets, and profiles of misses
-    if not path.exists():
-        return []
-    return [*path.read_text().rstrip("\n").split("\n"), ""]
-
-
 REPRODUCE = [
     "## Reproduce",
     "",
@@ -271,7 +261,6 @@ def write_markdown(
         *peer_details(results),
         *report_floor.details(results, run_time),
         *sweep_section(results, tune),
-        *analysis(),
         *REPRODUCE,
     ]
     out.write_text("\n".join(lines) + "\n")

@@ -183,7 +183,7 @@ def targets_section(results: dict[str, Any]) -> list[str]:
         "",
         "Computed by `bench/report.py` from the figures above (medians; peers measured in "
         f"the same run{how}). Commands per job and the depth test come from their own "
-        "scripts: see the analysis below.",
+        "scripts (`bench/commands.py`, `bench/engine.py`).",
         "",
         "| Target | This run | |",
         "|---|---|---|",
