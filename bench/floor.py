@@ -125,7 +125,7 @@ def _receive(url: str, out: str, style: str) -> None:
     if style == "blocking":
         client = redis.Redis.from_url(url)
         while True:
-            value = client.brpop([KEY], 0)[1]  # type: ignore[index]
+            value: bytes = client.brpop([KEY], 0)[1]  # type: ignore[index,assignment]
             returned = time.time()
             if value == STOP:
                 break
@@ -136,7 +136,7 @@ def _receive(url: str, out: str, style: str) -> None:
         async def loop() -> None:
             client = redis.asyncio.Redis.from_url(url)
             while True:
-                value = (await client.brpop([KEY], 0))[1]  # type: ignore[index]
+                value: bytes = (await client.brpop([KEY], 0))[1]  # type: ignore[index,assignment]
                 returned = time.time()
                 if value == STOP:
                     break

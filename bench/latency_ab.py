@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import durq
 from durq.dev.server import RedisServer
@@ -106,7 +107,7 @@ def main() -> None:
             for side in urls
         ]
         apps = {side: durq.App(url=url) for side, url in urls.items()}
-        tasks = {}
+        tasks: dict[str, dict[str, durq.Task[[float], Any]]] = {}
         for side, app in apps.items():
             # the same names as bench/latency_app.py's tasks, which the workers run
 
