@@ -25,10 +25,12 @@ check: $(STAMP)
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/ruff format --check src tests examples bench
 	$(BIN)/mypy
+	$(BENCH_MYPY)
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
+	$(BENCH_TEST)
 
 # The documentation site (mkdocs.yml) into site/; `make check` builds it in strict mode,
 # where a broken link or a public name without a docstring fails.
@@ -44,6 +46,16 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(ARGS)
+
+# The benchmark's own tests (bench/tests/: its order, ratios, report and floor), apart
+# from the product suite that `make test` runs; `make check` runs them too. Seconds.
+BENCH_TEST = $(BIN)/python -m pytest bench/tests -q
+# bench/'s scripts, typed apart: their plain module names (cluster, flow, workflows) are
+# test packages' names in the main run; peers/ is left out (each needs its peer's library).
+BENCH_MYPY = MYPYPATH=bench $(BIN)/mypy --cache-dir .mypy_cache/bench bench/*.py
+.PHONY: bench-test
+bench-test: $(STAMP)
+	$(BENCH_TEST) $(ARGS)
 
 ci: check test
 

@@ -255,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         results["server"] = f"{server.flavor} {'.'.join(map(str, server.version))}"
         sides = {name: Side(name, pythons[name], server.url) for name in SIDES}
         try:
-            for side in sides.values():
-                side.open()
+            for driver in sides.values():
+                driver.open()
             hello_modes = sides["B"].hello["modes"]
             io = io_modes(sides["B"].hello.get("work", {}))
             modes = chosen_modes(parser, args.modes, hello_modes, io)
@@ -291,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                                 )
                             runs[mode][name].append(r)
         finally:
-            for side in sides.values():
-                side.close()
+            for driver in sides.values():
+                driver.close()
     for mode in modes:
         entry = summarize(mode_desc(mode, hello_modes, io), runs[mode])
         results["modes"][mode] = entry

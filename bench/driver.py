@@ -186,7 +186,7 @@ class Driver:
             time.sleep(POLL)
         t_end = time.perf_counter()
         window = (t_end - t_first) if t_first is not None else 0.0
-        rate = (count - c_first) / window if t_first is not None and window > 0 else None
+        rate = (count - c_first) / window if c_first is not None and window > 0 else None
         return {
             "done": count,
             "target": target,
@@ -237,7 +237,7 @@ class Driver:
         return plan
 
     def cmd_hello(self) -> dict[str, Any]:
-        versions = {}
+        versions: dict[str, str | None] = {}
         for dist in self.mod.DISTS:
             try:
                 versions[dist] = importlib.metadata.version(dist)

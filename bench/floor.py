@@ -11,7 +11,7 @@ are what every Redis queue's idle worker pays before its own code runs (Huey's s
 so this is the floor beside the frameworks' pickup latency. Receiver styles:
 ``blocking`` (``redis.Redis``) and ``asyncio`` (``redis.asyncio.Redis``, as an asyncio
 worker waits). Used by ``bench/interleaved.py`` (the floor as one more participant of
-each latency round of ``make bench``) and ``bench/pickup_timeline.py``.
+each latency round of ``make bench``).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _receive(url: str, out: str, style: str) -> None:
     if style == "blocking":
         client = redis.Redis.from_url(url)
         while True:
-            value = client.brpop([KEY], 0)[1]  # type: ignore[index]
+            value: bytes = client.brpop([KEY], 0)[1]  # type: ignore[index,assignment]
             returned = time.time()
             if value == STOP:
                 break
@@ -136,7 +136,7 @@ def _receive(url: str, out: str, style: str) -> None:
         async def loop() -> None:
             client = redis.asyncio.Redis.from_url(url)
             while True:
-                value = (await client.brpop([KEY], 0))[1]  # type: ignore[index]
+                value: bytes = (await client.brpop([KEY], 0))[1]  # type: ignore[index,assignment]
                 returned = time.time()
                 if value == STOP:
                     break

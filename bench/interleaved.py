@@ -177,7 +177,9 @@ def latency_phase(s: Settings, url: str) -> Phase:
         x = measure_floor(url, style, s.latency_n, s.latency_interval)
         return x, f"p50 {x['p50_ms']:.2f} / p99 {x['p99_ms']:.2f} / max {x['max_ms']:.1f} ms"
 
-    floor = [(f"floor ({st})", functools.partial(floor_run, st)) for st in STYLES]
+    floor: list[tuple[str, Measure]] = [
+        (f"floor ({st})", functools.partial(floor_run, st)) for st in STYLES
+    ]
     return Phase("latency", ("latency", "latency_also"), turn, store, floor)
 
 

@@ -6,8 +6,8 @@
 Two fresh servers (Valkey, no persistence), one ``durq worker`` (defaults) on each: A run
 by ``--a-python`` (a venv with the other tree installed, e.g. main's), B by
 ``--b-python``. The producer sends one job to A, 5 ms later one to B, and so on (each
-worker gets a job every 10 ms, as in ``bench/latency.py``), a plain ``def`` task then
-an ``async def`` one, and prints p50 / p90 / p99 of enqueue-to-body per side and run.
+worker gets a job every 10 ms), a plain ``def`` task then an ``async def`` one
+(``bench/latency_app.py``), and prints p50 / p90 / p99 of enqueue-to-body per side and run.
 On a machine shared with others, runs one after the other differ more than A from B;
 this comparison is what stays meaningful. Both servers first get both trees' libraries,
 so that neither side's scripts pay for a larger Lua heap than the other's. The producer
@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import durq
 from durq.dev.server import RedisServer
@@ -47,8 +48,8 @@ def _load_libraries(pythons: Iterable[str], urls: Iterable[str]) -> None:
     """Every tree's Functions library on every server. The producer (this python) loads
     its own tree's library on both servers, so without this the other side's server
     would hold two libraries and a larger Lua heap, whose collector each script call
-    there pays for (bench/script_gc.py --bystander): about 0.05 ms of p50 in favour of B
-    whenever the trees differed, whichever tree B was."""
+    there pays for (script_gc --bystander, bench/archive/README.md): about 0.05 ms of
+    p50 in favour of B whenever the trees differed, whichever tree B was."""
     for python in set(pythons):
         for url in urls:
             subprocess.run([python, "-c", _LOAD_LIBRARY, url], check=True)
@@ -106,7 +107,7 @@ def main() -> None:
             for side in urls
         ]
         apps = {side: durq.App(url=url) for side, url in urls.items()}
-        tasks = {}
+        tasks: dict[str, dict[str, durq.Task[[float], Any]]] = {}
         for side, app in apps.items():
             # the same names as bench/latency_app.py's tasks, which the workers run
 

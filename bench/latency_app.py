@@ -1,4 +1,5 @@
-"""The App of ``bench/latency.py``: the same pickup probe as a plain and an async task."""
+"""The App of ``bench/latency_ab.py``'s workers: the same pickup probe as a plain and an
+async task."""
 
 from __future__ import annotations
 

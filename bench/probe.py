@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import redis
 
 KEY_DONE = "bench:done"
 KEY_LAT = "bench:lat"
@@ -25,10 +29,10 @@ _lock = threading.Lock()
 _pid: int | None = None
 _count = 0
 _lat: list[str] = []
-_client = None
+_client: redis.Redis | None = None
 
 
-def _redis():
+def _redis() -> redis.Redis:
     global _client
     if _client is None:
         import redis

@@ -49,7 +49,7 @@ from results_file import new_results, render_report, server_info, write_results
 from sections import measure_peer
 from tune import tune_peer
 
-# round_order and interleaved_note are imported by tests/test_bench_order.py through here
+# round_order and interleaved_note are imported by bench/tests/test_bench_order.py through here
 __all__ = ["interleaved_note", "main", "round_order"]
 
 

@@ -4,7 +4,7 @@ A blocking ``recv`` puts the calling thread to sleep, and the kernel wakes it wh
 reply lands. On a virtual machine that wake-up is the larger part of a round trip to a
 server on the same host: a loopback ``LPUSH`` measured 22-25 µs from a caller that polls
 the socket without sleeping and 42-76 µs from one that sleeps, for about the same CPU
-(the sleeper pays the scheduler instead; ``bench/reply_wait.py``). So the sync front end's exchange
+(the sleeper pays the scheduler instead; ``bench/archive/``). So the sync front end's exchange
 polls for up to ``budget()`` seconds (``DURQ_REPLY_SPIN_US``, 100 µs by default; 0 turns
 it off) before it sleeps in ``recv`` as before.
 

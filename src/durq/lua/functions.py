@@ -291,7 +291,7 @@ _RUN_AND_STEP = "  local reply = durq_run()\n  collectgarbage('step', 0)\n  retu
 #: (docs/design.md, "The library"). The server's own periodic step (every 50th script
 #: call) does 50 increments of work sized by it: at Lua's 200 that is about 100 KB of
 #: collector work in one call, the pickup's p99; at 50 a quarter of it, for a heap about
-#: 2.6 times larger (0.42 -> 1.1 MB, bench/script_gc.py). A library's load cannot set
+#: 2.6 times larger (0.42 -> 1.1 MB, script_gc, bench/archive/). A library's load cannot set
 #: it (the servers refuse ``collectgarbage`` there), so each call does: about 0.035 µs.
 COLLECTOR_STEPMUL = 50
 

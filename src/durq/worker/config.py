@@ -72,7 +72,7 @@ class WorkerConfig:
 
 #: the default concurrency of a worker whose tasks are all ``async def``: a job waiting
 #: on I/O costs a coroutine, and at 20 a worker spends its time on round trips that
-#: fetch and acknowledge a few jobs each (bench/analysis-wave2.md §3); 100 is also the
+#: fetch and acknowledge a few jobs each (bench/archive/analysis-wave2.md §3); 100 is also the
 #: most connections redis-py's asyncio pool gives a task body by default
 ASYNC_CONCURRENCY = 100
 #: the default concurrency when any task is a plain ``def``: one thread each, and more

@@ -192,7 +192,7 @@ class Executor:
 
         A plain function returning the coroutine, not a coroutine itself: the caller
         awaits the run directly, so a job that suspends on I/O is resumed through one
-        durq frame less each time (bench/analysis-wave2.md §3.2 item 2)."""
+        durq frame less each time (bench/archive/analysis-wave2.md §3.2 item 2)."""
         if prepared is None:
             prepared = self.prepare(job)
         if tracing.enabled() if traced is None else traced:

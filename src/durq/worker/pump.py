@@ -35,7 +35,7 @@ _RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (
 # acknowledge fewer than a quarter of the queue's slots waits up to PACE seconds for
 # more to finish. Jobs that do I/O finish one reply at a time, and a round trip per
 # finished job or two costs the worker and the server far more than the jobs (bench/
-# analysis-wave2.md §3.2 item 1). An idle worker, or one stopping, never waits.
+# archive/analysis-wave2.md §3.2 item 1). An idle worker, or one stopping, never waits.
 PACE = 0.001
 # the statuses of an acknowledgement that was applied (any other: the lease was lost)
 _SETTLED = frozenset((Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED))

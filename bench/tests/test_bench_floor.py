@@ -3,6 +3,7 @@ per run), and its results in the drivers' latency shape."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -10,6 +11,18 @@ import pytest
 import redis
 
 from bench_modules import load_bench_module
+from durq.dev.server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A Valkey of this module's own, started as `make bench` starts its server."""
+    server = RedisServer(flavor="valkey")
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.close()
 
 
 @pytest.fixture(scope="module")

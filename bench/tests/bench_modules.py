@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parent.parent
 
 
 def load_bench_module(filename: str, name: str) -> ModuleType:

@@ -77,9 +77,3 @@ def test_io_mode_asks_the_driver_for_its_variants_drain(ab: Any) -> None:
         "kind": "io_redis_async",
     }
     assert ab.drain_request("best", io, 20_000, 15.0) == {"mode": "best", "n": 20_000, "cap": 15.0}
-
-
-def test_bare_pairs_alternate_which_runs_first() -> None:
-    pairs = load_bench_module("bare_pairs.py", "bench_bare_pairs")
-    orders = [pairs.pair_order(i) for i in range(4)]
-    assert orders == [("durq", "bare"), ("bare", "durq")] * 2
