@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -13,6 +15,7 @@ import pytest
 import redis
 
 import durq
+from cli.support import durq as run
 from durq import Message
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
@@ -276,3 +279,18 @@ def test_a_malformed_outbox_entry_is_dead_lettered_in_the_outbox_and_logged(
             eventually(lambda: queue.outbox_stats().dead == 2, 10, "the dead letters")
     assert caplog.text.count("cannot be delivered") == 2
     assert queue.outbox_stats().pending == 0
+
+
+def test_workflow_show_watch_refreshes_until_the_workflow_ends(wapp: durq.App, log: str) -> None:
+    handle = durq.group([wapp.tasks["square"].s(log, 1)]).enqueue()
+    timer = threading.Timer(1.5, handle.cancel)
+    timer.start()
+    started = time.monotonic()
+    try:
+        shown = run("workflow", "show", handle.id, "--watch", "--url", wapp.url)
+    finally:
+        timer.cancel()
+    assert shown.exit_code == 0, shown.output
+    assert 1.5 <= time.monotonic() - started < 10
+    assert shown.output.count("running") >= 2  # shown again every second meanwhile
+    assert "cancelled" in shown.output.split("running")[-1]

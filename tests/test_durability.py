@@ -1,0 +1,40 @@
+"""``Durability(fsync=True)``: an enqueue returns only once the write is in the server's
+append-only file (WAITAOF), and raises NotDurable when it cannot be (docs/guarantees.md;
+the promise -> test table is there)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import durq
+from durq.dev.server import RedisServer
+from helpers import selected_flavors
+
+FSYNC = durq.Durability(fsync=True, timeout=1.0)
+
+
+@pytest.mark.skipif("valkey" not in selected_flavors(), reason="WAITAOF needs Valkey")
+def test_fsync_durability_confirms_the_write_is_on_disk_and_refuses_without_an_aof(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    on_disk = make_server("valkey", appendonly=True, appendfsync="everysec")
+    with durq.Queue(queue_name, on_disk.url, durability=FSYNC) as q:
+        assert q.enqueue("x").created
+        assert all(r.created for r in q.enqueue_many(range(20)))
+    no_aof = make_server("valkey")
+    with durq.Queue(queue_name, no_aof.url, durability=FSYNC) as q:
+        with pytest.raises(durq.NotDurable) as caught:
+            q.enqueue("x")
+    # applied on the primary, not confirmed: a retry with the same id is safe
+    assert caught.value.results is not None
+
+
+@pytest.mark.skipif("redis" not in selected_flavors(), reason="needs Redis 6.2")
+def test_fsync_durability_on_a_server_without_waitaof_is_a_clear_error(
+    redis62_server: RedisServer, queue_name: str
+) -> None:
+    with durq.Queue(queue_name, redis62_server.url, durability=FSYNC) as q:
+        with pytest.raises(durq.NotDurable, match="no WAITAOF"):
+            q.enqueue("x")
