@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from durq import Rate
-from durq.protocol import flow
+from durq.protocol import flow, lifecycle
 from engine.support import expire
 
 
@@ -129,3 +129,21 @@ async def test_a_shorter_rate_limited_pause_never_shortens_a_longer_one(q: Any) 
     info = await q.limits()
     assert [p.name for p in info.parked_groups] == ["a"]
     assert info.parked_groups[0].until - info.server_time > 29
+
+
+async def test_an_alarm_whose_holder_never_comes_back_is_taken_over(q: Any) -> None:
+    await q.configure(group_rates={"a": Rate(1, per=0.3)})
+    await q.enqueue_many(range(3), group="a")
+
+    async def fetch(consumer: str) -> tuple[int, int]:
+        jobs, next_ms, _ = await q.run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, consumer))
+        return len(jobs), next_ms
+
+    assert (await fetch("c0"))[0] == 1
+    got, next_ms = await fetch("c1")  # c1 holds the alarm, then vanishes
+    assert got == 0 and 0 < next_ms <= 300
+    assert (await fetch("c2"))[1] > 5000  # c2 leaves it to c1: it plans for c0's lease
+    await asyncio.sleep(0.35)  # c1 never comes; c2's own wait ends
+    assert (await fetch("c2"))[0] == 1  # the work is c2's
+    got, next_ms = await fetch("c2")  # and so is the alarm for the next start
+    assert got == 0 and 0 < next_ms <= 300

@@ -4,6 +4,7 @@ front ends (the promise -> test table is in docs/guarantees.md)."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import orjson
@@ -176,3 +177,9 @@ async def test_a_cancelled_record_stays_for_the_dedup_window_and_no_longer(q: An
     await asyncio.sleep(0.25)
     await q.dequeue()  # any script that trims ended records
     assert (await q.enqueue("again", id=job.id)).status is EnqueueStatus.CREATED
+
+
+async def test_a_naive_datetime_expiry_is_local_time(q: Any) -> None:
+    at = datetime.datetime.now() + datetime.timedelta(seconds=30)  # naive: local time
+    job = await q.enqueue("x", expires=at)
+    assert (await q.job(job.id)).expires_at == pytest.approx(at.timestamp(), abs=0.01)
