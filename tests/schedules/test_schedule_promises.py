@@ -227,3 +227,18 @@ def test_a_cron_restricting_day_of_month_and_day_of_week_fires_when_either_match
     start = int(datetime(2026, 2, 1, tzinfo=ZoneInfo(tz)).timestamp() * 1000)
     ticks = CronTiming("0 12 10 * 1", tz).next_ticks(start, 4)  # the 10th, or a Monday
     assert [_wall(t, tz) for t in ticks] == ["Mon 02", "Mon 09", "Tue 10", "Mon 16"]
+
+
+async def test_every_schedule_control_has_an_asyncio_twin(app: durq.App) -> None:
+    app.schedule("hb", "tick", every=0.2, args=("log",))
+    report = await app.schedules.async_sync()
+    assert report.created == ["hb"]
+    await app.schedules.apause("hb")
+    info = await app.schedules.aget("hb")
+    assert info is not None and info.state == "paused"
+    assert await app.schedules.aresume("hb") is not None
+    job_id = await app.schedules.atrigger("hb")
+    assert job_id.startswith("sched:hb@") and job_id.endswith(":run")
+    await app.schedules.aremove("hb")
+    assert await app.schedules.aget("hb") is None
+    await app.aclose()

@@ -106,3 +106,23 @@ def test_an_async_task_hears_lease_lost_at_its_next_report(
         time.sleep(0.1)
     capp.close()
     assert isinstance(heard[0], durq.LeaseLost)
+
+
+async def test_a_handles_cancel_of_a_job_the_queue_has_no_trace_of_raises_job_not_found(
+    capp: durq.App, queue_name: str
+) -> None:
+    queue = capp.queue(queue_name)
+    queue.configure(dedup_window=0)  # a finished job leaves no trace at all
+
+    @capp.task
+    def noop() -> None: ...
+
+    handle = noop.enqueue()
+    job = queue.dequeue()
+    assert job is not None
+    queue.release(job)
+    with pytest.raises(durq.JobNotFound):
+        handle.cancel()
+    with pytest.raises(durq.JobNotFound):
+        await handle.acancel()
+    await capp.aclose()
