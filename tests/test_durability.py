@@ -38,3 +38,18 @@ def test_fsync_durability_on_a_server_without_waitaof_is_a_clear_error(
     with durq.Queue(queue_name, redis62_server.url, durability=FSYNC) as q:
         with pytest.raises(durq.NotDurable, match="no WAITAOF"):
             q.enqueue("x")
+
+
+def test_a_redis_process_killed_under_appendfsync_everysec_keeps_every_acknowledged_job(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """The reply goes out after the write(2) to the AOF: a process crash (not a power
+    loss) leaves it in the page cache, so nothing acknowledged is lost."""
+    server = make_server(appendonly=True, appendfsync="everysec")
+    with durq.Queue(queue_name, server.url) as q:
+        ids = [r.id for r in q.enqueue_many(range(2_000))]
+        server.kill()  # SIGKILL, right after the last reply
+    server.restart()
+    with durq.Queue(queue_name, server.url) as q:
+        assert q.stats().pending == 2_000
+        assert {j.id for j in q.dequeue_many(2_000)} == set(ids)

@@ -36,3 +36,25 @@ def test_a_backoff_of_your_own_sets_each_retry_delay(redis_url: str, queue_name:
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert 0.2 <= gaps[0] < 0.2 + SLACK and 0.4 <= gaps[1] < 0.4 + SLACK, gaps
     app.close()
+
+
+def test_current_job_gives_the_id_attempt_and_token_of_each_delivery(
+    redis_url: str, queue_name: str
+) -> None:
+    app = durq.App(redis_url, default_queue=queue_name)
+    seen: list[tuple[str, int, str]] = []
+
+    @app.task(backoff=durq.fixed(0.05), max_attempts=2)
+    def twice() -> None:
+        job = durq.current_job()
+        assert job is not None
+        seen.append((job.id, job.attempt, job.token))
+        if job.attempt == 1:
+            raise RuntimeError("again")
+
+    with running_worker(app):
+        handle = twice.enqueue()
+        eventually(lambda: app.queue(queue_name).stats().completed == 1, 10, "the retry")
+    assert [(i, a) for i, a, _ in seen] == [(handle.id, 1), (handle.id, 2)]
+    assert len({t for _, _, t in seen}) == 2 and all(t for _, _, t in seen)  # one per delivery
+    app.close()
