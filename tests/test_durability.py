@@ -24,9 +24,11 @@ def test_fsync_durability_confirms_the_write_is_on_disk_and_refuses_without_an_a
         assert q.enqueue("x").created
         assert all(r.created for r in q.enqueue_many(range(20)))
     no_aof = make_server("valkey")
-    with durq.Queue(queue_name, no_aof.url, durability=FSYNC) as q:
-        with pytest.raises(durq.NotDurable) as caught:
-            q.enqueue("x")
+    with (
+        durq.Queue(queue_name, no_aof.url, durability=FSYNC) as q,
+        pytest.raises(durq.NotDurable) as caught,
+    ):
+        q.enqueue("x")
     # applied on the primary, not confirmed: a retry with the same id is safe
     assert caught.value.results is not None
 
@@ -35,9 +37,11 @@ def test_fsync_durability_confirms_the_write_is_on_disk_and_refuses_without_an_a
 def test_fsync_durability_on_a_server_without_waitaof_is_a_clear_error(
     redis62_server: RedisServer, queue_name: str
 ) -> None:
-    with durq.Queue(queue_name, redis62_server.url, durability=FSYNC) as q:
-        with pytest.raises(durq.NotDurable, match="no WAITAOF"):
-            q.enqueue("x")
+    with (
+        durq.Queue(queue_name, redis62_server.url, durability=FSYNC) as q,
+        pytest.raises(durq.NotDurable, match="no WAITAOF"),
+    ):
+        q.enqueue("x")
 
 
 def test_a_redis_process_killed_under_appendfsync_everysec_keeps_every_acknowledged_job(

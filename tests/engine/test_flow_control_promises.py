@@ -13,7 +13,7 @@ from durq.protocol import flow, lifecycle
 from engine.support import expire
 
 
-async def _rate_limited(q: Any, job: Any, seconds: float, scope: str) -> None:
+async def _rate_limited(q: Any, job: Any, seconds: float, scope: Any) -> None:
     assert await q.run(flow.rate_limited(q.keys, [(job, seconds, scope)])) == [0]
 
 

@@ -107,8 +107,7 @@ async def test_an_expiry_closes_a_throttle_window_early(q: Any) -> None:
         {"debounce": 1},
         {"ttl": 1},
     ],
-    ids=["ttl-zero", "debounce-zero", "max-wait-zero", "two-modes", "debounce-no-key",
-         "ttl-no-key"],  # fmt: skip
+    ids=["ttl-zero", "debounce-zero", "max-wait-zero", "two-modes", "no-key", "ttl-no-key"],
 )
 async def test_zero_windows_two_modes_and_modes_without_a_key_are_refused(
     local_q: Any, options: dict[str, Any]

@@ -14,13 +14,12 @@ from durq.dev.server import RedisServer
 from helpers import eventually
 from worker.support import running_worker
 
-
 #: what a worker's loops send (commandstats also counts the commands scripts call)
 _SENT = ("fcall", "fcall_ro", "evalsha", "eval", "bzpopmin", "blpop", "brpop")
 
 
 def _calls(client: redis.Redis) -> int:
-    stats: dict[str, dict[str, int]] = client.info("commandstats")  # type: ignore[assignment]
+    stats: dict[str, dict[str, int]] = client.info("commandstats")
     return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in _SENT)
 
 
@@ -38,9 +37,9 @@ def test_an_idle_worker_and_its_outbox_courier_do_not_poll(
         with running_worker(app, queues=[queue_name], heartbeat=30):
             noop.enqueue()
             eventually(lambda: app.queue(queue_name).stats().completed == 1, 5, "the job")
-            time.sleep(0.5)  # settled: every loop blocks
+            time.sleep(0.3)  # settled: every loop blocks
             before = _calls(client)
-            seconds = 3.0
+            seconds = 2.0
             time.sleep(seconds)
             sent = _calls(client) - before
     finally:

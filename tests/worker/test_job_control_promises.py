@@ -47,7 +47,8 @@ def test_a_message_on_the_cancel_channel_from_anything_else_cancels_nothing(
             handle = hold.enqueue()
             eventually(lambda: started, 5, "the job to start")
             client.publish(channel, handle.id)  # not through cancel(): no flag
-            assert handle.result(timeout=5) == "done"
+            result: object = handle.result(timeout=5)
+            assert result == "done"
     finally:
         client.close()
     stats = capp.queue(queue_name).stats()
@@ -75,9 +76,7 @@ def test_a_progress_report_still_waiting_when_the_job_ends_is_written_before_its
     )  # fmt: skip
 
 
-def test_an_async_task_hears_lease_lost_at_its_next_report(
-    redis_url: str, queue_name: str
-) -> None:
+def test_an_async_task_hears_lease_lost_at_its_next_report(redis_url: str, queue_name: str) -> None:
     # a long lease: the lease keeper (which stops an async task whose lease it finds
     # lost) does not look during the test; the progress write finds it first
     capp = durq.App(redis_url, default_queue=queue_name, lease=30.0)

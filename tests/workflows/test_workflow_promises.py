@@ -27,7 +27,6 @@ from helpers import eventually
 from worker.support import running_worker
 from workflows.apps import build
 
-
 T = TypeVar("T")
 
 
@@ -288,10 +287,10 @@ def test_an_entry_that_cannot_be_applied_yet_is_retried_with_backoff(
     raw.set(broken, "not a hash")  # the far step's start cannot be applied there
     outboxes = (wapp.queue(home_name), far)
     with running_worker(wapp, queues=[home_name, far_name]):
-        time.sleep(1.5)
+        time.sleep(1.0)
         tries = sum(q.outbox_stats().enqueued + q.outbox_stats().retried for q in outboxes)
         assert sum(q.outbox_stats().dead for q in outboxes) == 0
-        assert tries <= 20, f"{tries} deliveries in 1.5 s: no backoff"
+        assert tries <= 20, f"{tries} deliveries in 1 s: no backoff"
         raw.delete(broken)  # repaired: a later try applies it
         assert handle.result(10) == [1, 4]
 
@@ -356,16 +355,18 @@ def test_a_malformed_outbox_entry_is_dead_lettered_in_the_outbox_and_logged(
     queue.register()
     bad = [Message(b"not an entry"), Message(b"Z\0" + queue.keys.prefix.encode() + b"\0x")]
     queue.run(lifecycle.enqueue(_outbox(queue), PayloadCodec(), bad, max_attempts=5))
-    with caplog.at_level(logging.ERROR, logger="durq.worker"):
-        with running_worker(wapp, queues=[wapp.default_queue]):
-            eventually(lambda: queue.outbox_stats().dead == 2, 10, "the dead letters")
+    with (
+        caplog.at_level(logging.ERROR, logger="durq.worker"),
+        running_worker(wapp, queues=[wapp.default_queue]),
+    ):
+        eventually(lambda: queue.outbox_stats().dead == 2, 10, "the dead letters")
     assert caplog.text.count("cannot be delivered") == 2
     assert queue.outbox_stats().pending == 0
 
 
 def test_workflow_show_watch_refreshes_until_the_workflow_ends(wapp: durq.App, log: str) -> None:
     handle = durq.group([wapp.tasks["square"].s(log, 1)]).enqueue()
-    timer = threading.Timer(1.5, handle.cancel)
+    timer = threading.Timer(1.2, handle.cancel)
     timer.start()
     started = time.monotonic()
     try:
@@ -373,6 +374,6 @@ def test_workflow_show_watch_refreshes_until_the_workflow_ends(wapp: durq.App, l
     finally:
         timer.cancel()
     assert shown.exit_code == 0, shown.output
-    assert 1.5 <= time.monotonic() - started < 10
+    assert 1.2 <= time.monotonic() - started < 10
     assert shown.output.count("running") >= 2  # shown again every second meanwhile
     assert "cancelled" in shown.output.split("running")[-1]
