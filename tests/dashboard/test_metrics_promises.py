@@ -12,36 +12,16 @@ import httpx
 
 import durq
 from dashboard.support import LiveServer
-from durq.codec import PayloadCodec
 from durq.dev.server import RedisServer
-from durq.keys import OutboxKeys
-from durq.protocol import flow, lifecycle
-from durq.protocol import workflows as wf
-from durq.protocol.calls import Op
+from durq.protocol import flow
 from workflows.apps import build
+from workflows.test_workflow_promises import _deliver
 
 
 def _value(text: str, name: str, queue: str) -> float:
     found = re.search(rf'^{name}{{queue="{re.escape(queue)}"}} (\S+)$', text, re.M)
     assert found is not None, name
     return float(found.group(1))
-
-
-def _apply(entry: bytes) -> Op[object]:
-    reply = yield wf.deliver_call(entry)
-    return reply
-
-
-def _deliver(queue: durq.Queue) -> None:
-    """Deliver ``queue``'s workflow outbox until it is empty (as its workers do)."""
-    outbox = OutboxKeys(queue.keys.name, queue.keys.namespace)
-    while True:
-        jobs, _, _ = queue.run(lifecycle.fetch(outbox, PayloadCodec(), 100, 30.0))
-        if not jobs:
-            return
-        for job in jobs:
-            queue.run(_apply(job.data))
-        queue.run(lifecycle.release(outbox, jobs))
 
 
 def test_flow_gauges_and_workflow_counters_in_metrics(

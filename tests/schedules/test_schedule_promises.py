@@ -19,23 +19,8 @@ from durq.protocol import schedules as ops
 from durq.worker import WorkerState
 from helpers import eventually
 from schedules.apps import build
+from schedules.test_engine import drain, tick_of
 from worker.support import running_worker
-
-
-def drain(q: durq.Queue, seconds: float) -> list[durq.Job]:
-    """Dequeue (and release) for ``seconds``, as an idle worker would."""
-    jobs: list[durq.Job] = []
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        job = q.dequeue(wait=left)
-        if job is not None:
-            jobs.append(job)
-            q.release(job)
-    return jobs
-
-
-def tick_ms(job: durq.Job) -> int:
-    return int(job.payload[3]["tick"])
 
 
 def _info(app: durq.App, name: str) -> ops.ScheduleInfo:
@@ -71,7 +56,7 @@ def test_every_ticks_fall_on_the_grid_anchored_at_start_at(app: durq.App) -> Non
     jobs = drain(app.queue(app.default_queue), 1.0)
     assert len(jobs) >= 3
     start_ms = round(start * 1000)
-    assert all((tick_ms(j) - start_ms) % 200 == 0 and tick_ms(j) >= start_ms for j in jobs)
+    assert all((tick_of(j) - start_ms) % 200 == 0 and tick_of(j) >= start_ms for j in jobs)
 
 
 def test_a_ticks_job_has_its_tasks_options_and_a_change_of_them_applies_from_the_next_tick(
@@ -97,7 +82,7 @@ def test_a_ticks_job_has_its_tasks_options_and_a_change_of_them_applies_from_the
         assert second.sync_schedules().updated == ["hb"]
         later = q.dequeue(wait=1.0)
         assert later is not None and later.max_attempts == 4
-        assert tick_ms(later) > tick_ms(job)
+        assert tick_of(later) > tick_of(job)
         q.release(later)
     finally:
         first.close()
@@ -156,7 +141,7 @@ def test_under_catch_up_none_a_tick_less_than_half_an_interval_late_still_fires(
     time.sleep(max(0.0, due + 0.2 - time.time()))  # 0.2 s late: within its grace of 0.8 s
     q = app.queue(app.default_queue)
     (job,) = q.dequeue_many(10)
-    assert tick_ms(job) == round(due * 1000)
+    assert tick_of(job) == round(due * 1000)
     info = _info(app, "hb")
     assert (info.fired, info.missed) == (1, 0)
 

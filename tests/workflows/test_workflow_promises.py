@@ -18,7 +18,6 @@ import durq
 from cli.support import durq as run
 from durq import Message
 from durq.codec import PayloadCodec
-from durq.keys import OutboxKeys
 from durq.message import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
@@ -26,38 +25,15 @@ from durq.protocol.calls import Op, Pipeline
 from helpers import eventually
 from worker.support import running_worker
 from workflows.apps import build
+from workflows.test_engine import _forward, _outbox, _take
 
 T = TypeVar("T")
-
-
-def _outbox(queue: durq.Queue) -> OutboxKeys:
-    return OutboxKeys(queue.keys.name, queue.keys.namespace)
-
-
-def _apply(entry: bytes) -> Op[object]:
-    reply = yield wf.deliver_call(entry)
-    return reply
-
-
-def _forward(queue: durq.Queue) -> int:
-    """Be the courier of ``queue``'s outbox once: apply every entry, release it."""
-    jobs, _, _ = queue.run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
-    for job in jobs:
-        assert queue.run(_apply(job.data)) == b"OK"
-    queue.run(lifecycle.release(_outbox(queue), jobs))
-    return len(jobs)
 
 
 def _deliver(queue: durq.Queue) -> None:
     """Deliver ``queue``'s outbox until it is empty (what its workers do)."""
     while _forward(queue):
         pass
-
-
-def _take(queue: durq.Queue) -> durq.Job:
-    job = queue.dequeue()
-    assert job is not None
-    return job
 
 
 def _status(handle: durq.WorkflowHandle) -> durq.WorkflowInfo:
