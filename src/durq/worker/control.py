@@ -165,6 +165,8 @@ class JobControls:
         self.cancelled: set[tuple[str, str, str]] = set()
         self.reporters: dict[tuple[str, str, str], _Reporter] = {}
         self.on_cancel: Callable[[Job], None] = lambda job: None
+        #: whether the worker still has ``job`` in hand (its delivery has not ended)
+        self.in_hand: Callable[[Job], bool] = lambda job: False
 
     def is_cancelled(self, job: Job) -> bool:
         """True once a cancel of ``job`` was asked (``Job.cancelled``)."""
@@ -177,13 +179,17 @@ class JobControls:
         if reporter is None:
             made = _Reporter(self.queues[job.queue], job, self.loop)
             made.on_cancel = lambda: self.on_cancel(job)
-            # a report after the lease is gone (an abandoned thread's): forget the job
-            made.on_lost = lambda: self._forget(key, made)
+            made.on_lost = lambda: self._lost(job, made)
             reporter = self.reporters.setdefault(key, made)  # atomic: one per job
         reporter.report(fraction, info)
 
-    def _forget(self, key: tuple[str, str, str], reporter: _Reporter) -> None:
-        if self.reporters.get(key) is reporter:
+    def _lost(self, job: Job, reporter: _Reporter) -> None:
+        """A write of ``job``'s progress was refused: another worker holds the job. While
+        the job is in hand the reporter stays, lost, so that every later report raises
+        LeaseLost (an async task's too: its writes are not waited for); a report after
+        the job ended here (an abandoned thread's) is forgotten at once."""
+        key = _key(job)
+        if not self.in_hand(job) and self.reporters.get(key) is reporter:
             del self.reporters[key]
 
     def cancel(self, job: Job) -> None:
@@ -263,6 +269,7 @@ class WorkerControl:
     ) -> None:
         self.controls = JobControls(queues, asyncio.get_running_loop())
         self.controls.on_cancel = self._job_cancelled
+        self.controls.in_hand = lambda job: _key(job) in capacity.deliveries
         self.listener = CancelListener(
             client, {cancel_channel(q.keys): name for name, q in queues.items()}, self._hint
         )
