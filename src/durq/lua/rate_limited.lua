@@ -5,7 +5,9 @@ or the whole queue. Fenced like release.
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+4i .. 5+4i], for job i: id, lease token, scope ('group' or 'queue'), pause_ms
-Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT.
+Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT; CANCELLED when a
+         cancel was asked while the job ran: it ends cancelled instead of coming back
+         (its scope still pauses: the upstream's answer holds).
 Effects  the scope's limiter TAT (lib/rate_limit.lua) moves to now + pause_ms (plus its
          burst tolerance) unless it is later already; one idle consumer is woken to plan
          the wait, and the scope stays parked until then (lib/flow.lua).
@@ -31,7 +33,7 @@ for i = 0, n - 1 do
   end
 end
 local problem = keys_error({'jobs', 'done', 'active', 'delayed', 'conf', 'gactive', 'glimit',
-  'rr', 'rrset'}) or flow_error(true)
+  'rr', 'rrset', 'reasons', 'keys', 'ctl', 'progress'}) or flow_error(true)
 for i = 0, n - 1 do
   local b = 2 + 4 * i
   local r = not problem and held(ARGV[b], ARGV[b + 1])
@@ -64,11 +66,16 @@ for i = 0, n - 1 do
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
   if r then
-    if r.attempts > 0 then r.attempts = r.attempts - 1 end
-    send_back(id, r, 0, now)
-    count('rate_limited', 1)
+    -- the upstream's answer holds whatever became of the job: its scope pauses
     local ms = tonumber(ARGV[b + 3])
     if ms > 0 then pause(ARGV[b + 2], r.group, ms) end
+    if ends_cancelled(id, r, now) then -- its cancel was asked: it does not come back
+      status = S_CANCELLED
+    else
+      if r.attempts > 0 then r.attempts = r.attempts - 1 end
+      send_back(id, r, 0, now)
+      count('rate_limited', 1)
+    end
   end
   out[#out + 1] = status
 end
