@@ -27,6 +27,7 @@ __all__ = [
     "TickSource",
     "control",
     "get",
+    "list_all",
     "list_page",
     "refill",
     "upsert",
@@ -266,6 +267,16 @@ def list_page(
     """The schedules of the queue in name order, and how many it has."""
     reply = yield _call("schedule_list", keys, ["page", max(offset, 0), max(min(limit, 1000), 1)])
     return int(reply[1]), _parse(keys.name, reply)
+
+
+def list_all(keys: QueueKeys) -> Op[list[ScheduleInfo]]:
+    """Every schedule of the queue, in name order (pages of 1000)."""
+    out: list[ScheduleInfo] = []
+    while True:
+        total, items = yield from list_page(keys, len(out), 1000)
+        out += items
+        if not items or len(out) >= total:
+            return out
 
 
 def get(keys: QueueKeys, names: Sequence[str]) -> Op[list[ScheduleInfo]]:
