@@ -129,57 +129,68 @@ class Schedules:
         both front ends; its requests name their queue's keys, so a driver sends each to
         its queue's slot.
 
-        First, in each queue, the schedules this code stored earlier (origin "code") but
-        no longer declares there: one declared in no queue is missing (removed only with
-        ``remove_missing``); one declared in another queue has moved and is removed, so
-        that it never fires in both. Then the declared schedules are upserted; one new in
-        its queue may have moved from a queue not in the plan, which is looked for in the
-        app's other queues (a created schedule only: rare, and bounded by the app's
-        queues)."""
+        A schedule's name is its identity in the app. In each queue of the plan, a
+        schedule this code stored earlier (origin "code") and declares nowhere now is
+        missing (removed only with ``remove_missing``); one it declares in another queue
+        has moved. A declared schedule not stored in its queue may have moved from a
+        queue out of the plan: it is looked for in the app's other queues (rare, bounded
+        by the app's queues). Either side completes a move: the old copy is removed,
+        then the schedule is upserted in its new queue (a tick is never fired in both;
+        one due in between is missed), where it keeps a runtime pause or resume of the
+        old copy."""
         report = SyncReport()
-        homes = {name: self.queue_of(name) for name in self.declared}
-        looked = set(plan)
-        for queue in plan:
+        todo, moved = yield from self._survey(plan, remove_missing, report)
+        for queue, s in todo:
+            old = moved.get(s.name, [])
+            for copy in old:
+                if (yield from self._remove(copy.queue, s.name)):
+                    report.moved.append((copy.queue, s.name, queue))
             keys = self._keys(queue)
-            for info in (yield from ops.list_all(keys)):
-                if info.origin == "code":
-                    yield from self._settle(keys, info.name, homes, remove_missing, report)
-        for queue, declared in plan.items():
-            keys = self._keys(queue)
-            for s in declared:
-                status = yield from ops.upsert(keys, s.row(), self._source(s))
-                report.add(status, s.name)
-                if status != "created":
-                    continue
-                for other in self._queues(None):
-                    if other in looked:
-                        continue
-                    okeys = self._keys(other)
-                    found = yield from ops.get(okeys, [s.name])
-                    if found and found[0].origin == "code":
-                        yield from self._settle(okeys, s.name, homes, False, report)
+            status = yield from ops.upsert(keys, s.row(), self._source(s))
+            report.add(status, s.name)
+            # created anew with the same declared flag: the old copy's runtime state stands
+            if (
+                old
+                and status == "created"
+                and old[0].declared_enabled == s.enabled
+                and old[0].paused == s.enabled
+            ):
+                yield from ops.control(keys, "pause" if old[0].paused else "resume", s.name)
         return report
 
-    def _settle(
-        self,
-        keys: QueueKeys,
-        name: str,
-        homes: dict[str, str],
-        remove_missing: bool,
-        report: SyncReport,
-    ) -> Op[None]:
-        """Report (and remove, if due) schedule ``name`` stored by code in ``keys``'s
-        queue, where the code no longer declares it."""
-        queue = keys.name
-        home = homes.get(name)
-        if home == queue:
-            return
-        if home is None:
-            report.missing.append((queue, name))
-            if remove_missing and (yield from ops.control(keys, "remove", name)):
-                report.removed.append((queue, name))
-        elif (yield from ops.control(keys, "remove", name)) is not None:
-            report.moved.append((queue, name, home))
+    def _survey(
+        self, plan: dict[str, list[Schedule]], remove_missing: bool, report: SyncReport
+    ) -> Op[tuple[list[tuple[str, Schedule]], dict[str, list[ScheduleInfo]]]]:
+        """What ``_sync`` upserts, (queue, schedule) in order, and the copies each left
+        in old queues; reports (and removes, if asked) the missing schedules."""
+        homes = {s.name: self.queue_of(s.name) for s in self.declared.values()}
+        todo = [(queue, s) for queue, declared in plan.items() for s in declared]
+        moved: dict[str, list[ScheduleInfo]] = {}
+        stored: set[tuple[str, str]] = set()
+        for queue in plan:
+            for info in (yield from ops.list_all(self._keys(queue))):
+                stored.add((queue, info.name))
+                home = homes.get(info.name)
+                if info.origin != "code" or home == queue:
+                    continue
+                if home is None:
+                    report.missing.append((queue, info.name))
+                    if remove_missing and (yield from self._remove(queue, info.name)):
+                        report.removed.append((queue, info.name))
+                    continue
+                if home not in plan and info.name not in moved:  # this sync completes it
+                    todo.append((home, self.declared[info.name]))
+                moved.setdefault(info.name, []).append(info)
+        new = [s.name for queue, s in todo if (queue, s.name) not in stored and s.name not in moved]
+        for other in self._queues(None) if new else []:
+            if other not in plan:
+                for info in (yield from ops.get(self._keys(other), new)):
+                    if info.origin == "code":
+                        moved.setdefault(info.name, []).append(info)
+        return todo, moved
+
+    def _remove(self, queue: str, name: str) -> Op[bool]:
+        return bool((yield from ops.control(self._keys(queue), "remove", name)))
 
     def _keys(self, queue: str) -> QueueKeys:
         """The keys of ``queue`` (a queue or a shard name)."""

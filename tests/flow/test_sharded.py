@@ -129,3 +129,23 @@ def test_a_pause_entry_for_another_slot_or_of_another_kind_is_refused(
         with pytest.raises(ValueError, match="not a pause entry"):
             flow.pause_call(b"C\0x\0y\0z")
         assert first.limits().paused_until is None
+
+
+def test_removing_the_limits_ends_a_shards_pause_and_a_new_one_is_sent_again(
+    redis_url: str, queue_name: str
+) -> None:
+    with durq.ShardedQueue(queue_name, redis_url, shards=2) as q, redis.Redis.from_url(
+        redis_url
+    ) as raw:
+        first, second = q.shards
+        first.enqueue_many(["a", "b"])
+        job = first.dequeue()
+        first.run(flow.rate_limited(first.keys, [(job, 3600.0, "queue")]))
+        for entry in _outbox(first):
+            first.run(_run(flow.pause_call(entry.data)))
+        q.configure(rate=None)  # ends the pauses of RateLimited, in every shard
+        assert [shard.limits().paused_until for shard in q.shards] == [None, None]
+        assert [raw.exists(s.keys.prefix + "flow") for s in q.shards] == [0, 0]
+        job = first.dequeue()
+        first.run(flow.rate_limited(first.keys, [(job, 30.0, "queue")]))
+        assert len(_outbox(first)) == 1  # not taken for the hour-long pause that ended

@@ -88,29 +88,41 @@ def test_a_schedule_moved_to_another_queue_fires_in_the_new_queue_only(
     app = apps()
     app.schedule("hb", "tick", every=0.2, args=("log",), queue=old)
     sync(app)
-    # the new code declares it in another queue: a worker of the old queue syncs first
+    # the new code declares it in another queue; a worker of the old queue syncs first:
+    # it removes the old copy and creates the new one (no gap in a rolling deploy)
     moved = apps()
     moved.schedule("hb", "tick", every=0.2, args=("log",), queue=new)
     report = sync(moved, [old])
-    assert report.moved == [(old, "hb", new)] and report.missing == []
-    assert drain(moved.queue(old), 0.5) == []
+    assert report.moved == [(old, "hb", new)] and report.created == ["hb"]
+    assert report.missing == []
     assert moved.schedules.get("hb", old) is None
-    report = sync(moved, [new])
-    assert (report.created, report.moved) == (["hb"], [])
+    assert drain(moved.queue(old), 0.5) == []
+    assert sync(moved, [new]).unchanged == ["hb"]
     assert drain(moved.queue(new), 0.5)
-    # a worker of the new queue syncs first: the old queue's copy goes when it is created
-    back = apps()
-    back.task(name="elsewhere", queue=old)(lambda: None)  # the old queue is still the app's
-    back.schedule("hb", "tick", every=0.2, args=("log",), queue=old)
-    sync(back, [old])
-    again = apps()
-    again.task(name="elsewhere", queue=old)(lambda: None)
-    again.schedule("hb", "tick", every=0.2, args=("log",), queue=new)
-    moved.schedules.remove("hb", new)
-    report = sync(again, [new])
+
+
+def test_a_moved_schedule_is_found_by_its_new_queue_and_keeps_a_runtime_pause(
+    apps: Callable[[], durq.App], sync: Sync, queue_name: str
+) -> None:
+    old, new = f"{queue_name}-old", f"{queue_name}-new"
+    app = apps()
+    app.task(name="elsewhere", queue=old)(lambda: None)  # the old queue stays the app's
+    app.schedule("hb", "tick", every=0.2, args=("log",), queue=old)
+    sync(app)
+    app.schedules.pause("hb")
+    # a worker of the new queue syncs first: the old copy goes when it is created there
+    moved = apps()
+    moved.task(name="elsewhere", queue=old)(lambda: None)
+    moved.schedule("hb", "tick", every=0.2, args=("log",), queue=new)
+    report = sync(moved, [new])
     assert report.created == ["hb"] and report.moved == [(old, "hb", new)]
-    assert again.schedules.get("hb", old) is None
-    assert drain(again.queue(old), 0.5) == []
+    assert moved.schedules.get("hb", old) is None
+    info = moved.schedules.get("hb")
+    assert info is not None and info.queue == new and info.state == "paused"
+    assert drain(moved.queue(new), 0.5) == [] and drain(moved.queue(old), 0.3) == []
+    assert sync(moved).unchanged == ["hb"]  # settled: nothing moves again
+    moved.schedules.resume("hb")
+    assert drain(moved.queue(new), 0.5)
 
 
 def test_a_removed_schedule_is_reported_when_the_app_declares_none(

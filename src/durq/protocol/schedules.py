@@ -121,6 +121,9 @@ class ScheduleInfo:
     spec: str
     version: int
     server_time: float
+    #: the ``enabled`` flag its code declared (a runtime pause or resume overrides it
+    #: until the declared flag changes)
+    declared_enabled: bool = True
 
     @property
     def state(self) -> str:
@@ -190,6 +193,7 @@ def _parse(queue: str, reply: Sequence[Any]) -> list[ScheduleInfo]:
                 spec=_text(f["spec"] or b""),
                 version=_num(f["ver"]),
                 server_time=now / 1000,
+                declared_enabled=f["decl"] != b"0",
             )
         )
     return items
