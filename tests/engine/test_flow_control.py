@@ -186,9 +186,7 @@ async def test_rate_limited_ends_a_cancelled_job_cancelled_and_still_pauses(q: A
     await q.enqueue_many(["a", "b"])
     job = await q.dequeue()
     await q.cancel(job.id)
-    assert await q.run(flow.rate_limited(q.keys, [(job, 30.0, "queue")])) == [
-        Status.CANCELLED
-    ]
+    assert await q.run(flow.rate_limited(q.keys, [(job, 30.0, "queue")])) == [Status.CANCELLED]
     info = await q.limits()
     assert info.paused_until is not None and info.rate_limited == 0
     assert await q.dequeue_many(10) == []  # paused; the cancelled job is not listed

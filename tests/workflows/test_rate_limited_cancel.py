@@ -14,14 +14,12 @@ def test_a_cancelled_workflows_step_given_back_by_rate_limited_ends_cancelled(
 ) -> None:
     t = wapp.tasks
     queue = wapp.queue(wapp.default_queue)
-    handle = durq.group([t["square"].s(log, i) for i in range(2)]).then(t["collect"].s(log))
-    handle = handle.enqueue()
+    flow_of = durq.group([t["square"].s(log, i) for i in range(2)]).then(t["collect"].s(log))
+    handle = flow_of.enqueue()
     step = queue.dequeue()
     assert step is not None
     assert handle.cancel() is durq.CancelStatus.CANCELLED  # the running step is flagged
-    assert queue.run(flow.rate_limited(queue.keys, [(step, 0.0, "queue")])) == [
-        Status.CANCELLED
-    ]
+    assert queue.run(flow.rate_limited(queue.keys, [(step, 0.0, "queue")])) == [Status.CANCELLED]
     assert queue.dequeue() is None  # it did not come back; nothing else starts
     info = queue.job(step.id)
     assert info is not None and info.state is durq.JobState.CANCELLED
