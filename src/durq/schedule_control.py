@@ -173,7 +173,9 @@ class Schedules:
                 home = homes.get(info.name)
                 if info.origin != "code" or home == queue:
                     continue
-                if home is None:
+                if home is None or not self._same(info):
+                    # declared nowhere, or the name now runs another task: not taken for
+                    # a move (another app may use the name), reported
                     report.missing.append((queue, info.name))
                     if remove_missing and (yield from self._remove(queue, info.name)):
                         report.removed.append((queue, info.name))
@@ -185,9 +187,15 @@ class Schedules:
         for other in self._queues(None) if new else []:
             if other not in plan:
                 for info in (yield from ops.get(self._keys(other), new)):
-                    if info.origin == "code":
+                    if info.origin == "code" and self._same(info):
                         moved.setdefault(info.name, []).append(info)
         return todo, moved
+
+    def _same(self, info: ScheduleInfo) -> bool:
+        """Whether stored ``info`` is a copy of the declared schedule of its name: the
+        same task (a move changes the queue, not the task)."""
+        declared = self.declared.get(info.name)
+        return declared is not None and declared.task.name == info.task
 
     def _remove(self, queue: str, name: str) -> Op[bool]:
         return bool((yield from ops.control(self._keys(queue), "remove", name)))

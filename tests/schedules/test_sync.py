@@ -99,6 +99,12 @@ def test_a_schedule_moved_to_another_queue_fires_in_the_new_queue_only(
     assert drain(moved.queue(old), 0.5) == []
     assert sync(moved, [new]).unchanged == ["hb"]
     assert drain(moved.queue(new), 0.5)
+    # a copy of the name that runs another task is not this schedule: reported, kept
+    other = apps()
+    other.schedule("hb", "add", every=60, args=(1,), queue=old)
+    sync(other, [old])
+    assert sync(moved, [old]).missing == [(old, "hb")]
+    assert moved.schedules.get("hb", old) is not None
 
 
 def test_a_moved_schedule_is_found_by_its_new_queue_and_keeps_a_runtime_pause(
