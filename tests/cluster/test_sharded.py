@@ -181,7 +181,7 @@ async def test_a_worker_pauses_every_shard_on_the_other_primaries_for_rate_limit
                 break
             await asyncio.sleep(0.05)
         assert all(info.paused_until for info in limits), limits
-        others = [h for h in await call.aenqueue_many([(n,) for n in range(1, 31)])]
+        others = await call.aenqueue_many([(n,) for n in range(1, 31)])
         assert len({h.queue for h in others} | {first.queue}) == 3
         await asyncio.sleep(1.0)
         assert ran == [0]  # nothing started anywhere during the pause

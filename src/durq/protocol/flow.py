@@ -107,18 +107,20 @@ def rate_limited(
     return [Status(s) for reply in replies for s in reply]
 
 
-@functools.lru_cache(maxsize=64)
 def _other_shards(name: str, namespace: str, shards: int) -> tuple[str, ...]:
-    """The prefixes of the other shards of shard ``name`` (none for a plain queue);
-    cached: a shard's hash tag takes a search (``durq.keys.shard_tag``)."""
+    """The prefixes of the other shards of shard ``name`` (none for a plain queue)."""
     if not shards:
         return ()
     base, index = split_shard(name)
-    return tuple(
-        QueueKeys(shard_name(base, i), namespace, shards).prefix
-        for i in range(shards)
-        if i != index
-    )
+    every = _shard_prefixes(base, namespace, shards)
+    return every[:index] + every[index + 1 :] if index is not None else every
+
+
+@functools.lru_cache(maxsize=32)
+def _shard_prefixes(base: str, namespace: str, shards: int) -> tuple[str, ...]:
+    """The prefixes of every shard of sharded queue ``base``, cached per queue: a
+    shard's hash tag takes a search (``durq.keys.shard_tag``)."""
+    return tuple(QueueKeys(shard_name(base, i), namespace, shards).prefix for i in range(shards))
 
 
 PAUSE_ENTRY = b"P\0"
