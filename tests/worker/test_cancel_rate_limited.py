@@ -46,7 +46,7 @@ def test_a_sync_task_rate_limited_after_its_cancel_ends_cancelled(
         eventually(lambda: exec_log.count("start") == 1, 5)
         assert handle.cancel().status is durq.CancelStatus.CANCELLING
         queue = app.queue(queue_name)
-        eventually(lambda: queue.stats().cancelled == 1, 5, lambda: queue.stats())
+        eventually(lambda: queue.stats().cancelled == 1, 5, lambda: str(queue.stats()))
         time.sleep(1.5)  # past the pause: a job given back would have run again
     info = handle.info()
     assert info is not None and info.state is durq.JobState.CANCELLED
