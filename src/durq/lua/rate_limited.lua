@@ -33,6 +33,7 @@ Cost     O(n) commands, plus O(m) for a pause sent to the other shards.
 --- @include "lib/queue_pause"
 
 local m = tonumber(ARGV[1])
+local others = {unpack(ARGV, 2, m + 1)} -- the other shards' prefixes
 local n = tonumber(ARGV[m + 2])
 local J = m + 3 -- ARGV index of the first job's fields
 for i = 0, n - 1 do
@@ -57,7 +58,7 @@ local f = get_flow()
 local function pause(scope, g, ms)
   if scope == 'queue' then
     queue_pause(f, now, now + ms)
-    queue_pause_send(now, now + ms, ms, 2, m + 1) -- the other shards, if any
+    queue_pause_send(now, now + ms, ms, others) -- the other shards, if any
     return
   end
   local gk = K_PREFIX .. 'gtat'

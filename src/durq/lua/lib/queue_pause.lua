@@ -42,14 +42,13 @@ local function queue_pause_outbox_error()
 end
 
 -- Send the pause that ends at `till` (`ms` long) to the other shards of the queue, whose
--- prefixes are ARGV[first .. last] (none when last < first): one outbox entry each,
--- 'P', the shard's prefix, the end (NUL-separated), unless they know of one nearly as
--- long (above).
-local function queue_pause_send(now, till, ms, first, last)
-  if last < first or till <= queue_pause_sent() + ms / 10 then return end
+-- prefixes are `others` (none: a plain queue): one outbox entry each, 'P', the shard's
+-- prefix, the end (NUL-separated), unless they know of one nearly as long (above).
+local function queue_pause_send(now, till, ms, others)
+  if #others == 0 or till <= queue_pause_sent() + ms / 10 then return end
   queue_pause_note(till)
   local ends = string.format('%d', till)
-  for j = first, last do
-    outbox_push(K_PREFIX, 'pause:' .. ends .. ':' .. j, 'P\0' .. ARGV[j] .. '\0' .. ends, now)
+  for j = 1, #others do
+    outbox_push(K_PREFIX, 'pause:' .. ends .. ':' .. j, 'P\0' .. others[j] .. '\0' .. ends, now)
   end
 end
