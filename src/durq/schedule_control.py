@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from durq.cron import CronTiming
 from durq.errors import InvalidArgument
-from durq.keys import split_shard
+from durq.keys import QueueKeys, split_shard
 from durq.protocol import schedules as ops
+from durq.protocol.calls import Op
 from durq.protocol.schedules import ScheduleInfo
 from durq.schedules import Schedule, pinned_queue
 from durq.task import Task, TaskOwner
 
 if TYPE_CHECKING:
     from durq._async.sharded import AsyncShardedQueue
-    from durq._sync.queue import Queue
     from durq._sync.sharded import ShardedQueue
 
 __all__ = ["ScheduleOwner", "Schedules", "SyncReport", "declare"]
@@ -35,7 +35,11 @@ class SyncReport:
     unchanged: list[str] = field(default_factory=list)
     #: schedules declared in code earlier but not any more: (queue, name)
     missing: list[tuple[str, str]] = field(default_factory=list)
+    #: missing schedules removed (``remove_missing``): (queue, name)
     removed: list[tuple[str, str]] = field(default_factory=list)
+    #: schedules the code now declares in another queue, removed from the old one:
+    #: (old queue, name, new queue)
+    moved: list[tuple[str, str, str]] = field(default_factory=list)
 
     def add(self, status: str, name: str) -> None:
         """Record ``name`` under ``status`` (created, changed, updated or unchanged)."""
@@ -48,6 +52,8 @@ class ScheduleOwner(TaskOwner, Protocol):
 
     #: sharded queues by name, and their shard counts
     shards: dict[str, int]
+    #: the namespace of the App's queues
+    namespace: str
     #: the App's schedules
     schedules: Schedules
 
@@ -118,47 +124,117 @@ class Schedules:
     def _source(s: Schedule) -> CronTiming | None:
         return s.timing() if s.cron is not None else None
 
+    def _sync(self, plan: dict[str, list[Schedule]], remove_missing: bool) -> Op[SyncReport]:
+        """The sync of ``plan`` (queue -> its declared schedules) as one operation, for
+        both front ends; its requests name their queue's keys, so a driver sends each to
+        its queue's slot.
+
+        A schedule's name is its identity in the app. In each queue of the plan, a
+        schedule this code stored earlier (origin "code") and declares nowhere now is
+        missing (removed only with ``remove_missing``); one it declares in another queue
+        has moved. A declared schedule not stored in its queue may have moved from a
+        queue out of the plan: it is looked for in the app's other queues (rare, bounded
+        by the app's queues). Either side completes a move: the old copy is removed,
+        then the schedule is upserted in its new queue (a tick is never fired in both;
+        one due in between is missed), where it keeps a runtime pause or resume of the
+        old copy."""
+        report = SyncReport()
+        todo, moved = yield from self._survey(plan, remove_missing, report)
+        for queue, s in todo:
+            old = moved.get(s.name, [])
+            for copy in old:
+                if (yield from self._remove(copy.queue, s.name)):
+                    report.moved.append((copy.queue, s.name, queue))
+            keys = self._keys(queue)
+            status = yield from ops.upsert(keys, s.row(), self._source(s))
+            report.add(status, s.name)
+            # created anew with the same declared flag: the old copy's runtime state stands
+            if (
+                old
+                and status == "created"
+                and old[0].declared_enabled == s.enabled
+                and old[0].paused == s.enabled
+            ):
+                yield from ops.control(keys, "pause" if old[0].paused else "resume", s.name)
+        return report
+
+    def _survey(
+        self, plan: dict[str, list[Schedule]], remove_missing: bool, report: SyncReport
+    ) -> Op[tuple[list[tuple[str, Schedule]], dict[str, list[ScheduleInfo]]]]:
+        """What ``_sync`` upserts, (queue, schedule) in order, and the copies each left
+        in old queues; reports (and removes, if asked) the missing schedules."""
+        homes = {s.name: self.queue_of(s.name) for s in self.declared.values()}
+        todo = [(queue, s) for queue, declared in plan.items() for s in declared]
+        moved: dict[str, list[ScheduleInfo]] = {}
+        stored: set[tuple[str, str]] = set()
+        for queue in plan:
+            for info in (yield from ops.list_all(self._keys(queue))):
+                stored.add((queue, info.name))
+                home = homes.get(info.name)
+                if info.origin != "code" or home == queue:
+                    continue
+                if home is None or not self._same(info):
+                    # declared nowhere, or the name now runs another task: not taken for
+                    # a move (another app may use the name), reported
+                    report.missing.append((queue, info.name))
+                    if remove_missing and (yield from self._remove(queue, info.name)):
+                        report.removed.append((queue, info.name))
+                    continue
+                if home not in plan and info.name not in moved:  # this sync completes it
+                    todo.append((home, self.declared[info.name]))
+                moved.setdefault(info.name, []).append(info)
+        new = [s.name for queue, s in todo if (queue, s.name) not in stored and s.name not in moved]
+        for other in self._queues(None) if new else []:
+            if other not in plan:
+                for info in (yield from ops.get(self._keys(other), new)):
+                    if info.origin == "code" and self._same(info):
+                        moved.setdefault(info.name, []).append(info)
+        return todo, moved
+
+    def _same(self, info: ScheduleInfo) -> bool:
+        """Whether stored ``info`` is a copy of the declared schedule of its name: the
+        same task (a move changes the queue, not the task)."""
+        declared = self.declared.get(info.name)
+        return declared is not None and declared.task.name == info.task
+
+    def _remove(self, queue: str, name: str) -> Op[bool]:
+        return bool((yield from ops.control(self._keys(queue), "remove", name)))
+
+    def _keys(self, queue: str) -> QueueKeys:
+        """The keys of ``queue`` (a queue or a shard name)."""
+        base, index = split_shard(queue)
+        count = self.app.shards.get(base, 0) if index is not None else 0
+        return QueueKeys(queue, self.app.namespace, count)
+
+    def _to_register(self, plan: dict[str, list[Schedule]]) -> set[str]:
+        """The queues (sharded ones by their name) that get schedules: listed in the
+        namespace, so `durq schedules list` and the dashboard see them."""
+        return {split_shard(queue)[0] for queue, declared in plan.items() if declared}
+
     # -- blocking
 
     def sync(
         self, queues: Sequence[str] | None = None, *, remove_missing: bool = False
     ) -> SyncReport:
-        """Upsert the declared schedules (of ``queues``, default all) and report the
-        schedules declared in code before that are not any more; with
-        ``remove_missing`` remove them."""
-        report = SyncReport()
+        """Upsert the declared schedules (of ``queues``, default all); report (and with
+        ``remove_missing`` remove) the schedules declared in code before that are not any
+        more, and remove those whose declaration moved to another queue."""
         plan = self._plan(queues)
-        for base in {split_shard(queue)[0] for queue, declared in plan.items() if declared}:
-            # listed in the namespace, so `durq schedules list` and the dashboard see it
+        for base in self._to_register(plan):
             registered = (
                 self.app.sharded_queue(base) if base in self.app.shards else self.app.queue(base)
             )
             registered.register()
-        for queue, declared in plan.items():
-            q = self.app.queue(queue)
-            for s in declared:
-                report.add(q.run(ops.upsert(q.keys, s.row(), self._source(s))), s.name)
-            for info in self._stored(q):
-                if info.origin == "code" and info.name not in self.declared:
-                    report.missing.append((queue, info.name))
-                    if remove_missing and q.run(ops.control(q.keys, "remove", info.name)):
-                        report.removed.append((queue, info.name))
-        return report
-
-    @staticmethod
-    def _stored(q: Queue) -> list[ScheduleInfo]:
-        out: list[ScheduleInfo] = []
-        while True:
-            total, items = q.run(ops.list_page(q.keys, len(out), 1000))
-            out += items
-            if not items or len(out) >= total:
-                return out
+        if not plan:
+            return SyncReport()
+        return self.app.queue(next(iter(plan))).run(self._sync(plan, remove_missing))
 
     def all(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Every schedule stored for ``queue`` (default: the app's queues), with state."""
         out: list[ScheduleInfo] = []
         for name in self._queues(None if queue is None else [queue]):
-            out += self._stored(self.app.queue(name))
+            q = self.app.queue(name)
+            out += q.run(ops.list_all(q.keys))
         return out
 
     def get(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
@@ -203,30 +279,16 @@ class Schedules:
         client: Any = None,
     ) -> SyncReport:
         """``sync`` for asyncio code (workers call it on start, for their queues)."""
-        report = SyncReport()
         plan = self._plan(queues)
-        for base in {split_shard(queue)[0] for queue, declared in plan.items() if declared}:
+        for base in self._to_register(plan):
             if base in self.app.shards:
                 await self.app.async_sharded_queue(base).register()
             else:
                 await self.app.async_queue(base, client=client).register()
-        for queue, declared in plan.items():
-            q = self.app.async_queue(queue, client=client)
-            for s in declared:
-                report.add(await q.run(ops.upsert(q.keys, s.row(), self._source(s))), s.name)
-            offset, listed = 0, []
-            while True:
-                total, items = await q.run(ops.list_page(q.keys, offset, 1000))
-                listed += items
-                offset += len(items)
-                if not items or offset >= total:
-                    break
-            for info in listed:
-                if info.origin == "code" and info.name not in self.declared:
-                    report.missing.append((queue, info.name))
-                    if remove_missing and await q.run(ops.control(q.keys, "remove", info.name)):
-                        report.removed.append((queue, info.name))
-        return report
+        if not plan:
+            return SyncReport()
+        q = self.app.async_queue(next(iter(plan)), client=client)
+        return await q.run(self._sync(plan, remove_missing))
 
     async def aget(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
         """``get`` for asyncio code."""

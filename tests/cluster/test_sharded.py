@@ -154,3 +154,38 @@ def test_durq_stats_adds_up_the_shards(cluster: LocalCluster, name: str) -> None
     ).stdout  # fmt: skip
     row = next(line for line in shown.splitlines() if line.strip().startswith(name))
     assert row.split()[1] == "42"  # pending, summed over the shards
+
+
+async def test_a_worker_pauses_every_shard_on_the_other_primaries_for_rate_limited(
+    cluster: LocalCluster, name: str
+) -> None:
+    """RateLimited(scope="queue") in one shard reaches the shards of other primaries
+    through the outbox (issue 30, bug 7)."""
+    ran: list[int] = []
+    app = durq.App(cluster.url, default_queue=name, shards={name: 3})
+
+    @app.task
+    async def call(n: int) -> None:
+        ran.append(n)
+        if n == 0:
+            raise durq.RateLimited(60, scope="queue")
+
+    queue = app.async_sharded_queue(name)
+    first = await call.aenqueue(0)
+    worker = Worker(app, WorkerConfig(concurrency=2), handle_signals=False)
+    task = asyncio.create_task(worker.run())
+    try:
+        for _ in range(200):
+            limits = [await shard.limits() for shard in queue.shards]
+            if all(info.paused_until for info in limits):
+                break
+            await asyncio.sleep(0.05)
+        assert all(info.paused_until for info in limits), limits
+        others = await call.aenqueue_many([(n,) for n in range(1, 31)])
+        assert len({h.queue for h in others} | {first.queue}) == 3
+        await asyncio.sleep(1.0)
+        assert ran == [0]  # nothing started anywhere during the pause
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 30)
+        await app.aclose()

@@ -181,6 +181,18 @@ async def test_rate_limited_with_queue_scope_pauses_the_whole_queue(q: Any, raw:
     assert sorted(j.payload for j in await q.dequeue_many(10)) == ["a0", "b0", "b1"]
 
 
+async def test_rate_limited_ends_a_cancelled_job_cancelled_and_still_pauses(q: Any) -> None:
+    # issue 30, bug 1: the give-back undid the cancel; the upstream's 429 still holds
+    await q.enqueue_many(["a", "b"])
+    job = await q.dequeue()
+    await q.cancel(job.id)
+    assert await q.run(flow.rate_limited(q.keys, [(job, 30.0, "queue")])) == [Status.CANCELLED]
+    info = await q.limits()
+    assert info.paused_until is not None and info.rate_limited == 0
+    assert await q.dequeue_many(10) == []  # paused; the cancelled job is not listed
+    assert (await q.stats()).cancelled == 1
+
+
 async def test_a_stale_lease_cannot_pause_anything(q: Any, raw: Any) -> None:
     await q.enqueue("x")
     job = await q.dequeue()

@@ -12,6 +12,7 @@ import pytest
 
 from durq import CancelStatus, InvalidArgument, JobState, LeaseLost, Message, Status, Topic
 from durq.models import EnqueueStatus
+from durq.protocol import flow
 from engine.support import expire
 
 
@@ -64,7 +65,7 @@ async def test_a_cancelled_delayed_or_backing_off_job_is_never_delivered(q: Any,
     assert "next attempt" in (await q.job(job.id)).reason["message"]
 
 
-@pytest.mark.parametrize("end", ["release", "requeue", "dead", "defer", "lease"])
+@pytest.mark.parametrize("end", ["release", "requeue", "dead", "defer", "rate_limited", "lease"])
 async def test_a_running_job_is_flagged_and_ends_cancelled_whatever_its_holder_says(
     q: Any, raw: Any, end: str
 ) -> None:
@@ -82,6 +83,8 @@ async def test_a_running_job_is_flagged_and_ends_cancelled_whatever_its_holder_s
         assert await q.requeue_many([job], delay=0, dead=end == "dead") == [Status.CANCELLED]
     elif end == "defer":
         assert await q.defer_many([job]) == [Status.CANCELLED]
+    elif end == "rate_limited":  # issue 30 bug 1: a RateLimited did undo the cancel
+        assert await q.run(flow.rate_limited(q.keys, [(job, 0.0, "group")])) == [Status.CANCELLED]
     else:
         await expire(raw, q, job.id)
         assert await q.dequeue() is None

@@ -57,13 +57,14 @@ def hold(log: str, seconds: float) -> None:
     record(log, "finish")
 
 
-def slows_down(log: str, times: int, retry_after: float) -> str:
-    """Raise durq.RateLimited on its first ``times`` deliveries, then finish."""
+def slows_down(log: str, times: int, retry_after: float, scope: str = "group") -> str:
+    """Raise durq.RateLimited (of ``scope``) on its first ``times`` deliveries, then
+    finish."""
     job = durq.current_job()
     assert job is not None
     record(log, "start")
     if job.deliveries <= times:
-        raise durq.RateLimited(retry_after)
+        raise durq.RateLimited(retry_after, scope=scope)  # type: ignore[arg-type]
     record(log, "finish")
     return "done"
 

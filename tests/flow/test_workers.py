@@ -193,6 +193,26 @@ def test_a_task_rate_limited_50_times_completes_and_is_never_dead_lettered(
         assert q.limits().rate_limited == 50
 
 
+def test_rate_limited_with_queue_scope_pauses_every_shard_of_a_sharded_queue(
+    durq_cli: Durq, redis_url: str, flow_app: durq.App, queue_name: str, tmp_path: Path
+) -> None:
+    # issue 30, bug 7: the other shards went on starting jobs during the pause
+    log, pause = tmp_path / "log", 4.0
+    flow_app.shard(queue_name, 2)
+    slow = flow_app.tasks["slows_down"].options(queue=queue_name)
+    handle = slow.enqueue(str(log), 1, pause, "queue")  # registers the sharded queue
+    ready(start_workers(durq_cli, redis_url, queue_name, 1))
+    eventually(lambda: len(events(log)) >= 1, 15, durq_cli.outputs)
+    paused_at = events(log)[0]["deq"]
+    time.sleep(1.0)  # the pause reaches the other shard through the outbox meanwhile
+    ticks = flow_app.tasks["tick"].options(queue=queue_name)
+    ticks.enqueue_many([(str(log),) for _ in range(20)])  # over both shards
+    assert handle.result(timeout=pause + 20) == "done"
+    eventually(lambda: len(events(log)) >= 22, pause + 20, durq_cli.outputs)
+    starts = [e["deq"] for e in events(log)[1:]]
+    assert min(starts) >= paused_at + pause - SLACK, (min(starts) - paused_at, durq_cli.outputs())
+
+
 def test_idle_workers_of_a_parked_queue_send_few_commands(
     durq_cli: Durq,
     make_server: Callable[..., RedisServer],

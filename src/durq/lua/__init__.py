@@ -33,6 +33,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "enqueue_single",
     "extend",
     "flow_info",
+    "flow_pause",
     "groups",
     "job",
     "progress",

@@ -5,9 +5,9 @@ delayed set (a pending job of default priority stays listed, skipped when dequeu
 reaches it), gives back its group slot, frees its dedup key if the key still points to
 it, and hands the key on to a keep-last follow-up waiting for it. A running job is
 flagged (FLAG_CANCEL in its record, the durable truth): extend answers CANCELLED to its
-worker, and release, requeue, defer or the expiry of its lease end it cancelled, never
-retried; a message on the queue's cancel channel (<prefix>cancel, the job id) may tell
-its worker sooner. Either way the waiter of the job's result gets a cancelled outcome
+worker, and release, requeue, defer, rate_limited or the expiry of its lease end it
+cancelled, never retried; a message on the queue's cancel channel (<prefix>cancel, the
+job id) may tell its worker sooner. Either way the waiter of the job's result gets a cancelled outcome
 now: from this call on the job can end in no other state.
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  result_ttl_ms: how long the cancelled outcome stays at <prefix>result:<id>

@@ -34,8 +34,7 @@ for i = 0, n - 1 do
   local b = 2 + 3 * i
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
-  if r and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
-    control().end_cancelled(id, r, now) -- its cancel was asked: it does not come back (lib/control.lua)
+  if r and ends_cancelled(id, r, now) then -- its cancel was asked: it does not come back
     status = S_CANCELLED
   elseif r then
     if r.attempts > 0 then r.attempts = r.attempts - 1 end

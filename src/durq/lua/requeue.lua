@@ -41,8 +41,7 @@ for i = 0, n - 1 do
   local b = 3 + 6 * i
   local id = ARGV[b]
   local r, status = held(id, ARGV[b + 1])
-  if r and bit.band(r.flags, FLAG_CANCEL) ~= 0 then
-    control().end_cancelled(id, r, now) -- its cancel was asked: never retried (lib/control.lua)
+  if r and ends_cancelled(id, r, now) then -- its cancel was asked: never retried
     status = S_CANCELLED
   elseif r then
     r.failures = r.failures + 1

@@ -13,7 +13,8 @@ ARGV[9]  grace: ms a tick may be late and still fire under 'none'
 ARGV[10] overlap: 'allow' or 'skip'
 ARGV[11] head: the job payload up to its tick time (JSON text)
 ARGV[12] max_attempts of the jobs
-ARGV[13] enabled: '1' or '0' (applied when it differs from what was declared before)
+ARGV[13] enabled: '1' or '0' (applied when it differs from what was declared before: a
+         runtime pause or resume otherwise stands, whatever else changes)
 ARGV[14] origin: 'code' (declared in an App) or 'api'
 ARGV[15] task name;  ARGV[16] info: a JSON summary shown by list
 ARGV[17] '1' when cron ticks follow, else '0'
@@ -78,7 +79,13 @@ if old_spec == spec then
   return {status, due and tonumber(due) or false}
 end
 
--- a new schedule, or its timing changed
+-- a new schedule, or its timing changed. A runtime pause or resume stands, as above:
+-- only a change of the declared enabled flag overrides it.
+local paused = not enabled
+local decl = redis.call('HGET', key, 'decl')
+if old_spec and decl and (decl == '1') == enabled then
+  paused = redis.call('HGET', key, 'paused') == '1'
+end
 local start = tonumber(ARGV[5])
 local wm = math.max(now, start - 1, tonumber(redis.call('HGET', key, 'wm')) or 0)
 if kind == 'cron' and (ARGV[17] ~= '1' or ARGV[18] ~= (old_spec or '')) then
@@ -89,7 +96,7 @@ local anchor = now
 if start > 0 then anchor = start end
 redis.call('HSET', key, 'spec', spec, 'kind', kind, 'every', ARGV[4], 'anchor', anchor,
   'ends', ARGV[6], 'wm', ms(wm), 'decl', enabled and '1' or '0',
-  'paused', enabled and '0' or '1', 'ended', '0', 'updated', now, unpack(behaviour))
+  'paused', paused and '1' or '0', 'ended', '0', 'updated', now, unpack(behaviour))
 redis.call('HSETNX', key, 'created', now)
 redis.call('ZADD', K_SNAMES, 0, name)
 redis.call('DEL', tk)

@@ -4,23 +4,27 @@ itself runs inside dequeue, see src/durq/lua/lib/flow.lua)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from durq import lua
 from durq.errors import InvalidArgument
 from durq.flow import FlowInfo, ParkedGroup, Rate
-from durq.keys import QueueKeys, check_group
-from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, batched, script_call
+from durq.keys import QueueKeys, check_group, shard_name, split_shard, vector_of
+from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, ScriptCall, batched, script_call
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
 __all__ = [
     "FLOW_DEFAULTS",
     "FLOW_KEY_TYPES",
+    "PAUSE_ENTRY",
     "FlowSetting",
     "check",
     "configure",
     "flow_info",
+    "pause_call",
     "rate_limited",
 ]
 
@@ -87,16 +91,49 @@ def rate_limited(
     keys: QueueKeys, items: Sequence[tuple[Leased, float, Literal["group", "queue"]]]
 ) -> Op[list[Status]]:
     """Give back jobs whose task raised RateLimited: ``(job, pause seconds, scope)``.
-    No attempt is counted; the scope pauses for every worker."""
+    No attempt is counted; the scope pauses for every worker, a pause of a sharded
+    queue in every shard (through the outbox of ``keys``'s shard: ``pause_call``)."""
     rows = []
+    pauses_queue = False
     for job, pause, scope in items:
         if scope not in ("group", "queue"):
             raise InvalidArgument(f"scope must be 'group' or 'queue', got {scope!r}")
         if not 0 <= pause <= 366 * 86400:
             raise InvalidArgument(f"pause must be between 0 s and a year, got {pause!r}")
         rows.append((job.id, job.token, scope, round(pause * 1000)))
-    replies = yield from batched("rate_limited", keys, (), rows)
+        pauses_queue = pauses_queue or (scope == "queue" and pause > 0)
+    others = _other_shards(keys.name, keys.namespace, keys.shard_count) if pauses_queue else ()
+    replies = yield from batched("rate_limited", keys, (len(others), *others), rows)
     return [Status(s) for reply in replies for s in reply]
+
+
+def _other_shards(name: str, namespace: str, shards: int) -> tuple[str, ...]:
+    """The prefixes of the other shards of shard ``name`` (none for a plain queue)."""
+    if not shards:
+        return ()
+    base, index = split_shard(name)
+    every = _shard_prefixes(base, namespace, shards)
+    return every[:index] + every[index + 1 :] if index is not None else every
+
+
+@functools.lru_cache(maxsize=32)
+def _shard_prefixes(base: str, namespace: str, shards: int) -> tuple[str, ...]:
+    """The prefixes of every shard of sharded queue ``base``, cached per queue: a
+    shard's hash tag takes a search (``durq.keys.shard_tag``)."""
+    return tuple(QueueKeys(shard_name(base, i), namespace, shards).prefix for i in range(shards))
+
+
+PAUSE_ENTRY = b"P\0"
+"""How an outbox entry that pauses a shard starts (rate_limited.lua writes it)."""
+
+
+def pause_call(entry: bytes) -> ScriptCall:
+    """The script call that applies an outbox entry pausing a shard of a sharded queue
+    (``PAUSE_ENTRY``) in that shard: ``flow_pause.lua``, idempotent."""
+    parts = entry.split(b"\0")
+    if len(parts) != 3 or parts[0] != b"P":
+        raise ValueError("not a pause entry")
+    return ScriptCall(lua.load("flow_pause"), vector_of(parts[1].decode()), (entry,))
 
 
 def check(keys: QueueKeys) -> Op[list[str]]:

@@ -27,6 +27,7 @@ __all__ = [
     "TickSource",
     "control",
     "get",
+    "list_all",
     "list_page",
     "refill",
     "upsert",
@@ -120,6 +121,9 @@ class ScheduleInfo:
     spec: str
     version: int
     server_time: float
+    #: the ``enabled`` flag its code declared (a runtime pause or resume overrides it
+    #: until the declared flag changes)
+    declared_enabled: bool = True
 
     @property
     def state(self) -> str:
@@ -189,6 +193,7 @@ def _parse(queue: str, reply: Sequence[Any]) -> list[ScheduleInfo]:
                 spec=_text(f["spec"] or b""),
                 version=_num(f["ver"]),
                 server_time=now / 1000,
+                declared_enabled=f["decl"] != b"0",
             )
         )
     return items
@@ -266,6 +271,16 @@ def list_page(
     """The schedules of the queue in name order, and how many it has."""
     reply = yield _call("schedule_list", keys, ["page", max(offset, 0), max(min(limit, 1000), 1)])
     return int(reply[1]), _parse(keys.name, reply)
+
+
+def list_all(keys: QueueKeys) -> Op[list[ScheduleInfo]]:
+    """Every schedule of the queue, in name order (pages of 1000)."""
+    out: list[ScheduleInfo] = []
+    while True:
+        total, items = yield from list_page(keys, len(out), 1000)
+        out += items
+        if not items or len(out) >= total:
+            return out
 
 
 def get(keys: QueueKeys, names: Sequence[str]) -> Op[list[ScheduleInfo]]:

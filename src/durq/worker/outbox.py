@@ -8,7 +8,9 @@ consuming a queue also delivers that queue's outbox: it takes entries under a le
 applies each in its target slot with ``workflow_deliver.lua`` (idempotent), and only
 then releases it. A worker that dies in between leaves the entry to come back when its
 lease ends; applying it again changes nothing, so nothing is lost or counted twice.
-Idle couriers block on the outbox's wake marker (no polling).
+Idle couriers block on the outbox's wake marker (no polling). The same outbox carries
+the pauses of a sharded queue (``durq.RateLimited(scope="queue")`` in one shard pauses
+the others: ``flow_pause.lua``, idempotent too).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from durq.codec import PayloadCodec
 from durq.errors import DurqError, InvalidArgument
 from durq.keys import OutboxKeys
 from durq.models import Job
-from durq.protocol import lifecycle
+from durq.protocol import flow, lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import MAX_BLOCK, Op, Pipeline, ScriptCall
@@ -114,7 +116,7 @@ class OutboxCourier:
     ) -> None:
         """Apply entries of one target slot, in one round trip."""
         try:
-            replies = await self.queue.run(_send(tuple(wf.deliver_call(j.data) for j in group)))
+            replies = await self.queue.run(_send(tuple(_apply_call(j.data) for j in group)))
         except (DurqError, RedisError, OSError) as exc:  # the target slot is unreachable
             retry.extend((j, f"{type(exc).__name__}: {exc}") for j in group)
             return
@@ -147,6 +149,14 @@ class OutboxCourier:
         except (DurqError, RedisError, OSError) as exc:
             # the entries come back when their leases end and are applied again: harmless
             log.warning("outbox of %s: acknowledging failed: %s", name, exc)
+
+
+def _apply_call(entry: bytes) -> ScriptCall:
+    """The call applying ``entry`` in its target slot: a pause of a sharded queue's
+    shard (durq.RateLimited, protocol.flow), else a workflow order."""
+    if entry.startswith(flow.PAUSE_ENTRY):
+        return flow.pause_call(entry)
+    return wf.deliver_call(entry)
 
 
 def _reason(message: str) -> bytes:

@@ -54,23 +54,30 @@ class ScheduleKeeper:
 
     async def start(self) -> None:
         """Upsert the declared schedules of the worker's queues, say which schedules the
-        code no longer declares, and refill what needs it: before the first dequeue."""
-        if self.schedules.declared:
+        code no longer declares or declares in another queue, and refill what needs it:
+        before the first dequeue. An app that declares no schedule still looks: the
+        schedules an earlier version declared are reported all the same."""
 
-            async def sync() -> SyncReport:
-                return await self.schedules.async_sync(self.queue_names, client=self.client)
+        async def sync() -> SyncReport:
+            return await self.schedules.async_sync(self.queue_names, client=self.client)
 
-            report = await retrying(sync, 30.0)
-            changed = report.created + report.changed + report.updated
-            if changed:
-                log.info("schedules upserted: %s", ", ".join(changed))
-            for queue, name in report.missing:
-                log.warning(
-                    "schedule %r of queue %s is no longer declared in the code: remove it "
-                    "with `durq schedules remove %s -q %s` (or app.sync_schedules("
-                    "remove_missing=True))",
-                    name, queue, name, queue,
-                )  # fmt: skip
+        report = await retrying(sync, 30.0)
+        changed = report.created + report.changed + report.updated
+        if changed:
+            log.info("schedules upserted: %s", ", ".join(changed))
+        for queue, name in report.missing:
+            log.warning(
+                "schedule %r of queue %s is no longer declared in the code: remove it "
+                "with `durq schedules remove %s -q %s` (or app.sync_schedules("
+                "remove_missing=True))",
+                name, queue, name, queue,
+            )  # fmt: skip
+        for queue, name, home in report.moved:
+            log.warning(
+                "schedule %r moved from queue %s to %s in the code: removed from %s, "
+                "it fires in %s only",
+                name, queue, home, queue, home,
+            )  # fmt: skip
         await self.refill()
 
     async def refill(self) -> None:

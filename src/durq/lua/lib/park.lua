@@ -52,7 +52,8 @@ local function unpark_all()
   end
   if redis.call('EXISTS', pk) == 0 then
     redis.call('DEL', K_PREFIX .. 'gtat')
-    redis.call('HDEL', K_PREFIX .. 'flow', 'parks', 'tat', 'sec', 'cur', 'prev')
+    -- qfan (lib/queue_pause.lua) goes with the pause: a later, shorter one is sent again
+    redis.call('HDEL', K_PREFIX .. 'flow', 'parks', 'tat', 'sec', 'cur', 'prev', 'qfan')
   end
 end
 

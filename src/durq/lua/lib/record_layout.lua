@@ -27,7 +27,8 @@ local FLAG_RETURNING = 1
 -- set or removed while jobs run.
 local FLAG_SLOT = 2
 -- Job control (lib/control.lua). CANCEL: a cancel was asked while the job was active;
--- every way out of active (release, requeue, defer, lease expiry) then ends it cancelled.
+-- every way out of active (release, requeue, defer, rate_limited, lease expiry) then ends
+-- it cancelled.
 -- CONTROL: the job has job-control data (expiry, dedup mode, follow-up, progress) that
 -- the paths starting and ending it look up; a plain job never pays for that lookup.
 -- Both are above the other flags, so the hot paths test `flags >= FLAG_CANCEL` (a
