@@ -56,7 +56,8 @@ class Command(BaseCommand):
         add("--log-format", default="text", choices=["text", "json"])
         add("--metrics-port", type=int, default=None,
             help="Serve Prometheus metrics on this port (process i of -p N: PORT+i).")  # fmt: skip
-        add("--metrics-host", default="0.0.0.0", help="Address of the metrics endpoint.")
+        add("--metrics-host", default="127.0.0.1",
+            help="Address of the metrics endpoint (default 127.0.0.1; it has no auth).")  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_level"], options["log_format"])
