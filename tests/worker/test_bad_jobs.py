@@ -66,6 +66,27 @@ def test_a_payload_the_queue_cannot_decode_is_dead_lettered_as_undecodable(
     assert exec_log.keys("start") == ["after"]
 
 
+def test_a_payload_over_the_workers_max_payload_bytes_is_dead_lettered_unread_and_not_run(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
+) -> None:
+    queue = app.queue(queue_name)
+    limit = app.max_payload_bytes
+    # written by a producer with a larger limit (or by hand): the worker's limit holds
+    with durq.Queue(queue_name, redis_url, max_payload_bytes=4 * limit) as big:
+        bad = big.enqueue(["work", [str(exec_log), "x" * (2 * limit)], {}])
+    with running_worker(app) as worker:
+        eventually(lambda: queue.stats().dead == 1, 10)
+        app.tasks["work"].enqueue(str(exec_log), "after")
+        eventually(lambda: exec_log.count("finish") == 1, 10)
+        assert worker.state is WorkerState.RUNNING
+
+    info = queue.job(bad.id)
+    assert info is not None and info.reason is not None
+    assert info.reason["reason"] == "payload_too_large"
+    assert f"at most {limit}" in info.reason["message"]
+    assert exec_log.keys("start") == ["after"]
+
+
 def test_a_flood_of_bad_jobs_among_good_ones_does_not_stop_the_good_ones(
     app: durq.App, exec_log: ExecLog, queue_name: str
 ) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from durq import tracing
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import PayloadError
+from durq.errors import PayloadError, PayloadTooLarge
 from durq.flow import RateLimited
 from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
@@ -167,6 +167,8 @@ class Executor:
         delivered (the task decides its lease and its thread), and runs it from that."""
         try:
             name, args, kwargs, meta = parse_call(job.payload)
+        except PayloadTooLarge as exc:  # written past the limit: never decoded nor run
+            return self._dead(None, {"reason": "payload_too_large", "message": str(exc)}, job)
         except PayloadError as exc:
             return self._dead(None, {"reason": "undecodable_payload", "message": str(exc)}, job)
         except ValueError as exc:
