@@ -19,7 +19,8 @@ from durq.keys import NamespaceKeys
 # hyperlink, a window title, a bell, a right-to-left override, Rich markup and an emoji
 HOSTILE = (
     "\x1b[2J\x1b]8;;http://evil.example\x1b\\click me\x1b]8;;\x1b\\"
-    "\x1b]0;pwned\x07 \u202egnp.exe [bold red]loud[/bold red] [link=http://evil.example]x[/link] :skull:"
+    "\x1b]0;pwned\x07 \u202egnp.exe [bold red]loud[/bold red] "
+    "[link=http://evil.example]x[/link] :skull:"
 )
 GROUP = "[reverse]tenant[/]"
 SHOWN = (
