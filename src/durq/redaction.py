@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote_plus
 
 from durq.errors import InvalidArgument
+from durq.models import JobInfo
 
 __all__ = ["DEFAULT_KEYS", "MASK", "Redact", "redact_url"]
 
@@ -106,17 +107,21 @@ DEFAULT_KEYS = (
 _MAX_DEPTH = 100
 # "user:password@" of URLs inside text (a connection error's message, a traceback)
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/@:]*):[^\s/@]*@")
+# a name = or : a value, in text: the name (maybe quoted: group 1 is its quote), the
+# separator, and a quoted value or a bare word; the name decides (Redact.hides)
+_PAIR = re.compile(
+    r"""(?x)
+    (?<![\w.-])(["']?)([A-Za-z_][\w.-]*)\1   # the name, maybe quoted
+    (\s*[:=]\s*)(?!//)                        # = or : (not a URL's scheme)
+    ("[^"\n]*"|'[^'\n]*'|[^\s,;&"'(){}\[\]<>]+)  # the value
+    """
+)
+_SQUEEZE = str.maketrans("", "", " \t\n\r\f\v_.-")
 
 
 def _normal(name: str) -> str:
     """A name compared without case and separators: ``API-Key`` -> ``apikey``."""
-    return re.sub(r"[\s_.-]", "", name).lower()
-
-
-def _loose(key: str) -> str:
-    """A regex of ``key`` (normalized) that allows a separator between its letters, so
-    that ``apikey`` finds ``api_key``, ``API-KEY`` and ``apiKey`` in text."""
-    return r"[_.-]?".join(re.escape(ch) for ch in key)
+    return name.translate(_SQUEEZE).lower()
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,6 @@ class Redact:
     patterns: Sequence[str | re.Pattern[str]] = ()
     defaults: bool = True
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
-    _pairs: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -169,21 +173,9 @@ class Redact:
                 raise InvalidArgument(f"Redact: pattern {regex.pattern!r} matches nothing at all")
             compiled.append(regex)
         unique = tuple(dict.fromkeys(names))
-        pairs = None
-        if unique:
-            # name, then = or :, then a quoted value or a bare word
-            alternatives = "|".join(_loose(n) for n in unique)
-            pairs = re.compile(
-                rf"""(?ix)
-                (["']?[\w.-]*(?:{alternatives})[\w.-]*["']?)   # the name, maybe quoted
-                (\s*[:=]\s*)                                     # = or :
-                ("[^"\n]*"|'[^'\n]*'|[^\s,;&"'(){{}}\[\]<>]+)    # the value
-                """
-            )
         object.__setattr__(self, "keys", tuple(self.keys))
         object.__setattr__(self, "patterns", tuple(self.patterns))
         object.__setattr__(self, "_names", unique)
-        object.__setattr__(self, "_pairs", pairs)
         object.__setattr__(self, "_patterns", tuple(compiled))
 
     def hides(self, name: object) -> bool:
@@ -198,12 +190,22 @@ class Redact:
         patterns' matches replaced by ``***``."""
         if not text:
             return text
-        text = _URL_CREDENTIALS.sub(rf"\1:{MASK}@", text)
-        if self._pairs is not None:
-            text = self._pairs.sub(_hide_pair, text)
+        if "://" in text:
+            text = _URL_CREDENTIALS.sub(rf"\1:{MASK}@", text)
+        # the pairs' regex is the costly part: only where a key appears at all
+        squeezed = text.lower().replace("_", "").replace("-", "").replace(".", "")
+        if any(key in squeezed for key in self._names):
+            text = _PAIR.sub(self._hide_pair, text)
         for regex in self._patterns:
             text = regex.sub(MASK, text)
         return text
+
+    def _hide_pair(self, match: re.Match[str]) -> str:
+        if not self.hides(match.group(2)):
+            return match.group()
+        name_quote, name, separator, value = match.groups()
+        quote = value[0] if value[0] in "\"'" else ""
+        return f"{name_quote}{name}{name_quote}{separator}{quote}{MASK}{quote}"
 
     def value(self, value: Any) -> Any:
         """A copy of JSON-like ``value`` with the values under hidden keys replaced by
@@ -242,8 +244,12 @@ class Redact:
         shown: dict[str, Any] = self._value(fields, 0)
         return shown
 
-
-def _hide_pair(match: re.Match[str]) -> str:
-    value = match.group(3)
-    quote = value[0] if value[0] in "\"'" else ""
-    return f"{match.group(1)}{match.group(2)}{quote}{MASK}{quote}"
+    def job(self, info: JobInfo) -> JobInfo:
+        """``info`` as the dashboard and the CLI show it: its failure reason and its
+        progress information through this Redact (its payload stays as stored: show
+        ``value(info.payload())``)."""
+        progress = info.progress
+        if progress is not None and progress.info is not None:
+            progress = replace(progress, info=self.value(progress.info))
+        reason = self.fields(info.reason) if info.reason else info.reason
+        return replace(info, reason=reason, progress=progress)

@@ -21,13 +21,14 @@ from durq import connection
 from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.flow_tables import flow_tables
 from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.protocol.namespace import queue_names, shard_counts
+from durq.redaction import Redact
 from durq.worker.registry import list_workers
 
 __all__ = ["dlq", "doctor", "job", "stats", "workers"]
@@ -260,7 +261,8 @@ def _age(now: float, then: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
-def _show(info: JobInfo) -> None:
+def _show(info: JobInfo, redact: Redact) -> None:
+    info = redact.job(info)  # its reason and progress; the payload below
     table = Table(show_header=False, title=plain(f"job {info.id}"))
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
@@ -299,9 +301,9 @@ def _show(info: JobInfo) -> None:
             table.add_row(plain(f"reason.{k}"), plain(v))
     if info.data is not None:
         try:
-            shown = orjson.dumps(info.payload()).decode()
+            shown = orjson.dumps(redact.value(info.payload())).decode()
         except Exception:
-            shown = repr(info.data[:500])
+            shown = redact.text(repr(info.data[:500]))
         table.add_row("payload", plain(shown[:2000]))
     console.print(table)
 
@@ -311,8 +313,9 @@ def _show(info: JobInfo) -> None:
 @click.option("-q", "--queue", required=True, help="The job's queue.")
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
-def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
+def job(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
     """Show everything stored about one job: state, attempts, times, reason, payload.
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
@@ -320,7 +323,7 @@ def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
         info = q.job(job_id)
     if info is None:
         raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
-    _show(info)
+    _show(info, redact)
 
 
 @click.group()
@@ -333,12 +336,13 @@ def dlq() -> None:
 @click.option("--limit", default=50, show_default=True)
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
-def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
+def dlq_list(queue: str, limit: int, url: str | None, namespace: str, redact: Redact) -> None:
     """List dead letters, newest first, with their reasons."""
     with _queue(queue, url, namespace) as q:
         total = q.stats().dead
-        items = q.dead_letters(limit)
+        items = [redact.job(info) for info in q.dead_letters(limit)]
     table = Table(title=plain(f"{total} dead letters in {queue}"))
     for col in ("id", "died", "attempts", "reason", "error"):
         table.add_column(col, overflow="fold")
@@ -363,8 +367,9 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
 @click.option("-q", "--queue", required=True, help="The dead letters' queue.")
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
-def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
+def dlq_show(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
     """Show one dead letter with its traceback.
 
     Job ids may begin with "-": put such an id after "--" (durq dlq show -q Q -- -xY...)."""
@@ -372,7 +377,7 @@ def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
         info = q.job(job_id)
     if info is None or info.died_at is None:
         raise click.ClickException(f"{job_id} is not a dead letter of {queue}")
-    _show(info)
+    _show(info, redact)
 
 
 def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:

@@ -8,9 +8,10 @@ import logging
 import click
 
 from durq import connection
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, redact_options, url_option
 from durq.errors import InvalidArgument
 from durq.logs import configure_logging
+from durq.redaction import Redact
 
 __all__ = ["dashboard", "is_loopback"]
 
@@ -61,6 +62,7 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--log-format", default="text", show_default=True, type=click.Choice(["text", "json"])
 )
+@redact_options
 def dashboard(
     url: str | None,
     namespace: str,
@@ -72,6 +74,7 @@ def dashboard(
     hide_payloads: bool,
     log_level: str,
     log_format: str,
+    redact: Redact,
 ) -> None:
     """Serve the web dashboard: queues, groups, workers, jobs, dead letters (replay and
     purge), and Prometheus metrics at /metrics.
@@ -111,6 +114,7 @@ def dashboard(
             allowed_hosts=allowed,
             show_payloads=not hide_payloads,
             secret=secret or None,
+            redact=redact,
         )
     except InvalidArgument as exc:
         raise click.ClickException(str(exc)) from None

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from durq._sync.queue import Queue
 from durq.cli.admin import _known_queues, _redis_errors, _when, console
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
 from durq.keys import check_job_id, workflow_key
@@ -19,6 +19,7 @@ from durq.protocol import workflows as wf
 from durq.protocol.calls import Command, Op
 from durq.protocol.status import Status
 from durq.protocol.workflows import WorkflowInfo
+from durq.redaction import Redact
 
 __all__ = ["workflow"]
 
@@ -45,7 +46,7 @@ def _find(workflow_id: str, queue: str | None, url: str | None, namespace: str) 
     raise click.ClickException(f"no workflow {workflow_id} in {where}")
 
 
-def _print(info: WorkflowInfo, limit: int) -> None:
+def _print(info: WorkflowInfo, limit: int, redact: Redact) -> None:
     summary = Table(show_header=False, title=plain(f"workflow {info.id}"))
     summary.add_column("field", style="bold")
     summary.add_column("value", overflow="fold")
@@ -61,9 +62,9 @@ def _print(info: WorkflowInfo, limit: int) -> None:
         waits = ", ".join(f"group {b}: {n} open" for b, n in sorted(info.waiting_on.items()))
         rows.append(("waiting on", waits))
     for node, reason in sorted(info.dead.items()):
-        rows.append((f"dead step {node}", f"{reason} (replay it to go on)"))
+        rows.append((f"dead step {node}", f"{redact.value(reason)} (replay it to go on)"))
     if info.error:
-        rows.append(("error", str(info.error)))
+        rows.append(("error", str(redact.value(info.error))))
     for name, value in rows:
         summary.add_row(plain(name), plain(value))
     console.print(summary)
@@ -85,9 +86,16 @@ def _print(info: WorkflowInfo, limit: int) -> None:
 @click.option("--watch", is_flag=True, help="Show it again every second until it ended.")
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
 def show(
-    workflow_id: str, queue: str | None, limit: int, watch: bool, url: str | None, namespace: str
+    workflow_id: str,
+    queue: str | None,
+    limit: int,
+    watch: bool,
+    url: str | None,
+    namespace: str,
+    redact: Redact,
 ) -> None:
     """Show a workflow: its state, each step's state, and where it waits (open groups,
     dead steps waited for). Its home queue is found among the registered queues unless
@@ -100,7 +108,7 @@ def show(
                 info = q.run(wf.info(q.keys, workflow_id))
                 if info is None:
                     raise click.ClickException(f"workflow {workflow_id} is gone (expired)")
-                _print(info, limit)
+                _print(info, limit, redact)
                 if not watch or info.state != "running":
                     return
                 time.sleep(1.0)

@@ -22,6 +22,7 @@ from durq.dashboard.flow import flow_page
 from durq.dashboard.security import Guard, csrf_secret
 from durq.dashboard.state import Dashboard
 from durq.errors import CorruptQueue
+from durq.redaction import Redact
 
 __all__ = ["SECRET_ENV", "create_app"]
 
@@ -43,6 +44,7 @@ def create_app(
     max_queues: int = 200,
     refresh: float = 5.0,
     secret: str | bytes | None = None,
+    redact: Redact | None = None,
 ) -> Starlette:
     """The durq dashboard as an ASGI application.
 
@@ -68,6 +70,9 @@ def create_app(
             app. Every process serving one dashboard (``gunicorn -w N``, replicas
             behind a load balancer) needs the same one, or POSTs that another process
             rendered the form of are refused (403).
+        redact: what of task data is secret (``durq.Redact``); payloads, failure
+            reasons and progress are shown through it (default ``Redact()``: the
+            common secret names).
     """
     config = DashboardConfig(
         url=connection.resolve_url(url),
@@ -80,6 +85,7 @@ def create_app(
         history=history,
         max_queues=max_queues,
         refresh=refresh,
+        redact=redact if redact is not None else Redact(),
     )
     if secret is None:
         secret = os.environ.get(SECRET_ENV) or None

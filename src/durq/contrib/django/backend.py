@@ -61,6 +61,7 @@ _APP_OPTIONS = (
     "result_ttl",
     "enqueue_retry_for",
     "durability",
+    "redact",
 )
 # OPTIONS of the backend itself: the modules that define its tasks, besides each
 # installed app's tasks module (durq.contrib.django.known)

@@ -147,7 +147,8 @@ def _run(
         value = normalize_json(value)
     except Exception as exc:
         finished = now()
-        error = error_of(exc)
+        kind, text = error_of(exc)
+        error = (kind, backend.durq_app.redact.text(text))  # stored: no secrets in it
         attempts.append(job.id, Attempt(job.attempt, worker_id, started, finished, error))
         if isinstance(exc, durq.Fail) or job.attempt >= job.max_attempts:
             _send(task_finished, backend, result("FAILED", finished, [*errors, error]))
