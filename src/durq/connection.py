@@ -113,6 +113,9 @@ class Target:
     service: str = ""
     sentinel_options: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # the options hold the passwords: the URL alone, redacted
+        return f"<Target {self.kind} {redact(self.url)}>"
+
 
 def _hosts(text: str, url: str) -> tuple[tuple[str, int], ...]:
     hosts: list[tuple[str, int]] = []

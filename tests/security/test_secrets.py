@@ -90,6 +90,7 @@ def test_a_password_in_the_url_query_stays_out_of_reprs_errors_and_worker_logs(
     url = f"redis://127.0.0.1:{server.port}/0?password={password}"
     app = durq.App(url)
     assert password not in repr(app) and "password=***" in repr(app)
+    assert password not in repr(connection.parse_target(url.replace("redis:", "redis+cluster:")))
     with pytest.raises(durq.InvalidArgument) as refused:  # a Sentinel URL without a service
         connection.parse_target(f"redis+sentinel://127.0.0.1:{server.port}/?password={password}")
     assert password not in str(refused.value)
