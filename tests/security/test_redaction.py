@@ -126,3 +126,23 @@ def test_secrets_in_task_data_stay_out_of_stored_errors_logs_pages_and_the_cli(
 def _hidden(text: str) -> None:
     assert SECRET not in text
     assert PASSWORD not in text
+
+
+def test_errors_stored_without_redaction_are_redacted_when_shown(
+    redis_url: str, queue_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # written by a worker of another app, an older durq, or by hand
+    with durq.Queue(queue_name, redis_url) as queue:
+        queue.enqueue({"api_key": "k-123", "iban": "DE99"})
+        job = queue.dequeue()
+        assert job is not None
+        queue.requeue(job, dead=True, reason={"message": f"login as ada, password={PASSWORD}"})
+    shown = run("dlq", "show", "-q", queue_name, "--url", redis_url, "--", job.id)
+    assert shown.exit_code == 0, shown.output
+    assert "password=***" in shown.output
+    assert PASSWORD not in shown.output and "k-123" not in shown.output
+    assert "DE99" in shown.output  # not a default key
+    monkeypatch.setenv("DURQ_REDACT_KEYS", "iban")
+    monkeypatch.setenv("DURQ_REDACT_PATTERNS", r"as\s\w+")
+    shown = run("dlq", "show", "-q", queue_name, "--url", redis_url, "--", job.id)
+    assert "DE99" not in shown.output and "login ***, password=***" in shown.output
