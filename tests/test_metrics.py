@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -218,3 +219,17 @@ def test_a_job_metrics_row_records_what_the_label_calls_do() -> None:
     assert value(text, "durq_job_pickup_seconds_count", queue="emails") == 2
     assert value(text, "durq_jobs_cancelled_total", queue="emails", task="send") is None
     assert by_row.totals() == {"emails": [2, 2.5, 3, 2.0]}
+
+
+def test_the_worker_endpoint_listens_on_loopback_unless_told_otherwise(
+    redis_url: str, queue_name: str, start_worker: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    port = free_port()
+    proc = start_worker("-q", queue_name, "--url", redis_url, "--metrics-port", str(port))
+    eventually(functools.partial(_serves_metrics, f"http://127.0.0.1:{port}/metrics"), 20)
+    listening = [
+        c.laddr.ip
+        for c in psutil.Process(proc.pid).net_connections("inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+    ]
+    assert listening == ["127.0.0.1"]

@@ -45,6 +45,7 @@ from durq.models import (
     QueueStats,
 )
 from durq.protocol.status import Status
+from durq.redaction import Redact
 from durq.schedule_control import SyncReport
 from durq.schedules import Schedule, ScheduleInfo
 from durq.task import Call, Fail, Retry, Task
@@ -114,6 +115,8 @@ __all__ = [
     "Status",
     "Codec",
     "Durability",
+    # secrets kept out of sight
+    "Redact",
     # retry delays
     "Backoff",
     "exponential",

@@ -31,6 +31,7 @@ from durq.handle import JobHandle
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import Message
 from durq.protocol.args import lease_ms, new_ids
+from durq.redaction import Redact
 from durq.schedule_control import Schedules, SyncReport, declare
 from durq.schedules import Schedule
 from durq.task import Call, PlainCall, Task, TaskConfig
@@ -71,6 +72,11 @@ class App:
             ``@app.task(shards=6)``). A sharded queue's jobs spread over that many
             shards, each in its own Redis Cluster slot; workers consume every shard.
             The count is also recorded in Redis, where workers and tools find it.
+        redact: what of task data is secret (``durq.Redact``: argument names and
+            patterns), hidden from the worker's logs and from the errors it stores (a
+            dead letter's message and traceback); default ``Redact()``, the common
+            secret names. ``durq.contrib.fastapi.dashboard`` shows the app's jobs with
+            it too.
     """
 
     def __init__(
@@ -88,6 +94,7 @@ class App:
         enqueue_retry_for: float = 10.0,
         durability: Durability | None = None,
         shards: Mapping[str, int] | None = None,
+        redact: Redact | None = None,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -101,6 +108,9 @@ class App:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.durability = durability
+        if redact is not None and not isinstance(redact, Redact):
+            raise InvalidArgument(f"redact must be a durq.Redact, got {type(redact).__name__}")
+        self.redact = redact if redact is not None else Redact()
         self.shards: dict[str, int] = {}
         for queue_name, count in (shards or {}).items():
             self.shard(queue_name, count)

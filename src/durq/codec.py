@@ -170,11 +170,7 @@ class PayloadCodec:
             codec, data = Codec.RAW, value
         else:
             codec, data = self.codec, self._dumps(value)
-        if len(data) > self.max_payload_bytes:
-            raise PayloadTooLarge(
-                f"payload is {len(data)} bytes encoded; this queue accepts at most "
-                f"{self.max_payload_bytes} (max_payload_bytes)"
-            )
+        self.check_size(data)
         return int(codec), data
 
     def encode_call(
@@ -201,8 +197,25 @@ class PayloadCodec:
             return None
         return 1, data  # int(Codec.JSON)
 
+    def check_size(self, data: bytes) -> None:
+        """Raise PayloadTooLarge if ``data`` (an encoded payload) is over
+        ``max_payload_bytes``: every path in checks it, not only ``encode``."""
+        if len(data) > self.max_payload_bytes:
+            raise PayloadTooLarge(
+                f"payload is {len(data)} bytes encoded; this queue accepts at most "
+                f"{self.max_payload_bytes} (max_payload_bytes)"
+            )
+
     def decode(self, codec: int, data: bytes) -> Any:
-        """Return the value stored as ``data`` with ``codec``."""
+        """Return the value stored as ``data`` with ``codec``. A payload over
+        ``max_payload_bytes`` is refused unread (PayloadTooLarge): whatever wrote it
+        into Redis skipped the limit, and decoding it would cost the reader memory and
+        time the limit exists to bound."""
+        if len(data) > self.max_payload_bytes:
+            raise PayloadTooLarge(
+                f"stored payload is {len(data)} bytes; this queue accepts at most "
+                f"{self.max_payload_bytes} (max_payload_bytes): not decoded"
+            )
         # JSON first, against a plain int: a worker decodes every job it fetches, and
         # comparing with an IntEnum member goes through the enum's class (~0.1 us each)
         if codec == _JSON:

@@ -36,6 +36,7 @@ from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 from redis.retry import Retry
 
 from durq.errors import InvalidArgument
+from durq.redaction import redact_url
 from durq.spin import first_read
 
 __all__ = [
@@ -96,18 +97,9 @@ def resolve_url(url: str | None) -> str:
 
 
 def redact(url: str) -> str:
-    """The URL without its passwords (the servers' and the sentinels'), for messages
-    and logs."""
-    parts = urlsplit(url)
-    userinfo, at, hosts = parts.netloc.rpartition("@")
-    if at and ":" in userinfo:
-        userinfo = userinfo.split(":", 1)[0] + ":***"
-    query = parts.query
-    if "sentinel_password" in query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, "***" if k == "sentinel_password" else v) for k, v in pairs])
-    netloc = f"{userinfo}@{hosts}" if at else hosts
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """The URL without its credentials, for messages, logs, pages and reprs
+    (``durq.redaction.redact_url``: every credential form redis-py takes in a URL)."""
+    return redact_url(url)
 
 
 @dataclass(frozen=True)
@@ -120,6 +112,9 @@ class Target:
     options: dict[str, Any] = field(default_factory=dict)
     service: str = ""
     sentinel_options: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # the options hold the passwords: the URL alone, redacted
+        return f"<Target {self.kind} {redact(self.url)}>"
 
 
 def _hosts(text: str, url: str) -> tuple[tuple[str, int], ...]:

@@ -270,9 +270,10 @@ class JobMetrics:
             self._metrics._finished_otherwise(self._key, kind)
 
 
-def serve_metrics(metrics: WorkerMetrics, port: int, host: str = "0.0.0.0") -> None:
+def serve_metrics(metrics: WorkerMetrics, port: int, host: str = "127.0.0.1") -> None:
     """Serve ``metrics`` at ``http://host:port/metrics`` from a daemon thread (what
-    ``durq worker --metrics-port`` does). Only this worker's registry is exposed, not
+    ``durq worker --metrics-port`` does), on loopback unless ``host`` says otherwise:
+    the endpoint has no authentication. Only this worker's registry is exposed, not
     prometheus_client's global one."""
     start_http_server(port, addr=host, registry=metrics.registry)
     log.info("serving worker metrics on http://%s:%d/metrics", host, port)

@@ -81,3 +81,17 @@ def _started_since(since: float, text: str) -> list[psutil.Process]:
         if text in cmdline and proc.info["create_time"] >= since and running(proc):
             found.append(proc)
     return found
+
+
+def test_server_with_a_password_does_not_print_it(tmp_path: Path, durq_cli: Durq) -> None:
+    port = free_port()
+    password = "local-pw-not-printed"
+    server = durq_cli.start(
+        "server", "--dir", str(tmp_path), "--port", str(port), "--password", password
+    )
+    server.expect_output(f"listening on redis://:***@127.0.0.1:{port}/0", 20)
+    with redis.Redis(port=port, password=password, socket_timeout=5) as client:
+        assert client.ping() is True
+    server.send(signal.SIGTERM)
+    assert server.wait(15) == 0
+    assert password not in server.output()

@@ -106,3 +106,14 @@ def test_the_dashboard_behind_the_hosts_own_auth(app: durq.App, redis_url: str) 
         client.cookies.set("role", "staff")
         assert client.get("/ops2/").status_code == 200
     assert not redis_connections(redis_url) - before  # the dashboards' clients too
+
+
+def test_the_dashboard_shows_jobs_through_the_apps_redact(redis_url: str) -> None:
+    import asyncio
+
+    app = durq.App(redis_url, redact=durq.Redact(keys=("iban",)))
+    own = durq.Redact(defaults=False)
+    for mounted, expected in ((dashboard(app), app.redact), (dashboard(app, redact=own), own)):
+        assert mounted.state.durq.config.redact is expected
+        asyncio.run(mounted.state.durq.aclose())
+    app.close()

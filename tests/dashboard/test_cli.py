@@ -61,14 +61,17 @@ def test_says_how_to_install_the_extra_when_it_is_missing(
 
 
 class _Dashboard:
-    def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], port: int, log: Path, host: str = "127.0.0.1"
+    ) -> None:
         self.proc = proc
         self.port = port
         self.log = log
+        self.host = host
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -79,17 +82,18 @@ def run_dashboard(tmp_path: Path) -> Iterator[Callable[..., _Dashboard]]:
     """Starts ``durq dashboard ARGS --port P`` subprocesses; all are stopped at the end."""
     started: list[_Dashboard] = []
 
-    def start(*args: str, env: dict[str, str] | None = None) -> _Dashboard:
+    def start(*args: str, env: dict[str, str] | None = None, host: str = "127.0.0.1") -> _Dashboard:
         port = free_port()
         log = tmp_path / f"dashboard-{port}.log"
+        argv = ["dashboard", "--port", str(port), "--host", host, *args]
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "durq", "dashboard", "--port", str(port), *args],
+                [sys.executable, "-m", "durq", *argv],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
             )
-        dash = _Dashboard(proc, port, log)
+        dash = _Dashboard(proc, port, log, host)
         started.append(dash)
 
         def answers() -> bool:
@@ -150,3 +154,32 @@ def test_loopback_without_token_answers_only_loopback_host_names_and_hides_the_p
     assert "redis://:***@127.0.0.1" in output
     assert "read-only" in output
     assert PASSWORD not in output
+
+
+def test_a_password_in_the_url_query_stays_out_of_the_pages_and_the_start_up_log(
+    make_server: Callable[..., RedisServer],
+    run_dashboard: Callable[..., _Dashboard],
+) -> None:
+    server = make_server(password=PASSWORD)
+    url = f"redis://127.0.0.1:{server.port}/0?password={PASSWORD}"
+    with durq.Queue("query-pw-demo", url) as queue:
+        queue.enqueue({"n": 1})
+    dash = run_dashboard("--url", url)
+    page = httpx.get(dash.url + "/")
+    assert "query-pw-demo" in page.text  # connected with the password
+    assert f"redis://127.0.0.1:{server.port}/0?password=***" in page.text
+    for path in ("/", "/queue?q=query-pw-demo", "/workers", "/metrics", "/api/overview"):
+        assert PASSWORD not in httpx.get(dash.url + path).text, path
+    dash.proc.terminate()
+    dash.proc.wait(10)
+    assert "password=***" in dash.output()
+    assert PASSWORD not in dash.output()
+
+
+def test_any_loopback_address_without_a_token_answers_its_own_host_name(
+    redis_url: str, run_dashboard: Callable[..., _Dashboard]
+) -> None:
+    dash = run_dashboard("--url", redis_url, host="127.0.0.2")
+    assert httpx.get(dash.url + "/").status_code == 200  # Host: 127.0.0.2:PORT
+    rebound = httpx.get(dash.url + "/", headers={"host": "rebound.attacker.example"})
+    assert rebound.status_code == 400

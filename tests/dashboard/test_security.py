@@ -188,3 +188,51 @@ def test_an_unreachable_redis_gives_an_error_page(serve: Serve) -> None:
         assert page.status_code == 503, path
         assert "did not answer" in page.text
         assert "pw-not-shown" not in page.text
+
+
+def _replay_through(first: LiveServer, second: LiveServer, queue_name: str, job_id: str) -> int:
+    """The status of a replay POSTed to ``second`` with the form and cookie ``first``
+    rendered: what a browser does when a load balancer sends its two requests to two
+    processes of one dashboard."""
+    with httpx.Client() as client:
+        page = client.get(f"{first.url}/queue/dead?q={queue_name}")
+        form = {"q": queue_name, "id": job_id, "csrf": _csrf_from(page)}
+        cookies = {"durq_csrf": client.cookies["durq_csrf"]}
+        posted = httpx.post(f"{second.url}/queue/dead/replay", data=form, cookies=cookies)
+        return posted.status_code
+
+
+def test_processes_of_one_dashboard_accept_each_others_forms_when_they_share_a_secret(
+    redis_url: str, queue_name: str, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = _dead_letter(redis_url, queue_name)
+    # two apps stand for two processes: each has its own state, as after a fork
+    alone = serve(redis_url), serve(redis_url)
+    assert _replay_through(*alone, queue_name, job_id) == 403  # random secrets differ
+    shared = "s" * 16
+    assert _replay_through(serve(redis_url, secret=shared), serve(redis_url, secret=shared),
+                           queue_name, job_id) == 303  # fmt: skip
+    _dead_again(redis_url, queue_name)
+    # from the environment (what gunicorn -w N workers share), or derived from the token
+    monkeypatch.setenv("DURQ_DASHBOARD_SECRET", "e" * 16)
+    assert _replay_through(serve(redis_url), serve(redis_url), queue_name, job_id) == 303
+    monkeypatch.delenv("DURQ_DASHBOARD_SECRET")
+    _dead_again(redis_url, queue_name)
+    with_token = serve(redis_url, token=TOKEN), serve(redis_url, token=TOKEN)
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(headers=auth) as client:
+        page = client.get(f"{with_token[0].url}/queue/dead?q={queue_name}")
+        form = {"q": queue_name, "id": job_id, "csrf": _csrf_from(page)}
+        posted = httpx.post(f"{with_token[1].url}/queue/dead/replay", data=form, headers=auth,
+                            cookies={"durq_csrf": client.cookies["durq_csrf"]})  # fmt: skip
+    assert posted.status_code == 303
+    with pytest.raises(durq.InvalidArgument, match="at least 16"):
+        serve(redis_url, secret="short")
+
+
+def _dead_again(url: str, queue_name: str) -> None:
+    """Dead-letter again the one job a replay put back."""
+    with durq.Queue(queue_name, url) as queue:
+        job = queue.dequeue()
+        assert job is not None
+        queue.requeue(job, reason="boom", dead=True)

@@ -19,7 +19,9 @@ from durq import (
     PayloadTooLarge,
     Queue,
 )
+from durq.codec import Codec
 from durq.keys import NamespaceKeys
+from durq.protocol.args import new_ids
 from engine.support import keys_of
 
 
@@ -79,6 +81,19 @@ async def test_a_payload_over_max_payload_bytes_is_refused(make_q: Any) -> None:
         await q.enqueue("x" * 200)
     with pytest.raises(PayloadTooLarge):
         await q.enqueue(b"\x00" * 101)
+    assert (await q.stats()).pending == 1
+
+
+async def test_enqueue_encoded_refuses_a_payload_over_max_payload_bytes_too(
+    make_q: Any,
+) -> None:
+    q = make_q(max_payload_bytes=100)
+    small, large = new_ids(2)
+    jobs = [(small, int(Codec.JSON), b'"fits"'), (large, int(Codec.JSON), b'"' + b"x" * 200 + b'"')]
+    with pytest.raises(PayloadTooLarge, match="max_payload_bytes"):
+        await q.enqueue_encoded(jobs)
+    assert (await q.stats()).enqueued == 0  # none of the batch
+    await q.enqueue_encoded(jobs[:1])
     assert (await q.stats()).pending == 1
 
 

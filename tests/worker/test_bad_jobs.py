@@ -46,13 +46,30 @@ def test_a_job_the_worker_cannot_run_is_dead_lettered_at_once_and_the_worker_goe
     assert queue.stats().retried == 0
 
 
-def test_a_payload_the_queue_cannot_decode_is_dead_lettered_as_undecodable(
-    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
+@pytest.mark.parametrize(
+    ("producer", "size", "reason", "message"),
+    [
+        # pickled by a client that may; the worker's JSON queue refuses to unpickle it
+        ({"serializer": "pickle"}, 10, "undecodable_payload", "pickle"),
+        # written by a producer with a larger limit (or by hand): the worker's holds
+        ({"max_payload_bytes": 4 << 20}, 2 << 20, "payload_too_large", "at most 1048576"),
+    ],
+    ids=["pickled", "over-max-payload-bytes"],
+)
+def test_a_payload_the_worker_must_not_decode_is_dead_lettered_unread_and_not_run(
+    producer: dict[str, Any],
+    size: int,
+    reason: str,
+    message: str,
+    app: durq.App,
+    exec_log: ExecLog,
+    queue_name: str,
+    redis_url: str,
 ) -> None:
+    assert app.max_payload_bytes == 1 << 20
     queue = app.queue(queue_name)
-    # pickled by a client that may; the worker's JSON queue refuses to unpickle it
-    with durq.Queue(queue_name, redis_url, serializer="pickle") as pickler:
-        bad = pickler.enqueue(["work", [str(exec_log), "pickled"], {}])
+    with durq.Queue(queue_name, redis_url, **producer) as other:
+        bad = other.enqueue(["work", [str(exec_log), "x" * size], {}])
     with running_worker(app) as worker:
         eventually(lambda: queue.stats().dead == 1, 10)
         app.tasks["work"].enqueue(str(exec_log), "after")
@@ -61,8 +78,8 @@ def test_a_payload_the_queue_cannot_decode_is_dead_lettered_as_undecodable(
 
     info = queue.job(bad.id)
     assert info is not None and info.reason is not None
-    assert info.reason["reason"] == "undecodable_payload"
-    assert "pickle" in info.reason["message"]
+    assert info.reason["reason"] == reason
+    assert message in info.reason["message"]
     assert exec_log.keys("start") == ["after"]
 
 

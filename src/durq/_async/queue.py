@@ -263,9 +263,12 @@ class AsyncQueue(AsyncQueueAdmin):
         (ids checked or from ``new_ids``; codec and data as ``self.codec.encode``
         returns them), with no delay, priority, group or key: the task layer's path,
         which builds its messages itself. Same script, results and retries as
-        ``enqueue_many``."""
+        ``enqueue_many``; a payload over ``max_payload_bytes`` raises PayloadTooLarge
+        and nothing is enqueued."""
         if not jobs:
             return []
+        for _id, _codec, data in jobs:
+            self.codec.check_size(data)
         attempts = self.max_attempts if max_attempts is None else max_attempts
 
         async def attempt() -> list[EnqueueResult]:

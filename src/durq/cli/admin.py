@@ -15,17 +15,20 @@ from redis.exceptions import RedisError
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from durq import connection
 from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.flow_tables import flow_tables
+from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.protocol.namespace import queue_names, shard_counts
+from durq.redaction import Redact
 from durq.worker.registry import list_workers
 
 __all__ = ["dlq", "doctor", "job", "stats", "workers"]
@@ -37,16 +40,16 @@ P = ParamSpec("P")
 def _redis_errors(command: Callable[P, None]) -> Callable[P, None]:
     """Report Redis errors (server unreachable, wrong password, missing permission) and
     durq's (a bad namespace, a key of another type) in one line, as command errors,
-    rather than as a traceback."""
+    rather than as a traceback (their messages may quote what Redis holds: inert)."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         try:
             command(*args, **kwargs)
         except RedisError as exc:
-            raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+            raise click.ClickException(escape_controls(f"{type(exc).__name__}: {exc}")) from None
         except DurqError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(escape_controls(str(exc))) from None
 
     return run
 
@@ -67,7 +70,7 @@ def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue | Shard
             else:
                 yield q
     except DurqError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(escape_controls(str(exc))) from None
 
 
 def _known_queues(url: str | None, namespace: str) -> list[str]:
@@ -75,7 +78,7 @@ def _known_queues(url: str | None, namespace: str) -> list[str]:
     try:
         return Driver(client).run(queue_names(NamespaceKeys(namespace)))
     except DurqError as exc:  # a bad namespace, or something else's key in its place
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(escape_controls(str(exc))) from None
     finally:
         client.close()
 
@@ -90,7 +93,7 @@ def _stats_table(title: str, rows: dict[str, dict[str, Any]], columns: list[str]
     for col in columns:
         table.add_column(col, justify="right", overflow="fold")
     for name, row in rows.items():
-        table.add_row(name, *(str(row[col]) for col in columns))
+        table.add_row(plain(name), *(plain(row[col]) for col in columns))
     return table
 
 
@@ -101,14 +104,7 @@ def _groups_table(group_rows: list[tuple[str, GroupInfo]]) -> Table:
     for col in ("ready", "active", "limit", "weight"):
         gt.add_column(col, justify="right")
     for qname, g in group_rows:
-        gt.add_row(
-            qname,
-            g.name,
-            str(g.ready),
-            str(g.active),
-            str(g.limit or "-"),
-            str(g.weight or "-"),
-        )
+        gt.add_row(*map(plain, (qname, g.name, g.ready, g.active, g.limit or "-", g.weight or "-")))
     return gt
 
 
@@ -124,7 +120,7 @@ def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
     for col in ("waiting", "retrying", "delivering", "dead"):
         table.add_column(col, justify="right")
     for o in held:
-        table.add_row(o.name, *(str(n) for n in (o.pending, o.delayed, o.active, o.dead)))
+        table.add_row(*map(plain, (o.name, o.pending, o.delayed, o.active, o.dead)))
     return table
 
 
@@ -221,24 +217,35 @@ def workers(url: str | None, namespace: str) -> None:
     for col in ("worker", "queue", "job", "task", "attempt", "state"):
         jobs.add_column(col, no_wrap=col in ("worker", "job"), overflow="fold")
     for w in entries:
+        # heartbeats are whatever was written to Redis: shown as text, never trusted
+        in_hand = _number(w.get("in_hand")) or 0
+        queues = w.get("queues")
         table.add_row(
-            w["id"],
-            ", ".join(w.get("queues", [])),
-            str(w.get("concurrency", "")),
-            str(w.get("in_hand", 0)),
-            _age(now, w.get("started")),
-            _age(now, w.get("beat")) + " ago",
-        )
-        listed = w.get("jobs", [])
+            *map(plain, (
+                w["id"],
+                ", ".join(map(str, queues)) if isinstance(queues, list) else "",
+                w.get("concurrency", ""),
+                f"{in_hand:g}",
+                _age(now, _number(w.get("started"))),
+                _age(now, _number(w.get("beat"))) + " ago",
+            ))
+        )  # fmt: skip
+        listed = [j for j in w.get("jobs") or () if isinstance(j, dict)]
         for j in listed:
             state = "running" if j.get("running") else "waiting"
             row = (j.get("queue"), j.get("id"), j.get("task") or "?", j.get("attempt"), state)
-            jobs.add_row(w["id"], *(str(v) for v in row))
-        if w.get("in_hand", 0) > len(listed):  # the registry lists the first 100
-            jobs.add_row(w["id"], "", f"and {w['in_hand'] - len(listed)} more", "", "", "")
+            jobs.add_row(*map(plain, (w["id"], *row)))
+        if in_hand > len(listed):  # the registry lists the first 100
+            jobs.add_row(plain(w["id"]), "", f"and {in_hand - len(listed):g} more", "", "", "")
     console.print(table)
     if jobs.row_count:
         console.print(jobs)
+
+
+def _number(value: Any) -> float | None:
+    """A number of a heartbeat, or None when it holds anything else."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
 
 
 def _age(now: float, then: float | None) -> str:
@@ -254,8 +261,9 @@ def _age(now: float, then: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
-def _show(info: JobInfo) -> None:
-    table = Table(show_header=False, title=f"job {info.id}")
+def _show(info: JobInfo, redact: Redact) -> None:
+    info = redact.job(info)  # its reason and progress; the payload below
+    table = Table(show_header=False, title=plain(f"job {info.id}"))
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     rows: list[tuple[str, Any]] = [
@@ -287,16 +295,16 @@ def _show(info: JobInfo) -> None:
     if info.waits_for is not None:
         rows.append(("waits for", f"job {info.waits_for} (keep-last follow-up)"))
     for name, value in rows:
-        table.add_row(name, str(value))
+        table.add_row(name, plain(value))
     if info.reason:
         for k, v in info.reason.items():
-            table.add_row(f"reason.{k}", str(v))
+            table.add_row(plain(f"reason.{k}"), plain(v))
     if info.data is not None:
         try:
-            shown = orjson.dumps(info.payload()).decode()
+            shown = orjson.dumps(redact.value(info.payload())).decode()
         except Exception:
-            shown = repr(info.data[:500])
-        table.add_row("payload", shown[:2000])
+            shown = redact.text(repr(info.data[:500]))
+        table.add_row("payload", plain(shown[:2000]))
     console.print(table)
 
 
@@ -305,8 +313,9 @@ def _show(info: JobInfo) -> None:
 @click.option("-q", "--queue", required=True, help="The job's queue.")
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
-def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
+def job(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
     """Show everything stored about one job: state, attempts, times, reason, payload.
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
@@ -314,7 +323,7 @@ def job(job_id: str, queue: str, url: str | None, namespace: str) -> None:
         info = q.job(job_id)
     if info is None:
         raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
-    _show(info)
+    _show(info, redact)
 
 
 @click.group()
@@ -327,13 +336,14 @@ def dlq() -> None:
 @click.option("--limit", default=50, show_default=True)
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
-def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
+def dlq_list(queue: str, limit: int, url: str | None, namespace: str, redact: Redact) -> None:
     """List dead letters, newest first, with their reasons."""
     with _queue(queue, url, namespace) as q:
         total = q.stats().dead
-        items = q.dead_letters(limit)
-    table = Table(title=f"{total} dead letters in {queue}")
+        items = [redact.job(info) for info in q.dead_letters(limit)]
+    table = Table(title=plain(f"{total} dead letters in {queue}"))
     for col in ("id", "died", "attempts", "reason", "error"):
         table.add_column(col, overflow="fold")
     for info in items:
@@ -341,12 +351,14 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
         kind = str(reason.get("type", "")).rsplit(".", 1)[-1]  # builtins.ValueError: ValueError
         error = f"{kind}: {reason.get('message', '')}" if kind else str(reason.get("message", ""))
         table.add_row(
-            info.id,
-            _when(info.died_at),
-            f"{info.attempts}/{info.max_attempts}",
-            str(reason.get("reason", "")),
-            error[:120],
-        )
+            *map(plain, (
+                info.id,
+                _when(info.died_at),
+                f"{info.attempts}/{info.max_attempts}",
+                reason.get("reason", ""),
+                error[:120],
+            ))
+        )  # fmt: skip
     console.print(table)
 
 
@@ -355,8 +367,9 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str) -> None:
 @click.option("-q", "--queue", required=True, help="The dead letters' queue.")
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
-def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
+def dlq_show(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
     """Show one dead letter with its traceback.
 
     Job ids may begin with "-": put such an id after "--" (durq dlq show -q Q -- -xY...)."""
@@ -364,7 +377,7 @@ def dlq_show(job_id: str, queue: str, url: str | None, namespace: str) -> None:
         info = q.job(job_id)
     if info is None or info.died_at is None:
         raise click.ClickException(f"{job_id} is not a dead letter of {queue}")
-    _show(info)
+    _show(info, redact)
 
 
 def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:
@@ -449,12 +462,14 @@ def doctor(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
         notes = q.run(server_warnings()) + _library_notes(q)
         for level, message in notes:
             problems += level == "warning"
-            console.print(f"[{'red' if level == 'warning' else 'yellow'}]{level}[/]: {message}")
+            style = "red" if level == "warning" else "yellow"
+            console.print(Text.assemble((level, style), ": ", plain(message)))
     for name in names:
         with _queue(name, url, namespace) as q:
             for problem in q.check():
                 problems += 1
-                console.print(f"[red]queue {name}[/]: {problem}")
+                shown = (escape_controls(f"queue {name}"), "red")
+                console.print(Text.assemble(shown, ": ", plain(problem)))
     console.print("[green]no problems found[/]" if not problems else f"{problems} problem(s)")
     if problems:
         raise SystemExit(1)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from durq.app import App
+from durq.errors import InvalidArgument
+from durq.redaction import Redact
 
-__all__ = ["load_app", "namespace_option", "url_option"]
+__all__ = ["load_app", "namespace_option", "redact_options", "url_option"]
 
 url_option = click.option(
     "--url",
@@ -41,3 +45,40 @@ def load_app(target: str) -> App:
     if not isinstance(app, App):
         raise click.BadParameter(f"{target!r} is not a durq.App (found {type(app).__name__})")
     return app
+
+
+def redact_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--redact-key`` and ``--redact-pattern`` (repeatable; or ``$DURQ_REDACT_KEYS``
+    and ``$DURQ_REDACT_PATTERNS``, separated by spaces) for a command that shows task
+    data; it receives them as ``redact``, a ``durq.Redact`` of the default keys and
+    these."""
+
+    @functools.wraps(command)
+    def run(*args: Any, redact_keys: tuple[str, ...], redact_patterns: tuple[str, ...],
+            **kwargs: Any) -> Any:  # fmt: skip
+        try:
+            redact = Redact(keys=redact_keys, patterns=redact_patterns)
+        except InvalidArgument as exc:
+            raise click.BadParameter(str(exc)) from None
+        return command(*args, redact=redact, **kwargs)
+
+    patterns = click.option(
+        "--redact-pattern",
+        "redact_patterns",
+        multiple=True,
+        envvar="DURQ_REDACT_PATTERNS",
+        show_envvar=True,
+        metavar="REGEX",
+        help="Hide what this regular expression matches in task data (repeatable).",
+    )
+    keys = click.option(
+        "--redact-key",
+        "redact_keys",
+        multiple=True,
+        envvar="DURQ_REDACT_KEYS",
+        show_envvar=True,
+        metavar="NAME",
+        help="Hide the values of arguments and fields whose name contains NAME, besides "
+        "password, secret, token, api key... (repeatable).",
+    )
+    return keys(patterns(run))

@@ -8,9 +8,10 @@ import logging
 import click
 
 from durq import connection
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, redact_options, url_option
 from durq.errors import InvalidArgument
 from durq.logs import configure_logging
+from durq.redaction import Redact
 
 __all__ = ["dashboard", "is_loopback"]
 
@@ -42,6 +43,14 @@ def is_loopback(host: str) -> bool:
     help="Require this token (bearer, or basic auth password); mandatory off loopback. "
     "Prefer the environment variable: a command line is visible to other users.",
 )
+@click.option(
+    "--secret",
+    envvar="DURQ_DASHBOARD_SECRET",
+    show_envvar=True,
+    default=None,
+    help="Signs the forms' CSRF tokens (16 characters at least): give every replica of "
+    "one dashboard the same [default: derived from the token, else random].",
+)
 @click.option("--read-only", is_flag=True, help="No replay or purge.")
 @click.option("--hide-payloads", is_flag=True, help="Show only the size of job payloads.")
 @click.option(
@@ -53,16 +62,19 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--log-format", default="text", show_default=True, type=click.Choice(["text", "json"])
 )
+@redact_options
 def dashboard(
     url: str | None,
     namespace: str,
     host: str,
     port: int,
     token: str | None,
+    secret: str | None,
     read_only: bool,
     hide_payloads: bool,
     log_level: str,
     log_format: str,
+    redact: Redact,
 ) -> None:
     """Serve the web dashboard: queues, groups, workers, jobs, dead letters (replay and
     purge), and Prometheus metrics at /metrics.
@@ -87,9 +99,11 @@ def dashboard(
             "$DURQ_DASHBOARD_TOKEN), or keep the default --host 127.0.0.1."
         )
     configure_logging(log_level, log_format)
-    # without a token, answer only to loopback names: a web page could otherwise reach
-    # the dashboard through DNS rebinding
-    allowed = LOOPBACK_HOSTS if loopback and not token else None
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    # without a token, answer only to loopback names (and the address listened on, any
+    # of 127.0.0.0/8): a web page could otherwise reach the dashboard through DNS
+    # rebinding, with a Host header of its own domain
+    allowed = (*LOOPBACK_HOSTS, shown.lower()) if loopback and not token else None
     try:
         resolved = connection.resolve_url(url)
         app = create_app(
@@ -99,10 +113,11 @@ def dashboard(
             read_only=read_only,
             allowed_hosts=allowed,
             show_payloads=not hide_payloads,
+            secret=secret or None,
+            redact=redact,
         )
     except InvalidArgument as exc:
         raise click.ClickException(str(exc)) from None
-    shown = f"[{host}]" if ":" in host else host
     log.info(
         "durq dashboard on http://%s:%d/ for %s (namespace %s%s%s)",
         shown,

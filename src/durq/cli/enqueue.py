@@ -10,6 +10,7 @@ import orjson
 
 from durq.cli.admin import _queue, _redis_errors, console
 from durq.cli.common import load_app, namespace_option, url_option
+from durq.cli.inert import plain
 from durq.errors import DurqError
 from durq.models import EnqueueStatus
 
@@ -143,7 +144,7 @@ def enqueue(
             handle = found.options(queue=queue, **given).enqueue(*args, **kwargs)
         except DurqError as exc:
             raise click.ClickException(str(exc)) from None
-        console.print(_said(handle.status, handle.id, handle.queue, handle.superseded))
+        console.print(plain(_said(handle.status, handle.id, handle.queue, handle.superseded)))
         return
     if queue is None:
         raise click.UsageError("give --queue, or --app to use the task's queue")
@@ -152,4 +153,4 @@ def enqueue(
             result = q.enqueue([task, args, kwargs], **given)
         except DurqError as exc:
             raise click.ClickException(str(exc)) from None
-    console.print(_said(result.status, result.id, result.queue or queue, result.superseded))
+    console.print(plain(_said(result.status, result.id, result.queue or queue, result.superseded)))

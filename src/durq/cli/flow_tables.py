@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich import box
 from rich.table import Table
 
+from durq.cli.inert import plain
 from durq.flow import FlowInfo
 
 __all__ = ["flow_tables"]
@@ -28,18 +29,20 @@ def flow_tables(infos: Sequence[FlowInfo], parked: int = 10) -> list[Table]:
         table.add_column(col, justify="right", overflow="fold")
     for info in infos:
         table.add_row(
-            info.name,
-            str(info.rate or "-"),
-            str(info.group_rate or "-"),
-            str(info.group_rates_total or "-"),
-            str(info.max_active or "-"),
-            str(info.active),
-            str(info.started),
-            _until(info, info.paused_until),
-            str(info.parked),
-            str(info.waiting),
-            str(info.rate_limited),
-        )
+            *map(plain, (
+                info.name,
+                info.rate or "-",
+                info.group_rate or "-",
+                info.group_rates_total or "-",
+                info.max_active or "-",
+                info.active,
+                info.started,
+                _until(info, info.paused_until),
+                info.parked,
+                info.waiting,
+                info.rate_limited,
+            ))
+        )  # fmt: skip
     tables = [table]
     rows = [(info, g) for info in infos for g in info.parked_groups][:parked]
     if rows:
@@ -48,7 +51,7 @@ def flow_tables(infos: Sequence[FlowInfo], parked: int = 10) -> list[Table]:
             groups.add_column(col, justify="left" if col in ("queue", "group") else "right")
         for info, g in rows:
             own = info.group_rates.get(g.name)
-            groups.add_row(info.name, g.name or "(ungrouped)", _until(info, g.until),
-                           str(g.ready), str(own or "-"))  # fmt: skip
+            groups.add_row(*map(plain, (info.name, g.name or "(ungrouped)", _until(info, g.until),
+                                        g.ready, own or "-")))  # fmt: skip
         tables.append(groups)
     return tables

@@ -19,6 +19,7 @@ from rich.table import Table
 from durq import connection
 from durq._sync.driver import Driver
 from durq.cli.common import url_option
+from durq.cli.inert import escape_controls, plain
 from durq.cluster import is_cluster
 from durq.lua.functions import library
 from durq.protocol.calls import Op
@@ -43,7 +44,7 @@ def _nodes(url: str | None) -> Iterator[list[tuple[str, Driver]]]:
             nodes = [(str(where), Driver(client))]
         yield nodes
     except RedisError as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+        raise click.ClickException(escape_controls(f"{type(exc).__name__}: {exc}")) from None
     finally:
         client.close()
 
@@ -72,12 +73,14 @@ def list_(url: str | None) -> None:
     table = Table("server", "library", "functions", "version")
     for where, libs in _each(url, loaded_libraries):
         if libs is None:
-            table.add_row(where, "-", "-", "no Functions (Redis 6.2): scripts run with EVALSHA")
+            table.add_row(
+                plain(where), "-", "-", "no Functions (Redis 6.2): scripts run with EVALSHA"
+            )
             continue
         if not libs:
-            table.add_row(where, "-", "-", "none loaded yet")
+            table.add_row(plain(where), "-", "-", "none loaded yet")
         for lib in libs:
-            table.add_row(where, lib.name, str(lib.functions), _version(lib))
+            table.add_row(*map(plain, (where, lib.name, lib.functions, _version(lib))))
     console.print(table)
 
 
@@ -95,9 +98,9 @@ def prune(url: str | None, yes: bool) -> None:
     total = 0
     for where, deleted in _each(url, prune_libraries):
         if deleted is None:
-            console.print(f"{where}: no Functions (Redis 6.2), nothing to prune")
+            console.print(plain(f"{where}: no Functions (Redis 6.2), nothing to prune"))
             continue
         total += len(deleted)
         for name in deleted:
-            console.print(f"{where}: deleted {name}")
+            console.print(plain(f"{where}: deleted {name}"))
     console.print(f"deleted {total} librar{'y' if total == 1 else 'ies'}")

@@ -8,6 +8,7 @@ import click
 from durq.cli.admin import _queue, _redis_errors, console
 from durq.cli.admin import job as show_job
 from durq.cli.common import namespace_option, url_option
+from durq.cli.inert import plain
 from durq.models import CancelStatus
 
 __all__ = ["job"]
@@ -59,6 +60,6 @@ def cancel(ids: tuple[str, ...], queue: str, url: str | None, namespace: str) ->
             said = f"had ended already ({state}): nothing changed"
         else:
             said = _SAID[result.status]
-        console.print(f"{result.id}: {said}", highlight=False)
+        console.print(plain(f"{result.id}: {said}"))
     if any(r.status is CancelStatus.NOT_FOUND for r in results):
         raise SystemExit(1)

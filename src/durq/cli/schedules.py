@@ -20,6 +20,7 @@ from rich.table import Table
 from durq._sync.queue import Queue
 from durq.cli.admin import _known_queues, _redis_errors, _when
 from durq.cli.common import namespace_option, url_option
+from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys, shard_name, split_shard
 from durq.protocol import schedules as ops
@@ -38,7 +39,7 @@ def _client(url: str | None, namespace: str) -> Iterator[tuple[Queue, dict[str, 
         with Queue("default", url, namespace=namespace) as q:
             yield q, q.run(shard_counts(NamespaceKeys(namespace)))
     except DurqError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(escape_controls(str(exc))) from None
 
 
 def _shard_queues(name: str, shards: dict[str, int]) -> list[str]:
@@ -101,12 +102,11 @@ def list_(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
                 for info in _listed(base, queue, namespace, shards):
                     found += 1
                     now = info.server_time
-                    table.add_row(
+                    table.add_row(*map(plain, (
                         queue, info.name, info.task, _every(info), info.state,
                         _in(info.next_due, now), _when(info.last_tick),
-                        info.last_outcome or "-", str(info.fired), str(info.skipped),
-                        str(info.missed),
-                    )  # fmt: skip
+                        info.last_outcome or "-", info.fired, info.skipped, info.missed,
+                    )))  # fmt: skip
     if not found:
         console.print("no schedules (workers upsert the schedules their app declares)")
         return
@@ -139,25 +139,25 @@ def _control_command(fn: Callable[..., None]) -> click.Command:
 def pause(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Stop firing a schedule's ticks (worker restarts keep it paused)."""
     _control("pause", name, queue, url, namespace)
-    console.print(f"paused {name}")
+    console.print(plain(f"paused {name}"))
 
 
 @_control_command
 def resume(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Fire a paused schedule again from its next tick (the paused ticks are skipped)."""
     due = _control("resume", name, queue, url, namespace)
-    console.print(f"resumed {name}: next tick {_when(due) if due else 'none (ended)'}")
+    console.print(plain(f"resumed {name}: next tick {_when(due) if due else 'none (ended)'}"))
 
 
 @_control_command
 def remove(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Delete a schedule and its state (a worker that declares it creates it anew)."""
     _control("remove", name, queue, url, namespace)
-    console.print(f"removed {name}")
+    console.print(plain(f"removed {name}"))
 
 
 @_control_command
 def trigger(name: str, queue: str, url: str | None, namespace: str) -> None:
     """Enqueue a schedule's job now, besides its ticks."""
     job_id = _control("trigger", name, queue, url, namespace)
-    console.print(f"enqueued {job_id}")
+    console.print(plain(f"enqueued {job_id}"))

@@ -99,9 +99,10 @@ def _run_loop(coro: object) -> None:
 )
 @click.option(
     "--metrics-host",
-    default="0.0.0.0",
+    default="127.0.0.1",
     show_default=True,
-    help="Address the metrics endpoint listens on.",
+    help="Address the metrics endpoint listens on. It has no authentication: open it "
+    "(0.0.0.0) only where the network is trusted.",
 )
 def worker(
     target: str,

@@ -11,13 +11,15 @@ from rich.table import Table
 
 from durq._sync.queue import Queue
 from durq.cli.admin import _known_queues, _redis_errors, _when, console
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, redact_options, url_option
+from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
 from durq.keys import check_job_id, workflow_key
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Command, Op
 from durq.protocol.status import Status
 from durq.protocol.workflows import WorkflowInfo
+from durq.redaction import Redact
 
 __all__ = ["workflow"]
 
@@ -44,33 +46,37 @@ def _find(workflow_id: str, queue: str | None, url: str | None, namespace: str) 
     raise click.ClickException(f"no workflow {workflow_id} in {where}")
 
 
-def _print(info: WorkflowInfo, limit: int) -> None:
-    summary = Table(show_header=False, title=f"workflow {info.id}")
+def _print(info: WorkflowInfo, limit: int, redact: Redact) -> None:
+    summary = Table(show_header=False, title=plain(f"workflow {info.id}"))
     summary.add_column("field", style="bold")
     summary.add_column("value", overflow="fold")
-    summary.add_row("state", info.state)
-    summary.add_row("home queue", info.queue)
-    summary.add_row("on failure", info.policy)
-    summary.add_row("created", _when(info.created_at))
-    summary.add_row("finished", _when(info.finished_at))
-    summary.add_row("steps", ", ".join(f"{n} {s}" for s, n in sorted(info.counts.items())))
+    rows = [
+        ("state", info.state),
+        ("home queue", info.queue),
+        ("on failure", info.policy),
+        ("created", _when(info.created_at)),
+        ("finished", _when(info.finished_at)),
+        ("steps", ", ".join(f"{n} {s}" for s, n in sorted(info.counts.items()))),
+    ]
     if info.waiting_on:
         waits = ", ".join(f"group {b}: {n} open" for b, n in sorted(info.waiting_on.items()))
-        summary.add_row("waiting on", waits)
+        rows.append(("waiting on", waits))
     for node, reason in sorted(info.dead.items()):
-        summary.add_row(f"dead step {node}", f"{reason} (replay it to go on)")
+        rows.append((f"dead step {node}", f"{redact.value(reason)} (replay it to go on)"))
     if info.error:
-        summary.add_row("error", str(info.error))
+        rows.append(("error", str(redact.value(info.error))))
+    for name, value in rows:
+        summary.add_row(plain(name), plain(value))
     console.print(summary)
     steps = Table(title=f"steps (first {limit})" if len(info.steps) > limit else "steps")
     for column in ("node", "task", "queue", "job", "state"):
         steps.add_column(column)
     for step in info.steps[:limit]:
-        steps.add_row(str(step.node), step.task, step.queue, step.job_id, step.state)
+        steps.add_row(*map(plain, (step.node, step.task, step.queue, step.job_id, step.state)))
     console.print(steps)
     tasks = Counter(s.task for s in info.steps)
     if len(info.steps) > limit:
-        console.print(f"... {len(info.steps) - limit} more ({dict(tasks)})")
+        console.print(plain(f"... {len(info.steps) - limit} more ({dict(tasks)})"))
 
 
 @workflow.command("show", short_help="Show a workflow: state, steps, where it waits.")
@@ -80,9 +86,16 @@ def _print(info: WorkflowInfo, limit: int) -> None:
 @click.option("--watch", is_flag=True, help="Show it again every second until it ended.")
 @url_option
 @namespace_option
+@redact_options
 @_redis_errors
 def show(
-    workflow_id: str, queue: str | None, limit: int, watch: bool, url: str | None, namespace: str
+    workflow_id: str,
+    queue: str | None,
+    limit: int,
+    watch: bool,
+    url: str | None,
+    namespace: str,
+    redact: Redact,
 ) -> None:
     """Show a workflow: its state, each step's state, and where it waits (open groups,
     dead steps waited for). Its home queue is found among the registered queues unless
@@ -95,12 +108,12 @@ def show(
                 info = q.run(wf.info(q.keys, workflow_id))
                 if info is None:
                     raise click.ClickException(f"workflow {workflow_id} is gone (expired)")
-                _print(info, limit)
+                _print(info, limit, redact)
                 if not watch or info.state != "running":
                     return
                 time.sleep(1.0)
     except DurqError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(escape_controls(str(exc))) from None
 
 
 @workflow.command("cancel", short_help="Cancel a running workflow.")
@@ -119,10 +132,10 @@ def cancel(workflow_id: str, queue: str | None, url: str | None, namespace: str)
         with q:
             status, state = q.run(wf.cancel(q.keys, workflow_id))
     except DurqError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(escape_controls(str(exc))) from None
     if status is Status.CANCELLED:
-        console.print(f"workflow {workflow_id}: cancelled")
+        console.print(plain(f"workflow {workflow_id}: cancelled"))
     elif status is Status.FINISHED:
-        console.print(f"workflow {workflow_id} had ended ({state}): nothing changed")
+        console.print(plain(f"workflow {workflow_id} had ended ({state}): nothing changed"))
     else:
         raise click.ClickException(f"workflow {workflow_id} is gone (expired)")

@@ -162,9 +162,11 @@ def dashboard(app: App, *, auth: Auth | None = None, **options: Any) -> Any:
         auth: the host application's check (see ``ProtectedDashboard``); without it the
             dashboard is as open as the path it is mounted on.
         options: further ``durq.dashboard.create_app`` options (``read_only``,
-            ``token``, ``allowed_hosts``, ``show_payloads``...).
+            ``token``, ``allowed_hosts``, ``show_payloads``...); ``redact`` defaults to
+            the app's.
     """
     from durq.dashboard import create_app  # needs jinja2: durq[dashboard]
 
+    options.setdefault("redact", app.redact)
     inner = create_app(app.url, namespace=app.namespace, **options)
     return inner if auth is None else ProtectedDashboard(inner, auth)

@@ -4,6 +4,7 @@ in a FastAPI or Starlette application."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -18,13 +19,16 @@ from durq.dashboard import actions, schedules, views, workflows
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
 from durq.dashboard.flow import flow_page
-from durq.dashboard.security import Guard
+from durq.dashboard.security import Guard, csrf_secret
 from durq.dashboard.state import Dashboard
 from durq.errors import CorruptQueue
+from durq.redaction import Redact
 
-__all__ = ["create_app"]
+__all__ = ["SECRET_ENV", "create_app"]
 
 STATIC = Path(__file__).parent / "static"
+SECRET_ENV = "DURQ_DASHBOARD_SECRET"
+"""The environment variable ``create_app`` takes its CSRF secret from by default."""
 
 
 def create_app(
@@ -39,6 +43,8 @@ def create_app(
     history: int = 720,
     max_queues: int = 200,
     refresh: float = 5.0,
+    secret: str | bytes | None = None,
+    redact: Redact | None = None,
 ) -> Starlette:
     """The durq dashboard as an ASGI application.
 
@@ -59,6 +65,14 @@ def create_app(
         history: samples kept in memory (default 720: an hour at 5 s).
         max_queues: queues listed and sampled at most.
         refresh: seconds between live updates of the pages (0: none).
+        secret: signs the CSRF tokens of the forms (16 characters at least); default
+            ``$DURQ_DASHBOARD_SECRET``, else derived from ``token``, else random per
+            app. Every process serving one dashboard (``gunicorn -w N``, replicas
+            behind a load balancer) needs the same one, or POSTs that another process
+            rendered the form of are refused (403).
+        redact: what of task data is secret (``durq.Redact``); payloads, failure
+            reasons and progress are shown through it (default ``Redact()``: the
+            common secret names).
     """
     config = DashboardConfig(
         url=connection.resolve_url(url),
@@ -71,8 +85,11 @@ def create_app(
         history=history,
         max_queues=max_queues,
         refresh=refresh,
+        redact=redact if redact is not None else Redact(),
     )
-    dash = Dashboard.create(config)
+    if secret is None:
+        secret = os.environ.get(SECRET_ENV) or None
+    dash = Dashboard.create(config, csrf_secret(secret, token))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from durq.errors import InvalidArgument
+from durq.redaction import Redact
 
 __all__ = ["LOOPBACK_HOSTS", "DashboardConfig"]
 
@@ -30,6 +31,8 @@ class DashboardConfig:
         max_queues: queues shown and sampled at most.
         refresh: seconds between live updates of the overview, queue and worker pages
             (0 turns them off).
+        redact: what of task data is secret: payloads, failure reasons and progress
+            are shown through it.
     """
 
     url: str
@@ -42,6 +45,7 @@ class DashboardConfig:
     history: int = 720
     max_queues: int = 200
     refresh: float = 5.0
+    redact: Redact = field(default_factory=Redact)
 
     def __post_init__(self) -> None:
         if self.token is not None and len(self.token) < 8:
@@ -54,3 +58,5 @@ class DashboardConfig:
             raise InvalidArgument("max_queues must be in 1..10000")
         if self.refresh < 0:
             raise InvalidArgument("refresh must be >= 0 seconds")
+        if not isinstance(self.redact, Redact):
+            raise InvalidArgument("redact must be a durq.Redact")

@@ -12,6 +12,7 @@ from durq.codec import Codec, PayloadCodec
 from durq.errors import DurqError
 from durq.message import parse_call
 from durq.models import JobInfo
+from durq.redaction import Redact
 from durq.tracing import META_KEY
 
 __all__ = ["PayloadView", "job_numbers", "payload_view", "reason_fields"]
@@ -63,9 +64,10 @@ def _trace_id(meta: dict[str, Any]) -> str | None:
     return parts[1] if len(parts) == 4 else None
 
 
-def payload_view(info: JobInfo, show: bool) -> PayloadView:
-    """The payload of ``info`` as text. Pickled payloads are never decoded here: the
-    dashboard's codec refuses them (unpickling what Redis holds would run code)."""
+def payload_view(info: JobInfo, show: bool, redact: Redact) -> PayloadView:
+    """The payload of ``info`` as text, its secrets hidden by ``redact``. Pickled
+    payloads are never decoded here: the dashboard's codec refuses them (unpickling
+    what Redis holds would run code)."""
     if info.data is None or info.codec_id is None:
         return PayloadView("opaque", "-", 0, note="no payload stored")
     codec = _CODEC_NAMES.get(info.codec_id, f"codec {info.codec_id}")
@@ -73,17 +75,21 @@ def payload_view(info: JobInfo, show: bool) -> PayloadView:
     if not show:
         return PayloadView("hidden", codec, size, note=f"{size} bytes (payloads hidden)")
     if info.codec_id == Codec.RAW:
-        return PayloadView("data", codec, size, text=_dump(repr(info.data[:MAX_SHOWN])))
+        text = redact.text(repr(info.data[:MAX_SHOWN]))
+        return PayloadView("data", codec, size, text=_dump(text))
     try:
         value = info.payload(PayloadCodec())
     except DurqError as exc:
-        return PayloadView("opaque", codec, size, note=f"{size} bytes, not shown: {exc}")
+        note = redact.text(f"{size} bytes, not shown: {exc}")
+        return PayloadView("opaque", codec, size, note=note)
     except Exception as exc:  # msgpack not installed, or another decoder's complaint
-        return PayloadView("opaque", codec, size, note=f"{size} bytes, not decoded: {exc}")
+        note = redact.text(f"{size} bytes, not decoded: {exc}")
+        return PayloadView("opaque", codec, size, note=note)
     try:
         name, args, kwargs, meta = parse_call(value)
     except ValueError:
-        return PayloadView("data", codec, size, text=_dump(value))
+        return PayloadView("data", codec, size, text=_dump(redact.value(value)))
+    args, kwargs = redact.call(args, kwargs)
     call = {"args": args, "kwargs": kwargs} if kwargs else {"args": args}
     return PayloadView(
         "task",

@@ -8,6 +8,9 @@
 * CSRF tokens for actions: a random nonce signed with the app's secret, sent both as an
   HttpOnly SameSite=Strict cookie and as a form field; a POST counts only when the two
   match and the signature holds, and its Origin (when sent) is the dashboard's own.
+  The secret (``csrf_secret``) is the one given, else derived from the token, else
+  random: the processes of one dashboard behind a load balancer or ``gunicorn -w N``
+  must share it, or each refuses the forms the others rendered.
 """
 
 from __future__ import annotations
@@ -22,7 +25,18 @@ from collections.abc import Iterable
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CSRF_COOKIE", "CSRF_FIELD", "Guard", "csrf_ok", "new_csrf_token", "origin_ok"]
+from durq.errors import InvalidArgument
+
+__all__ = [
+    "CSRF_COOKIE",
+    "CSRF_FIELD",
+    "MIN_SECRET",
+    "Guard",
+    "csrf_ok",
+    "csrf_secret",
+    "new_csrf_token",
+    "origin_ok",
+]
 
 CSRF_COOKIE = "durq_csrf"
 CSRF_FIELD = "csrf"
@@ -123,6 +137,25 @@ async def _plain(
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+MIN_SECRET = 16
+"""Characters (or bytes) a dashboard secret has at least."""
+
+
+def csrf_secret(secret: str | bytes | None, token: str | None) -> bytes:
+    """The key that signs CSRF tokens: from ``secret`` when given (the same in every
+    process of one dashboard), else from the access ``token`` (shared by those
+    processes too), else random (one process: its restart just asks for a new page).
+    Derived with a label of its own, so the key is never the secret or token itself."""
+    if secret is not None:
+        raw = secret.encode() if isinstance(secret, str) else bytes(secret)
+        if len(raw) < MIN_SECRET:
+            raise InvalidArgument(f"the dashboard secret must be at least {MIN_SECRET} characters")
+        return hmac.new(b"durq dashboard csrf: secret", raw, hashlib.sha256).digest()
+    if token:
+        return hmac.new(b"durq dashboard csrf: token", token.encode(), hashlib.sha256).digest()
+    return secrets.token_bytes(32)
 
 
 def _sign(secret: bytes, nonce: str) -> str:

@@ -33,12 +33,13 @@ class Dashboard:
     history: History
     sampler: Sampler
     templates: jinja2.Environment
-    # signs CSRF tokens; random per app, so a restart simply asks for a fresh page
+    # signs CSRF tokens (security.csrf_secret): random per app unless given
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     @classmethod
-    def create(cls, config: DashboardConfig) -> Dashboard:
-        """Build the state of a dashboard for ``config`` (nothing connects yet)."""
+    def create(cls, config: DashboardConfig, secret: bytes | None = None) -> Dashboard:
+        """Build the state of a dashboard for ``config`` (nothing connects yet);
+        ``secret`` signs its CSRF tokens (random when None)."""
         data = DashboardData(config.url, config.namespace, config.max_queues)
         history = History(config.history)
         return cls(
@@ -47,6 +48,7 @@ class Dashboard:
             history=history,
             sampler=Sampler(data, history, config.sample_interval),
             templates=environment(),
+            secret=secret if secret is not None else secrets.token_bytes(32),
         )
 
     @property

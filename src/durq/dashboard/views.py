@@ -165,6 +165,8 @@ async def job_page(request: Request) -> Response:
     )
     if info is None:
         return error_page(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
+    redact = dash.config.redact
+    info = redact.job(info)  # its reason and progress; the payload below
     if name not in stats:
         return corrupt_page(request, dash, name)
     group = None
@@ -179,7 +181,7 @@ async def job_page(request: Request) -> Response:
             "name": name,
             "job": info,
             "reason": reason_fields(info) if info.reason else None,
-            "payload": payload_view(info, dash.config.show_payloads),
+            "payload": payload_view(info, dash.config.show_payloads, redact),
             "numbers": job_numbers(info, stats[name].server_time),
             "group": group,
             "holders": holders,
@@ -208,9 +210,9 @@ async def dead_page(request: Request) -> Response:
     limit = _int_param(request, "limit", 50, 1, max(DEAD_PAGE_SIZES))
     offset = _int_param(request, "offset", 0, 0, 10**12)
     total, items = await dash.data.dead_letters(name, offset, limit)
-    rows = [
-        (info, reason_fields(info), payload_view(info, dash.config.show_payloads)) for info in items
-    ]
+    redact, show = dash.config.redact, dash.config.show_payloads
+    shown = [redact.job(info) for info in items]
+    rows = [(info, reason_fields(info), payload_view(info, show, redact)) for info in shown]
     return render(
         request,
         dash,

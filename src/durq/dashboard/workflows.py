@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -58,6 +59,10 @@ async def workflow_page(request: Request) -> Response:
         return error_page(request, dash, 404, f"Queue {name} has no workflow {workflow_id}.")
     # where it waits: the open groups, their members still open, and dead steps
     members = {s.node: s for s in info.steps}
+    redact = dash.config.redact
+    error = redact.value(info.error) if info.error else info.error
+    dead = {node: redact.value(reason) for node, reason in info.dead.items()}
+    info = replace(info, error=error, dead=dead)
     return render(
         request,
         dash,

@@ -30,6 +30,7 @@ from redis.retry import Retry
 
 from durq._process import die_with_parent
 from durq.dev.binary import ENV_SERVER_BINARY, FLAVORS, ServerNotFound, find_server_binary
+from durq.redaction import redact_url
 
 __all__ = [
     "ENV_SERVER_BINARY",
@@ -645,7 +646,8 @@ def run_foreground(
             proc.terminate()
             ready = False
         if ready:
-            say(f"durq server: listening on {_url(host, port, password)} (data in {directory})")
+            shown = redact_url(_url(host, port, password))
+            say(f"durq server: listening on {shown} (data in {directory})")
         code = proc.wait()
     finally:
         for signum, handler in previous.items():

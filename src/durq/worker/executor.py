@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from durq import tracing
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import PayloadError
+from durq.errors import PayloadError, PayloadTooLarge
 from durq.flow import RateLimited
 from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
@@ -146,6 +146,9 @@ class Executor:
         return self.app.tasks.get(task_name_of(name, job.queue))
 
     def _dead(self, task: Task[Any, Any] | None, fields: dict[str, Any], job: Job) -> Outcome:
+        # every failure passes here or through _failed: what they store and log is
+        # redacted first (the app's Redact), so no secret reaches Redis or a log line
+        fields = self.app.redact.fields(fields)
         reason = reason_json(fields, attempt=job.attempt)
         result = encode_error(fields) if task is not None and task.config.result else None
         return Outcome("dead", result=result, reason=reason, summary=_summary(fields))
@@ -158,6 +161,7 @@ class Executor:
         if delay is None:
             backoff = task.config.backoff or self.app.backoff or _DEFAULT_BACKOFF
             delay = backoff(job.attempt)
+        fields = self.app.redact.fields(fields)
         reason = reason_json(fields, attempt=job.attempt)
         return Outcome("retry", delay=delay, reason=reason, summary=_summary(fields))
 
@@ -167,6 +171,8 @@ class Executor:
         delivered (the task decides its lease and its thread), and runs it from that."""
         try:
             name, args, kwargs, meta = parse_call(job.payload)
+        except PayloadTooLarge as exc:  # written past the limit: never decoded nor run
+            return self._dead(None, {"reason": "payload_too_large", "message": str(exc)}, job)
         except PayloadError as exc:
             return self._dead(None, {"reason": "undecodable_payload", "message": str(exc)}, job)
         except ValueError as exc:
@@ -252,8 +258,9 @@ class Executor:
         try:
             return Outcome("done", result=encode_result(value))
         except Exception as exc:  # the job ran; only its return value cannot be stored
-            log.warning("job %s: result not stored: %s", job.id, _safe_text(exc))
-            error = {"reason": "unstorable_result", "message": _safe_text(exc)}
+            why = self.app.redact.text(_safe_text(exc))
+            log.warning("job %s: result not stored: %s", job.id, why)
+            error = {"reason": "unstorable_result", "message": why}
             return Outcome("done", result=encode_error(error))
 
     def close(self) -> None:

@@ -168,3 +168,45 @@ def test_enqueue_on_commit_for_durqs_own_tasks(configured: dict[str, Any], redis
 
 def _ping(n: int) -> int:
     return n
+
+
+def test_a_job_naming_any_module_imports_nothing_in_get_result_or_the_worker(
+    backend: Any, tasks: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import sys
+
+    from durq.contrib.django.compat import TaskResultDoesNotExist
+    from durq.worker import Worker, WorkerConfig
+
+    # a module on the path with an import side effect, as `this` has (it prints a poem)
+    marker = tmp_path / "imported"
+    (tmp_path / "planted_module.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    app = backend.durq_app
+    queue = app.queue("default")
+    ids = {}
+    for path in ("planted_module.anything", "this.s", "contrib.django.inproc_tasks.greet"):
+        ids[path] = f"default:{secrets.token_urlsafe(12)}"
+        call = [path, ["ada"], {}, {"backend": "default"}]  # what any Redis writer can write
+        queue.enqueue(["django", call, {}], id=ids[path])
+
+    # the web process reads a pending job's path
+    for path in ("planted_module.anything", "this.s"):
+        with pytest.raises(TaskResultDoesNotExist, match="not a task of this project"):
+            backend.get_result(ids[path])
+    assert backend.get_result(ids["contrib.django.inproc_tasks.greet"]).status == "READY"
+    # the worker runs the jobs
+    config = WorkerConfig(queues=["default"], burst=True)
+    asyncio.run(Worker(app, config, handle_signals=False).run())
+
+    for path in ("planted_module.anything", "this.s"):
+        info = queue.job(ids[path])
+        assert info is not None and info.state is durq.JobState.DEAD
+        assert info.reason is not None and "not a task of this project" in info.reason["message"]
+        assert info.attempts == 1  # durq.Fail: not retried
+    assert tasks.greet.get_result(ids["contrib.django.inproc_tasks.greet"]).return_value == (
+        "hello ada"
+    )
+    assert not marker.exists()
+    assert "planted_module" not in sys.modules and "this" not in sys.modules

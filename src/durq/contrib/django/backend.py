@@ -31,20 +31,19 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 import durq
 from durq.contrib.django import runner
 from durq.contrib.django.compat import (
     BaseTaskBackend,
     InvalidTask,
-    Task,
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
     normalize_json,
     task_enqueued,
 )
+from durq.contrib.django.known import known_task
 from durq.contrib.django.state import AttemptLog, Outcome, task_errors, to_datetime
 from durq.contrib.django.task import DurqTask
 from durq.errors import DurqError, InvalidArgument
@@ -62,7 +61,11 @@ _APP_OPTIONS = (
     "result_ttl",
     "enqueue_retry_for",
     "durability",
+    "redact",
 )
+# OPTIONS of the backend itself: the modules that define its tasks, besides each
+# installed app's tasks module (durq.contrib.django.known)
+_BACKEND_OPTIONS = ("task_modules",)
 _DEFAULT_RESULT_TTL = 86400.0  # Django code reads results later than durq code does: a day
 
 _STATUS = {
@@ -109,7 +112,10 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
     ``lease``, ``max_attempts`` (default 5: an exception or a lost worker costs an
     attempt, and the task is retried after ``backoff`` until they run out),
     ``backoff``, ``result_ttl`` (how long results are kept, default one day),
-    ``enqueue_retry_for`` and ``durability``, as for ``durq.App``.
+    ``enqueue_retry_for`` and ``durability``, as for ``durq.App``; and
+    ``task_modules``, the modules that define tasks besides each installed app's
+    ``tasks`` module (a job runs only a task of these modules, or of one the project
+    imported: the import path a job carries is never imported).
     """
 
     task_class = DurqTask
@@ -126,9 +132,14 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
 
     def _config_problems(self) -> list[str]:
         problems = []
-        unknown = sorted(set(self.options) - set(_APP_OPTIONS))
+        unknown = sorted(set(self.options) - {*_APP_OPTIONS, *_BACKEND_OPTIONS})
         if unknown:
-            problems.append(f"unknown OPTIONS {unknown}; durq takes {list(_APP_OPTIONS)}")
+            problems.append(
+                f"unknown OPTIONS {unknown}; durq takes {[*_APP_OPTIONS, *_BACKEND_OPTIONS]}"
+            )
+        modules = self.options.get("task_modules", [])
+        if not isinstance(modules, list | tuple) or not all(isinstance(m, str) for m in modules):
+            problems.append("OPTIONS['task_modules'] is a list of module names")
         for name in sorted(self.queues):
             try:
                 check_queue_name(name)
@@ -367,13 +378,12 @@ class DurqBackend(BaseTaskBackend):  # from whichever Django is installed
         return AttemptLog(app.queue(queue_name).client, app.namespace, queue_name, app.result_ttl)
 
     def _task(self, path: str, meta: Mapping[str, Any], result_id: str) -> Any:
-        """The Django task a job calls, with the options it was enqueued with."""
+        """The Django task a job calls, with the options it was enqueued with: one of
+        the project's, looked up and never imported (``durq.contrib.django.known``)."""
         try:
-            task = import_string(path)
-        except ImportError:
-            raise TaskResultDoesNotExist(f"{result_id}: task {path!r} is gone") from None
-        if not isinstance(task, Task):
-            raise TaskResultDoesNotExist(f"{result_id}: {path!r} is not a task")
+            task = known_task(path, runner.task_modules(self))
+        except LookupError as exc:
+            raise TaskResultDoesNotExist(f"{result_id}: {exc}") from None
         return runner.restore(task, meta)
 
 

@@ -2,9 +2,10 @@
 
 Every Django job calls the durq task ``django`` with ``(import path, args, kwargs,
 meta)``. In ``manage.py durq_worker`` it runs in one of the worker's threads: it closes
-database connections that went stale (as Django does around a request), imports the
-Django task, sends ``task_started``, runs it, sends ``task_finished``, and returns what
-``get_result`` needs. An exception is re-raised for durq, which retries the job or, once
+database connections that went stale (as Django does around a request), looks the
+Django task up among the project's (``durq.contrib.django.known``: a path from Redis is
+never imported), sends ``task_started``, runs it, sends ``task_finished``, and returns
+what ``get_result`` needs. An exception is re-raised for durq, which retries the job or, once
 its attempts are spent, moves it to the dead letters (the task is then FAILED).
 """
 
@@ -19,11 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from django.db import close_old_connections
-from django.utils.module_loading import import_string
 
 import durq
 from durq.contrib.django.compat import (
-    Task,
     TaskContext,
     TaskResult,
     TaskResultStatus,
@@ -32,6 +31,7 @@ from durq.contrib.django.compat import (
     task_finished,
     task_started,
 )
+from durq.contrib.django.known import known_task
 from durq.contrib.django.state import Attempt, Outcome, error_of, now, task_errors, to_datetime
 from durq.contrib.django.task import DurqTask
 
@@ -76,6 +76,12 @@ def restore(task: Any, meta: Mapping[str, Any]) -> Any:
     return replace(task, **changes)
 
 
+def task_modules(backend: Any) -> list[str]:
+    """The modules of Django tasks ``backend``'s ``OPTIONS`` declare (``task_modules``)."""
+    options = getattr(backend, "options", None) or {}
+    return list(options.get("task_modules") or ())
+
+
 def _send(signal: Any, backend: Any, result: Any) -> None:
     """Send a task signal; a receiver that raises is logged and does not change the
     task's outcome (the task already ran, or is about to)."""
@@ -101,14 +107,11 @@ def run_django_task(
 def _run(
     job: durq.Job, path: str, args: list[Any], kwargs: dict[str, Any], meta: dict[str, Any]
 ) -> dict[str, Any]:
-    backend = task_backends[meta["backend"]]
     try:
-        task = import_string(path)
-        if not isinstance(task, Task):
-            raise TypeError(f"{path} is a {type(task).__name__}, not a task")
-        task = restore(task, meta)
+        backend = task_backends[meta["backend"]]
+        task = restore(known_task(path, task_modules(backend)), meta)
     except Exception as exc:  # nothing to retry: the code is not there
-        raise durq.Fail(f"cannot load task {path!r}: {exc}") from exc
+        raise durq.Fail(f"cannot load task {str(path)[:200]!r}: {exc}") from exc
     attempts = backend._attempt_log(job.queue)
     history = attempts.read(job.id) if job.attempt > 1 else []
     started = now()
@@ -144,7 +147,8 @@ def _run(
         value = normalize_json(value)
     except Exception as exc:
         finished = now()
-        error = error_of(exc)
+        kind, text = error_of(exc)
+        error = (kind, backend.durq_app.redact.text(text))  # stored: no secrets in it
         attempts.append(job.id, Attempt(job.attempt, worker_id, started, finished, error))
         if isinstance(exc, durq.Fail) or job.attempt >= job.max_attempts:
             _send(task_finished, backend, result("FAILED", finished, [*errors, error]))

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from durq.contrib.django import runner
 from durq.contrib.django.backend import DurqBackend
 from durq.contrib.django.compat import task_backends
+from durq.contrib.django.known import import_task_modules
 from durq.errors import DurqError
 from durq.logs import configure_logging
 from durq.metrics import WorkerMetrics, serve_metrics
@@ -56,7 +57,8 @@ class Command(BaseCommand):
         add("--log-format", default="text", choices=["text", "json"])
         add("--metrics-port", type=int, default=None,
             help="Serve Prometheus metrics on this port (process i of -p N: PORT+i).")  # fmt: skip
-        add("--metrics-host", default="0.0.0.0", help="Address of the metrics endpoint.")
+        add("--metrics-host", default="127.0.0.1",
+            help="Address of the metrics endpoint (default 127.0.0.1: no auth).")  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_level"], options["log_format"])
@@ -67,6 +69,8 @@ class Command(BaseCommand):
         if not queues:
             raise CommandError("the backend's QUEUES is empty: name queues with -q")
         app = backend.durq_app
+        # the project's task modules, now: a broken one fails here, not in every job
+        import_task_modules(runner.task_modules(backend))
         if options["url"]:
             app.url = options["url"]
         name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
