@@ -20,6 +20,7 @@ from durq.durability import Durability, NotDurable
 from durq.errors import (
     CorruptQueue,
     DurqError,
+    ForeignLibrary,
     InvalidArgument,
     JobNotFound,
     LeaseLost,
@@ -121,6 +122,7 @@ __all__ = [
     # errors
     "CorruptQueue",
     "DurqError",
+    "ForeignLibrary",
     "InvalidArgument",
     "JobNotFound",
     "LeaseLost",

@@ -270,11 +270,8 @@ async def test_a_setting_changed_between_two_calls_is_read_again(
         client.close()
 
 
-def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
-    make_server: Callable[..., RedisServer], queue_name: str
-) -> None:
-    """FCALL finds no library, FUNCTION LOAD gets NOPERM: the node is an EVALSHA node."""
-    server = make_server("valkey")
+def _app_user(server: RedisServer, *commands: str) -> str:
+    """A user of every command but ``commands`` (e.g. ``-function``); its URL."""
     admin = redis.Redis.from_url(server.url)
     try:
         admin.acl_setuser(
@@ -283,19 +280,45 @@ def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
             passwords=["+pw"],
             keys=["*"],
             channels=["*"],
-            commands=["+@all", "-function"],
+            commands=["+@all", *commands],
         )
-        url = f"redis://app:pw@{server.host}:{server.port}"
-        with Queue(queue_name, url) as queue:
-            for payload in ("a", "b"):
-                queue.enqueue(payload)
-                job = queue.dequeue()
-                assert job is not None and job.payload == payload
-                queue.release(job)
-        # one FCALL, the first: told the library is missing, the driver could not load it
-        assert _calls(server) == {"fcall": 1, "evalsha": 6}
     finally:
         admin.close()
+    return f"redis://app:pw@{server.host}:{server.port}"
+
+
+def _enqueue_and_release_twice(queue_name: str, url: str) -> None:
+    with Queue(queue_name, url) as queue:
+        for payload in ("a", "b"):
+            queue.enqueue(payload)
+            job = queue.dequeue()
+            assert job is not None and job.payload == payload
+            queue.release(job)
+
+
+def test_a_user_not_allowed_function_list_runs_the_scripts_with_evalsha(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """The library cannot be checked before a first FCALL: the node is an EVALSHA node,
+    and no FCALL is ever sent."""
+    server = make_server("valkey")
+    _enqueue_and_release_twice(queue_name, _app_user(server, "-function"))
+    assert _calls(server) == {"fcall": 0, "evalsha": 6}
+
+
+@pytest.mark.parametrize("loaded", [False, True], ids=["missing", "loaded-by-an-admin"])
+def test_a_user_not_allowed_function_load_uses_the_library_only_once_an_admin_loaded_it(
+    make_server: Callable[..., RedisServer], queue_name: str, loaded: bool
+) -> None:
+    """FUNCTION LIST shows the library missing and FUNCTION LOAD is refused: EVALSHA.
+    Loaded by an admin, it is checked and called."""
+    server = make_server("valkey")
+    if loaded:
+        admin = redis.Redis.from_url(server.url)
+        admin.function_load(library().source)
+        admin.close()
+    _enqueue_and_release_twice(queue_name, _app_user(server, "-function|load"))
+    assert _calls(server) == ({"fcall": 6, "evalsha": 0} if loaded else {"fcall": 0, "evalsha": 6})
 
 
 def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(

@@ -38,6 +38,7 @@ from durq.protocol.calls import (
     block_timeout,
     script_error,
 )
+from durq.protocol.libraries import Trust, trust_library
 
 __all__ = ["Driver"]
 
@@ -52,7 +53,9 @@ _KEYLESS = frozenset({"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRI
 #: with Functions (debugging; the tests of both paths)
 EVALSHA_ENV = "DURQ_EVALSHA"
 #: a node's entry in the script cache when it runs durq's scripts with EVALSHA: Redis 6.2
-#: (no Functions), or a user not allowed FCALL or FUNCTION LOAD
+#: (no Functions), or a user not allowed FCALL, FUNCTION LIST or (the library missing)
+#: FUNCTION LOAD. Its entry once durq's library there is known to be its own is the
+#: library's name (``_trust_library``).
 _NO_FUNCTIONS = "evalsha"
 
 
@@ -76,14 +79,18 @@ def _function_missing(reply: Any) -> bool:
 
 
 def _without_functions(reply: Any) -> bool:
-    """An FCALL or FUNCTION LOAD refused by a server without Functions (Redis 6.2) or
-    for a user without the permission: that node runs the scripts with EVALSHA."""
+    """An FCALL refused by a server without Functions (Redis 6.2) or for a user without
+    the permission: that node runs the scripts with EVALSHA."""
     if not isinstance(reply, ResponseError):
         return False
     text = str(reply)
     if text.startswith("unknown command"):
-        return "FCALL" in text.upper() or "FUNCTION" in text.upper()
-    return text.startswith("User ") and ("'fcall'" in text or "'function|load'" in text)
+        return "FCALL" in text.upper()
+    return text.startswith("User ") and "'fcall'" in text
+
+
+def _calls_a_script(calls: Sequence[ScriptCall | Command]) -> bool:
+    return any(isinstance(call, ScriptCall) for call in calls)
 
 
 def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
@@ -277,11 +284,14 @@ class Driver:
 
     Scripts run as Redis Functions (FCALL of durq's library, ``durq.lua.functions``)
     where the server has them, else with EVALSHA (Redis 6.2, a user without FCALL or
-    FUNCTION LOAD permission, or ``functions`` set False, as the DURQ_EVALSHA environment
-    variable does). FCALL is sent first, without a check: the library is loaded with
-    FUNCTION LOAD when a reply says the function is missing (a new server, a restart
-    without persistence, FUNCTION FLUSH, a failover to a node that never had it), and a
-    reply that says FCALL is unknown or not allowed marks the node as an EVALSHA one.
+    FUNCTION LIST permission, or ``functions`` set False, as the DURQ_EVALSHA environment
+    variable does). Before the first FCALL on a node, and again after a reply that says
+    a function is missing (a new server, a restart without persistence, FUNCTION FLUSH,
+    a failover to a node that never had it), the node's library is read back and
+    trusted only when its code is exactly durq's (``durq.protocol.libraries``), loading
+    it when missing: a foreign one raises ForeignLibrary. That costs a round trip once
+    per connection pool and node, none per call. A server or user that refuses it, or
+    a reply that says FCALL is unknown or not allowed, marks the node as an EVALSHA one.
     Under EVALSHA, the scripts a request uses that are not yet known to be loaded on its
     node are loaded with SCRIPT LOAD before it is sent (one round trip for all of them).
     What each node runs and holds is remembered per connection pool (``_script_cache``).
@@ -390,12 +400,18 @@ class Driver:
         wire: list[Wire] = []
         replies: list[Any] = [None] * len(calls)
         start, attempt = 0, 0
-        oom = False  # the server refused an FCALL for want of memory: EVALSHA from then on
+        # EVALSHA for this request: the server refused an FCALL (or to load the library)
+        # for want of memory
+        oom = False
         give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
             node = self._node(key) if self._cluster else ""
             loaded = self._loaded.get(node, ())
             fcall = self.functions and not oom and _NO_FUNCTIONS not in loaded
+            if fcall and library().name not in loaded and _calls_a_script(calls):
+                fcall = self._trust_library(node)
+                oom = not fcall and _NO_FUNCTIONS not in self._loaded.get(node, ())
+                loaded = self._loaded.get(node, ())
             uses = library().functions if fcall else None
             if uses is not functions or not wire:
                 functions = uses
@@ -472,21 +488,39 @@ class Driver:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
             return True
         if _function_missing(error):  # the node lost (or never had) the library
+            # forgotten: the next sending reads back (and loads) the library first
             self._loaded.pop(node, None)
-            self._load_library(node)
             return attempt < 3  # sent at once, twice; then as a redirect is followed
         return False
 
-    def _load_library(self, node: str) -> None:
-        """FUNCTION LOAD durq's library on ``node``; already there (loaded meanwhile by
-        another client) is as good. A server or user that refuses it makes the node an
-        EVALSHA one."""
-        lib = library()
-        reply = (self._send(node, [("FUNCTION", "LOAD", lib.source)]))[0]
-        if _without_functions(reply):
+    def _trust_library(self, node: str) -> bool:
+        """Before the first FCALL on ``node``: make sure it holds durq's own library
+        (``trust_library``: loaded when missing; ForeignLibrary when code that is not
+        durq's holds its names) and return True to use FCALL. A server or user that
+        refuses Functions makes the node an EVALSHA one; a server out of memory that
+        cannot load the library runs this request with EVALSHA (False)."""
+        trust = self._run_on(node, trust_library(library()))
+        if trust in (Trust.VERIFIED, Trust.LOADED):
+            self._loaded.setdefault(node, set()).add(library().name)
+            return True
+        if trust is not Trust.OUT_OF_MEMORY:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
-        elif isinstance(reply, Exception) and "already exists" not in str(reply):
-            raise reply
+        return False
+
+    def _run_on(self, node: str, op: Op[T]) -> T:
+        """Drive ``op``, whose requests are pipelines of plain commands, on ``node``."""
+        try:
+            request = next(op)
+            while True:
+                if not isinstance(request, Pipeline):
+                    raise TypeError(f"not a pipeline of commands: {request!r}")
+                commands = [call.args for call in request.calls if isinstance(call, Command)]
+                request = op.send(self._send(node, commands))
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        finally:
+            op.close()
 
     def _send(self, node: str, commands: Sequence[Wire]) -> list[Any]:
         """Send ``commands`` to ``node`` in one round trip; error replies in place."""
