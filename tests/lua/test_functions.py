@@ -343,13 +343,46 @@ def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
         admin.close()
 
 
+def test_a_full_server_that_lost_the_library_runs_reads_with_evalsha_until_it_can_load_it(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """FUNCTION LOAD is refused for want of memory: the driver runs the scripts with
+    EVALSHA meanwhile, and does not send the library's text again with every call."""
+    server = make_server("valkey")
+    admin = redis.Redis.from_url(server.url)
+    try:
+        with Queue(queue_name, server.url) as queue:
+            queue.enqueue("a")
+            admin.function_flush()
+            used = int(admin.info("memory")["used_memory"])
+            admin.config_set("maxmemory", used // 2)
+            loads_before = _function_loads(admin)
+            for _ in range(20):
+                assert queue.stats().pending == 1
+            assert _function_loads(admin) - loads_before <= 1
+            admin.config_set("maxmemory", 0)
+            time.sleep(1.1)  # the load is tried again a second after the refusal
+            before = _calls(server)["fcall"]
+            assert queue.stats().pending == 1
+            assert _calls(server)["fcall"] == before + 1
+    finally:
+        admin.config_set("maxmemory", 0)
+        admin.close()
+
+
+def _function_loads(admin: redis.Redis) -> int:
+    """FUNCTION LOADs sent, run or refused."""
+    entry = admin.info("commandstats").get("cmdstat_function|load", {})
+    return int(entry.get("calls", 0)) + int(entry.get("rejected_calls", 0))
+
+
 def test_only_release_steps_the_collector() -> None:
     """Release, off every caller's path, keeps the Lua collector's pace; the enqueue and
     the fetch, which a caller waits for, do not pay for an increment."""
     from durq.lua.functions import COLLECTOR_STEP, library
 
     lib = library()
-    blocks = lib.source.split("redis.register_function(")[1:]
+    blocks = lib.source.split("redis.register_function{function_name = ")[1:]
     stepping = {
         op
         for op, function in lib.functions.items()

@@ -109,6 +109,16 @@ def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
 _SEND_AGAIN = (NoScriptError, *cluster.REDIRECTS)
 
 
+def _error(reply: ResponseError) -> Exception:
+    """A script's error reply as the exception to raise: an out-of-memory refusal as
+    OutOfMemoryError whatever the server (Redis 6.2 reports it inside a script's error,
+    "ERR Error running script ... -OOM command not allowed ..."), else as
+    ``script_error`` makes it."""
+    if not isinstance(reply, OutOfMemoryError) and "OOM command not allowed" in str(reply):
+        return OutOfMemoryError(str(reply))
+    return script_error(reply)
+
+
 def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
     """Index of the first reply that means "not executed, send again" (NOSCRIPT, or a
     Cluster redirect), else None."""
@@ -128,6 +138,10 @@ def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
             return i
     return None
 
+
+#: seconds a node whose server, out of memory, refused to load durq's library runs the
+#: scripts with EVALSHA before the load is tried again
+_RETRUST_AFTER = 1.0
 
 #: how often a client of a Sentinel-managed primary asks the Sentinels which server is
 #: the primary (redis-py asks only when it opens a connection, and an old primary keeps
@@ -318,6 +332,9 @@ class AsyncDriver:
         self._direct = type(client) is AsyncRedis and client.connection is None
         self._stale = self._cluster  # the slot map must be (re)loaded before use
         self._node_pools: dict[str, Any] = {}  # a Cluster's, by node name
+        # node -> when to try again to load the library that an out-of-memory server
+        # refused (EVALSHA until then)
+        self._untrusted: dict[str, float] = {}
         #: False: EVALSHA even where the server has Functions
         self.functions = os.environ.get(EVALSHA_ENV, "") in ("", "0")
 
@@ -373,7 +390,7 @@ class AsyncDriver:
         if isinstance(request, ScriptCall):
             reply = (await self._calls((request,)))[0]
             if isinstance(reply, ResponseError):
-                raise script_error(reply)
+                raise _error(reply)
             return reply
         if isinstance(request, Pipeline):
             return await self._pipeline(request)
@@ -383,14 +400,16 @@ class AsyncDriver:
             else:
                 command = request
             reply = (await self._calls((command,)))[0]
+            if isinstance(reply, ResponseError):
+                raise _error(reply)  # e.g. a wake marker of another type
             if isinstance(reply, Exception):
-                raise script_error(reply)  # e.g. a wake marker of another type
+                raise reply
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 
     async def _pipeline(self, request: Pipeline) -> list[Any]:
         replies = await self._calls(request.calls)
-        return [script_error(r) if isinstance(r, ResponseError) else r for r in replies]
+        return [_error(r) if isinstance(r, ResponseError) else r for r in replies]
 
     async def _calls(self, calls: Sequence[ScriptCall | Command]) -> list[Any]:
         """Send ``calls`` in one round trip, loading scripts and following redirects;
@@ -500,11 +519,16 @@ class AsyncDriver:
         durq's holds its names) and return True to use FCALL. A server or user that
         refuses Functions makes the node an EVALSHA one; a server out of memory that
         cannot load the library runs this request with EVALSHA (False)."""
+        if time.monotonic() < self._untrusted.get(node, 0.0):
+            return False
         trust = await self._run_on(node, trust_library(library()))
         if trust in (Trust.VERIFIED, Trust.LOADED):
             self._loaded.setdefault(node, set()).add(library().name)
             return True
-        if trust is not Trust.OUT_OF_MEMORY:
+        if trust is Trust.OUT_OF_MEMORY:
+            # not the library's 230 KB again with every request while the server is full
+            self._untrusted[node] = time.monotonic() + _RETRUST_AFTER
+        else:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
         return False
 

@@ -11,10 +11,13 @@ Effects  the scope's limiter TAT (lib/rate_limit.lua) moves to now + pause_ms (p
          the wait, and the scope stays parked until then (lib/flow.lua).
 Errors   DURQ_ARG for an unknown scope; DURQ_WRONGTYPE when a durq key holds another
          Redis type (that of a group a job goes back to included); both before any change
+Memory   runs while the server is at maxmemory, as an acknowledgement must
+         (lib/frees_memory.lua)
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
+--- @include "lib/frees_memory"
 --- @include "lib/clock"
 --- @include "lib/lease"
 --- @include "lib/send_back"
