@@ -20,7 +20,7 @@ from durq.dev.server import RedisServer
 from durq.lua.functions import library
 
 from .acl_rules import ADMIN, PRODUCER, WORKER
-from .users import acl_user, command
+from .users import acl_user, command, denials
 
 # a user allowed FUNCTION LOAD: durq's documented producer before issue 31
 ATTACKER = PRODUCER + " +function|load"
@@ -126,6 +126,10 @@ def test_an_admin_load_refuses_a_foreign_library_and_replaces_it_when_told(
     assert attacker.get(LOOT_KEY) is None
     again = run("functions", "load", "--url", admin_url)
     assert "already loaded, and its code is this durq version's" in again.output
+    # the admin's other commands: list and prune
+    assert run("functions", "list", "--url", admin_url).exit_code == 0
+    assert run("functions", "prune", "--yes", "--url", admin_url).exit_code == 0
+    assert denials(server.url, "durq-admin") == []
     attacker.close()
 
 
@@ -166,8 +170,6 @@ def test_documented_users_run_with_evalsha_until_the_admin_loads_the_library(
     restart), the documented users fall back to EVALSHA: scripts addressed by the hash
     of their text, which no one can swap. Once the admin loaded it, new clients use it."""
     from cli.support import durq as run
-
-    from .users import denials
 
     server = make_server("valkey")
     producer_url = acl_user(server.url, "durq-producer", PRODUCER, "p-pw")
