@@ -1,6 +1,7 @@
-"""What a worker says about acknowledgements it could not confirm: it must count those a
-cut connection left without a reply, and must not call a job lost with Redis's data
-"most likely applied" (issue 31, item 8)."""
+"""What a worker does and says about acknowledgements it could not confirm: it counts
+those a cut connection left without a reply, does not call a job lost with Redis's data
+"most likely applied" (issue 31, item 8), and does not send again those that were
+answered in a round trip whose fetch failed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
+import redis
 
 import durq
 from durq.dev.server import RedisServer
@@ -83,5 +85,36 @@ def test_after_an_empty_restart_a_resent_acknowledgement_is_not_called_most_like
         assert "most likely applied" not in caplog.text
         assert "Redis lost the job" in caplog.text
     finally:
+        queue.close()
+        app.close()
+
+
+def test_acknowledgements_answered_in_a_round_trip_whose_fetch_failed_are_not_sent_again(
+    make_server: Callable[..., RedisServer], queue_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fetch that fails (here a key of the wrong type: the dequeue refuses to run)
+    says nothing about the acknowledgements answered in its round trip: they were
+    applied. Sent again, they were refused and logged as repeats of a lost reply."""
+    server = make_server()
+    gate = threading.Event()
+    app = _app(server.url, queue_name, gate)
+    queue = durq.Queue(queue_name, server.url)
+    admin = redis.Redis.from_url(server.url)
+    caplog.set_level(logging.INFO, logger="durq.worker")
+    try:
+        app.tasks["held"].enqueue_many([(i,) for i in range(3)])
+        with running_worker(app, queues=[queue_name], concurrency=3, lease=60) as worker:
+            eventually(lambda: queue.stats().active == 3, 10)
+            admin.set(queue.keys.prefix + "rr", "not a list")  # every dequeue now fails
+            gate.set()
+            eventually(lambda: worker.processed == 3, 10)
+            eventually(lambda: "holds a string where durq keeps a list" in caplog.text, 10)
+            # (stats reads the damaged key too: the leases, read directly, are gone)
+            active = queue.keys.prefix + "active"
+            eventually(lambda: admin.zcard(active) == 0, 10, lambda: caplog.text)
+            admin.delete(queue.keys.prefix + "rr")
+        assert "sent again" not in caplog.text
+    finally:
+        admin.close()
         queue.close()
         app.close()
