@@ -15,8 +15,8 @@ Cost     O(n) commands.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
---- @include "lib/frees_memory"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/lease"
 --- @include "lib/send_back"
 --- @include "lib/types"

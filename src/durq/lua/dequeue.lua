@@ -37,8 +37,8 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
---- @include "lib/needs_memory"
 --- @include "lib/clock"
+--- @include "lib/needs_memory"
 --- @include "lib/conf"
 --- @include "lib/record"
 --- @include "lib/counters"

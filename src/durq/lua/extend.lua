@@ -13,8 +13,8 @@ Cost     O(n) commands.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
---- @include "lib/frees_memory"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/lease"
 --- @include "lib/types"
 

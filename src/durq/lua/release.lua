@@ -27,8 +27,8 @@ Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each w
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
---- @include "lib/frees_memory"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/conf"
 --- @include "lib/record"
 --- @include "lib/counters"

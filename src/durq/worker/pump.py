@@ -302,15 +302,16 @@ class QueuePump:
             fetched = None
         elif isinstance(fetched, BaseException):
             raise _Answered(fetched)
+        got = None if want else (0, -1)
+        if fetched is not None:
+            jobs, next_ms, reclaimed = fetched
+            if self.memory.refusals:
+                self.memory.fetched()
+            self._fetched(jobs, reclaimed)  # taken into hand, whatever the acks' replies
+            got = len(jobs), next_ms
         if refused is not None:
             raise _Answered(refused)  # acknowledgements kept: sent again after a pause
-        if fetched is None:
-            return None if want else (0, -1)
-        jobs, next_ms, reclaimed = fetched
-        if self.memory.refusals:
-            self.memory.fetched()
-        self._fetched(jobs, reclaimed)
-        return len(jobs), next_ms
+        return got
 
     def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> bool:
         """Log what the reply to an acknowledgement says; True when the server refused it

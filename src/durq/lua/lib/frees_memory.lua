@@ -8,6 +8,8 @@
 -- the script wrote nothing before: this DEL of the prefix key (never a key) is a write
 -- that changes nothing and comes first, so the script runs whole, as the function does.
 --- @include "lib/keys"
+-- (lib/clock first: Redis 6.2 takes replicate_commands() only before any write)
+--- @include "lib/clock"
 --- @eval-only
 redis.call('DEL', K_PREFIX)
 --- @end

@@ -6,6 +6,8 @@
 -- SET ... XX of the prefix key (never a key) sets nothing and is that first write, so
 -- the script is refused as the function is.
 --- @include "lib/keys"
+-- (lib/clock first: Redis 6.2 takes replicate_commands() only before any write)
+--- @include "lib/clock"
 --- @eval-only
 redis.call('SET', K_PREFIX, '', 'XX')
 --- @end
