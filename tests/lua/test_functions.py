@@ -19,6 +19,7 @@ from durq.dev.server import RedisServer
 from durq.keys import QueueKeys
 from durq.lua import SCRIPT_NAMES
 from durq.lua.functions import build, library, per_call_block
+from helpers import script_calls
 
 _BLOCKS = re.compile(r"^--- @(?:per-call|eval-only).*?^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
 _LOCAL = re.compile(r"^local (?!function\b)([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)", re.MULTILINE)
@@ -204,15 +205,6 @@ def test_operations_of_one_group_each_start_from_their_own_keys(
         client.close()
 
 
-def _calls(server: RedisServer) -> dict[str, int]:
-    client = redis.Redis.from_url(server.url)
-    try:
-        stats = client.info("commandstats")
-    finally:
-        client.close()
-    return {k: int(stats.get(f"cmdstat_{k}", {}).get("calls", 0)) for k in ("fcall", "evalsha")}
-
-
 @pytest.mark.parametrize("forced", [False, True], ids=["default", "evalsha-forced"])
 @pytest.mark.parametrize("front", ["sync", "async"])
 async def test_scripts_run_with_fcall_where_the_server_has_functions(
@@ -228,11 +220,11 @@ async def test_scripts_run_with_fcall_where_the_server_has_functions(
         return await result if front == "async" else result
 
     try:
-        before = _calls(server)
+        before = script_calls(server)
         await call("enqueue", "x")
         await call("release", await call("dequeue"))
         assert (await call("stats")).completed == 1
-        after = _calls(server)
+        after = script_calls(server)
     finally:
         await call("aclose" if front == "async" else "close")
     fcalls, evalshas = after["fcall"] - before["fcall"], after["evalsha"] - before["evalsha"]
@@ -303,7 +295,7 @@ def test_a_user_not_allowed_function_list_runs_the_scripts_with_evalsha(
     and no FCALL is ever sent."""
     server = make_server("valkey")
     _enqueue_and_release_twice(queue_name, _app_user(server, "-function"))
-    assert _calls(server) == {"fcall": 0, "evalsha": 6}
+    assert script_calls(server) == {"fcall": 0, "evalsha": 6}
 
 
 @pytest.mark.parametrize("loaded", [False, True], ids=["missing", "loaded-by-an-admin"])
@@ -318,7 +310,8 @@ def test_a_user_not_allowed_function_load_uses_the_library_only_once_an_admin_lo
         admin.function_load(library().source)
         admin.close()
     _enqueue_and_release_twice(queue_name, _app_user(server, "-function|load"))
-    assert _calls(server) == ({"fcall": 6, "evalsha": 0} if loaded else {"fcall": 0, "evalsha": 6})
+    expected = {"fcall": 6, "evalsha": 0} if loaded else {"fcall": 0, "evalsha": 6}
+    assert script_calls(server) == expected
 
 
 def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
@@ -362,9 +355,9 @@ def test_a_full_server_that_lost_the_library_runs_reads_with_evalsha_until_it_ca
             assert _function_loads(admin) - loads_before <= 1
             admin.config_set("maxmemory", 0)
             time.sleep(1.1)  # the load is tried again a second after the refusal
-            before = _calls(server)["fcall"]
+            before = script_calls(server)["fcall"]
             assert queue.stats().pending == 1
-            assert _calls(server)["fcall"] == before + 1
+            assert script_calls(server)["fcall"] == before + 1
     finally:
         admin.config_set("maxmemory", 0)
         admin.close()

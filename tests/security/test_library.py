@@ -18,6 +18,7 @@ import redis
 import durq
 from durq.dev.server import RedisServer
 from durq.lua.functions import library
+from helpers import script_calls
 
 from .acl_rules import ADMIN, PRODUCER, WORKER
 from .users import acl_user, command, denials
@@ -175,14 +176,6 @@ def test_documented_users_run_with_evalsha_until_the_admin_loads_the_library(
     producer_url = acl_user(server.url, "durq-producer", PRODUCER, "p-pw")
     worker_url = acl_user(server.url, "durq-worker", WORKER, "w-pw")
 
-    def calls() -> dict[str, int]:
-        admin = redis.Redis.from_url(server.url)
-        try:
-            stats = admin.info("commandstats")
-        finally:
-            admin.close()
-        return {k: int(stats.get(f"cmdstat_{k}", {}).get("calls", 0)) for k in ("fcall", "evalsha")}
-
     def round_of_jobs() -> None:
         app = durq.App(producer_url)
 
@@ -203,7 +196,7 @@ def test_documented_users_run_with_evalsha_until_the_admin_loads_the_library(
         worker_app.close()
 
     round_of_jobs()
-    before = calls()
+    before = script_calls(server)
     assert before["fcall"] == 0 and before["evalsha"] > 0
     # each client's refused FUNCTION LOAD, once per connection pool
     assert {e[b"object"] for e in denials(server.url, "durq-producer", "durq-worker")} == {
@@ -212,6 +205,6 @@ def test_documented_users_run_with_evalsha_until_the_admin_loads_the_library(
     admin_url = acl_user(server.url, "durq-admin", ADMIN, "a-pw")
     assert run("functions", "load", "--url", admin_url).exit_code == 0
     round_of_jobs()
-    after = calls()
+    after = script_calls(server)
     assert after["fcall"] > 0 and after["evalsha"] == before["evalsha"]
     assert _library_names(server) == [library().name]
