@@ -131,3 +131,13 @@ def eventually(
             detail = what() if callable(what) else what
             pytest.fail(f"not within {timeout:g} s: {detail or predicate!r}", pytrace=False)
         time.sleep(interval)
+
+
+def script_calls(server: RedisServer) -> dict[str, int]:
+    """How many FCALLs and EVALSHAs ``server`` has run (``INFO commandstats``)."""
+    client = redis.Redis.from_url(server.url)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {k: int(stats.get(f"cmdstat_{k}", {}).get("calls", 0)) for k in ("fcall", "evalsha")}

@@ -20,6 +20,7 @@ from durq.durability import Durability, NotDurable
 from durq.errors import (
     CorruptQueue,
     DurqError,
+    ForeignLibrary,
     InvalidArgument,
     JobNotFound,
     LeaseLost,
@@ -124,6 +125,7 @@ __all__ = [
     # errors
     "CorruptQueue",
     "DurqError",
+    "ForeignLibrary",
     "InvalidArgument",
     "JobNotFound",
     "LeaseLost",

@@ -8,7 +8,8 @@
     │       └── PayloadRefused: a codec the queue does not accept (pickle not chosen)
     ├── LeaseLost: the caller no longer holds the job's lease (fencing)
     ├── JobNotFound: no job with this id
-    └── CorruptQueue: a durq key holds another Redis type, or a record is unreadable
+    ├── CorruptQueue: a durq key holds another Redis type, or a record is unreadable
+    └── ForeignLibrary: code that is not durq's holds the names of durq's Functions
 
 Connection problems surface as redis-py's ``redis.exceptions.ConnectionError`` and
 ``TimeoutError``; durq never puts credentials in its own messages.
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "CorruptQueue",
     "DurqError",
+    "ForeignLibrary",
     "InvalidArgument",
     "JobNotFound",
     "LeaseLost",
@@ -83,3 +85,27 @@ class CorruptQueue(DurqError):
     Something other than durq wrote into the queue's keys. Jobs are never left half-moved
     by it; ``Queue.check()`` (or ``durq doctor``) lists the offending keys.
     """
+
+
+class ForeignLibrary(DurqError):
+    """The server holds code that is not durq's under the names of durq's Functions.
+
+    durq's Redis Functions library and its functions have fixed, public names
+    (``durq_<hash>``), and a function runs with the permissions of whoever calls it. So
+    before its first FCALL on a server, durq reads the library back (``FUNCTION LIST
+    ... WITHCODE``) and refuses to call it unless the code is exactly its own: a user
+    allowed ``FUNCTION LOAD`` could otherwise have durq's callers (an operator, the
+    dashboard, a worker) run code of theirs with their permissions. Nothing was run.
+    docs/deployment.md ("AUTH and ACL") says how to deny ``FUNCTION LOAD`` to all but an
+    admin.
+    """
+
+    def __init__(self, library: str, detail: str) -> None:
+        self.library = library
+        super().__init__(
+            f"the Redis Functions library {library} on this server is not durq's own "
+            f"({detail}); durq refuses to call it. Find out who loaded it (ACL LOG; the "
+            "users allowed FUNCTION LOAD), delete it (FUNCTION DELETE), then load durq's "
+            "with `durq functions load`; until then, DURQ_EVALSHA=1 runs durq's scripts "
+            "by their hash instead"
+        )

@@ -137,6 +137,11 @@ class WorkerMetrics:
             "Acknowledgements or extensions refused because the lease had been taken over",
             q,
         )
+        self._fetch_oom = _Family(
+            "durq_fetches_refused_oom",
+            "Fetches the server refused because it was at maxmemory (the worker backs off)",
+            q,
+        )
         self._pickup = _Family(
             "durq_job_pickup_seconds",
             "Enqueue (or due time) to dequeue, server clock",
@@ -156,6 +161,7 @@ class WorkerMetrics:
                     self._cancelled,
                     self._recovered,
                     self._lease_lost,
+                    self._fetch_oom,
                     self._pickup,
                     self._run,
                 ]
@@ -214,6 +220,10 @@ class WorkerMetrics:
     def lease_lost(self, queue: str) -> None:
         """An acknowledgement or extension was refused: the lease had been taken over."""
         self._lease_lost.inc((queue,))
+
+    def fetch_out_of_memory(self, queue: str) -> None:
+        """The server, at maxmemory, refused to hand out jobs of ``queue``."""
+        self._fetch_oom.inc((queue,))
 
 
 class JobMetrics:

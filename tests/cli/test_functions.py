@@ -87,3 +87,21 @@ def test_a_server_without_functions_has_nothing_to_prune(redis62_server: RedisSe
     pruned = run("functions", "prune", "--yes", "--url", redis62_server.url)
     assert pruned.exit_code == 0, pruned.output
     assert "nothing to prune" in pruned.output
+
+
+def test_load_loads_this_versions_library_once(make_server: Callable[..., RedisServer]) -> None:
+    server = make_server("valkey")
+    first = run("functions", "load", "--url", server.url)
+    assert first.exit_code == 0, first.output
+    assert f"{library().name} loaded" in first.output
+    again = run("functions", "load", "--url", server.url)
+    assert again.exit_code == 0, again.output
+    assert "already loaded, and its code is this durq version's" in again.output
+    with redis.Redis.from_url(server.url) as client:
+        assert _names(client) == {library().name}
+
+
+def test_load_on_a_server_without_functions_says_so(redis62_server: RedisServer) -> None:
+    loaded = run("functions", "load", "--url", redis62_server.url)
+    assert loaded.exit_code == 0, loaded.output
+    assert "no Functions" in loaded.output

@@ -16,7 +16,7 @@ def _primaries(cluster: LocalCluster) -> list[redis.Redis]:
     return [n for n in nodes if n.info("replication")["role"] == "master"]
 
 
-def test_list_and_prune_visit_every_primary(cluster: LocalCluster) -> None:
+def test_load_list_and_prune_visit_every_primary(cluster: LocalCluster) -> None:
     primaries = _primaries(cluster)
     if int(str(primaries[0].info("server")["redis_version"]).split(".")[0]) < 7:
         return  # no Functions on this flavor: test_functions covers the message
@@ -24,6 +24,9 @@ def test_list_and_prune_visit_every_primary(cluster: LocalCluster) -> None:
         node.function_load(
             f"#!lua name={OLD}\nredis.register_function('{OLD}_f', function() return 1 end)\n"
         )
+    loaded = run("functions", "load", "--url", cluster.url)
+    assert loaded.exit_code == 0, loaded.output
+    assert loaded.output.count(library().name) == len(primaries)
     listed = run("functions", "list", "--url", cluster.url)
     assert listed.exit_code == 0, listed.output
     assert listed.output.count(OLD) == len(primaries)
@@ -34,5 +37,5 @@ def test_list_and_prune_visit_every_primary(cluster: LocalCluster) -> None:
     for node in primaries:
         names = {entry[1].decode() for entry in node.function_list()}
         assert OLD not in names
-        assert names <= {library().name}
+        assert names == {library().name}
         node.close()

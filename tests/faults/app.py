@@ -54,6 +54,13 @@ def _signature() -> str:
     return f"{os.getpid()} {job.token}"
 
 
+async def _run_for(seq: int, seconds: float) -> None:
+    note("START", seq)
+    if seconds:
+        await asyncio.sleep(seconds)
+    note("DONE", seq)
+
+
 def _first_delivery() -> bool:
     job = durq.current_job()
     return job is not None and job.deliveries == 1
@@ -69,11 +76,14 @@ def build(url: str | None = None, queue: str | None = None, **options: object) -
     @app.task(result=True)
     async def mark(seq: int, seconds: float = 0.0) -> str:
         """Record START, take ``seconds`` (asyncio sleep), record DONE."""
-        note("START", seq)
-        if seconds:
-            await asyncio.sleep(seconds)
-        note("DONE", seq)
+        await _run_for(seq, seconds)
         return _signature()
+
+    @app.task()
+    async def mark_plain(seq: int, seconds: float = 0.0) -> None:
+        """``mark`` without a stored result, as most tasks are: its release writes no
+        result key (the first write of such a release is a tombstone)."""
+        await _run_for(seq, seconds)
 
     @app.task(result=True)
     async def stall(seq: int, seconds: float) -> str:

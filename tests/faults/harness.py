@@ -539,6 +539,28 @@ def raw_leftovers(client: redis.Redis, queue: durq.Queue) -> dict[str, int]:
     return {k: v for k, v in found.items() if v}
 
 
+def kill_recovery(runs: list[Run], killed: dict[int, float]) -> tuple[list[float], int]:
+    """Seconds from each kill to the next start, elsewhere, of a job the killed worker
+    had started; and the duplicates not explained by a kill (no run of the job to DONE
+    was by a killed worker)."""
+    by_id: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        by_id[r.id].append(r)
+    delays = []
+    unexplained = 0
+    for job_runs in by_id.values():
+        job_runs.sort(key=lambda r: r.time)
+        for r in job_runs:
+            if r.kind == "START" and r.pid in killed:
+                later = [x for x in job_runs if x.kind == "START" and x.delivery > r.delivery]
+                if later:
+                    delays.append(min(x.time for x in later) - killed[r.pid])
+        dones = [r for r in job_runs if r.kind == "DONE"]
+        if len(dones) > 1 and not any(d.pid in killed for d in dones):
+            unexplained += 1
+    return delays, unexplained
+
+
 def drain(queue: durq.Queue, timeout: float, what: Callable[[], str]) -> float:
     """Wait until nothing is pending, delayed or active; returns the seconds it took."""
     began = time.monotonic()
@@ -631,8 +653,15 @@ def _classify(
     report.dead = dict(reasons)
 
 
-def check(case: str, ledger: Path, queue: durq.Queue, client: redis.Redis) -> Report:
-    """Classify every job of the (drained) queue from the ledger and the queue."""
+def check(
+    case: str, ledger: Path, queue: durq.Queue, client: redis.Redis, *, results: bool = True
+) -> Report:
+    """Classify every job of the (drained) queue from the ledger and the queue.
+
+    ``results=False``: the jobs ran a task that stores no result (``mark_plain``), so no
+    stored result names the delivery the queue accepted: a job that ran to DONE and is
+    not dead counts as completed (that nothing is left in the queue is checked from the
+    keys), and the zombie check is not made."""
     view = read_ledger(ledger)
     report = Report(case)
     ok_ids, unknown = _enqueued(view, report)
@@ -651,13 +680,16 @@ def check(case: str, ledger: Path, queue: durq.Queue, client: redis.Redis) -> Re
     report.double_enqueued = sum(1 for ids in ids_of_seq.values() if len(ids) > 1)
 
     dead = _dead_letters(queue)
-    results = _results(client, queue, {i for ids in ids_of_seq.values() for i in ids})
-    report.zombie_accepted = _zombies(results, done_by_id, latest_start)
-    report.distinct_completed = len(results)
+    if results:
+        stored = _results(client, queue, {i for ids in ids_of_seq.values() for i in ids})
+        report.zombie_accepted = _zombies(stored, done_by_id, latest_start)
+    else:
+        stored = {job_id: "" for job_id in done_by_id if job_id not in dead}
+    report.distinct_completed = len(stored)
     report.recovered = sum(
-        1 for seq in unknown if ids_of_seq.get(seq, set()) & (set(results) | set(dead))
+        1 for seq in unknown if ids_of_seq.get(seq, set()) & (set(stored) | set(dead))
     )
-    _classify(report, ids_of_seq, set(ok_ids), done_by_id, results, dead)
+    _classify(report, ids_of_seq, set(ok_ids), done_by_id, stored, dead)
 
     stats = queue.stats()
     report.stats_completed = stats.completed

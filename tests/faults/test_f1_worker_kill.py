@@ -13,7 +13,6 @@ import os
 import random
 import statistics
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,11 +25,11 @@ from faults.harness import (
     Fleet,
     Producer,
     Report,
-    Run,
     assert_clean,
     check,
     drain,
     jitter,
+    kill_recovery,
     read_ledger,
     record_results,
 )
@@ -43,27 +42,6 @@ CONCURRENCY = 10
 LEASE = 1.0
 KILL_EVERY = 0.5
 TIME_LIMIT = 100.0  # under the suite's per-test timeout (120 s)
-
-
-def _recovery(runs: list[Run], killed: dict[int, float]) -> tuple[list[float], int]:
-    """Seconds from each kill to the next start, elsewhere, of a job the killed worker
-    had started; and the duplicates not explained by a kill."""
-    by_id: dict[str, list[Run]] = defaultdict(list)
-    for r in runs:
-        by_id[r.id].append(r)
-    delays = []
-    unexplained = 0
-    for job_runs in by_id.values():
-        job_runs.sort(key=lambda r: r.time)
-        for r in job_runs:
-            if r.kind == "START" and r.pid in killed:
-                later = [x for x in job_runs if x.kind == "START" and x.delivery > r.delivery]
-                if later:
-                    delays.append(min(x.time for x in later) - killed[r.pid])
-        dones = [r for r in job_runs if r.kind == "DONE"]
-        if len(dones) > 1 and not any(d.pid in killed for d in dones):
-            unexplained += 1
-    return delays, unexplained
 
 
 def test_f1_workers_killed_at_random_moments_lose_nothing(
@@ -111,7 +89,7 @@ def test_f1_workers_killed_at_random_moments_lose_nothing(
     fleet.stop()
 
     report: Report = check("F1", ledger, queue, client)
-    delays, unexplained = _recovery(read_ledger(ledger).runs, fleet.killed_pids())
+    delays, unexplained = kill_recovery(read_ledger(ledger).runs, fleet.killed_pids())
     bound = CONCURRENCY * kills
     report.refused_acks = fleet.grep("refused") + fleet.grep("lease lost")
     report.figures.update(

@@ -16,6 +16,7 @@ import pytest
 
 from durq import lua
 from durq.lua import SCRIPT_NAMES
+from durq.lua.functions import flags
 
 SECTIONS = ("KEYS", "ARGV", "Returns", "Errors", "Cost")
 _INCLUDE = re.compile(r'^--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
@@ -128,3 +129,31 @@ def test_the_include_rule_sees_a_missing_include() -> None:
     assert {"K_DEAD", "count", "get_conf", "rec_encode"} <= used
     assert "lib/keys" in _reachable("lib/dead_letter")
     assert "K_DEAD" in _defines("lib/keys")
+
+
+# -- memory pressure ------------------------------------------------------------------
+
+_GUARDS = {
+    "lib/frees_memory": "redis.call('DEL', K_PREFIX)",
+    "lib/needs_memory": "redis.call('SET', K_PREFIX, '', 'XX')",
+}
+
+
+@pytest.mark.parametrize("name", SCRIPT_NAMES)
+def test_a_scripts_rule_at_maxmemory_is_in_its_header_flags_and_first_command(name: str) -> None:
+    """A script that runs at maxmemory (allow-oom) or is refused there says so in its
+    header, and under EVALSHA its guard is its first command at the top level, after
+    Redis 6.2's replicate_commands() (which a write before it would disable)."""
+    script = lua.load(name)
+    included = [lib for lib in _GUARDS if f'--- @include "{lib}"' in _text(name)]
+    assert len(included) <= 1
+    assert bool(_section(script.header, "Memory")) == bool(included), name
+    assert ("allow-oom" in flags(name)) == (included == ["lib/frees_memory"]), name
+    if not included:
+        return
+    top = [line for line in script.source.splitlines() if line.startswith(("redis.", "if redis."))]
+    calls = [line for line in top if line.startswith("redis.call(")]
+    assert calls[0] == _GUARDS[included[0]], name
+    assert top.index("if redis.replicate_commands then redis.replicate_commands() end") < top.index(
+        calls[0]
+    )

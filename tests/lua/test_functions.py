@@ -19,6 +19,7 @@ from durq.dev.server import RedisServer
 from durq.keys import QueueKeys
 from durq.lua import SCRIPT_NAMES
 from durq.lua.functions import build, library, per_call_block
+from helpers import script_calls
 
 _BLOCKS = re.compile(r"^--- @(?:per-call|eval-only).*?^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
 _LOCAL = re.compile(r"^local (?!function\b)([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)", re.MULTILINE)
@@ -204,15 +205,6 @@ def test_operations_of_one_group_each_start_from_their_own_keys(
         client.close()
 
 
-def _calls(server: RedisServer) -> dict[str, int]:
-    client = redis.Redis.from_url(server.url)
-    try:
-        stats = client.info("commandstats")
-    finally:
-        client.close()
-    return {k: int(stats.get(f"cmdstat_{k}", {}).get("calls", 0)) for k in ("fcall", "evalsha")}
-
-
 @pytest.mark.parametrize("forced", [False, True], ids=["default", "evalsha-forced"])
 @pytest.mark.parametrize("front", ["sync", "async"])
 async def test_scripts_run_with_fcall_where_the_server_has_functions(
@@ -228,11 +220,11 @@ async def test_scripts_run_with_fcall_where_the_server_has_functions(
         return await result if front == "async" else result
 
     try:
-        before = _calls(server)
+        before = script_calls(server)
         await call("enqueue", "x")
         await call("release", await call("dequeue"))
         assert (await call("stats")).completed == 1
-        after = _calls(server)
+        after = script_calls(server)
     finally:
         await call("aclose" if front == "async" else "close")
     fcalls, evalshas = after["fcall"] - before["fcall"], after["evalsha"] - before["evalsha"]
@@ -270,11 +262,8 @@ async def test_a_setting_changed_between_two_calls_is_read_again(
         client.close()
 
 
-def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
-    make_server: Callable[..., RedisServer], queue_name: str
-) -> None:
-    """FCALL finds no library, FUNCTION LOAD gets NOPERM: the node is an EVALSHA node."""
-    server = make_server("valkey")
+def _app_user(server: RedisServer, *commands: str) -> str:
+    """A user of every command but ``commands`` (e.g. ``-function``); its URL."""
     admin = redis.Redis.from_url(server.url)
     try:
         admin.acl_setuser(
@@ -283,19 +272,46 @@ def test_a_user_not_allowed_function_load_runs_the_scripts_with_evalsha(
             passwords=["+pw"],
             keys=["*"],
             channels=["*"],
-            commands=["+@all", "-function"],
+            commands=["+@all", *commands],
         )
-        url = f"redis://app:pw@{server.host}:{server.port}"
-        with Queue(queue_name, url) as queue:
-            for payload in ("a", "b"):
-                queue.enqueue(payload)
-                job = queue.dequeue()
-                assert job is not None and job.payload == payload
-                queue.release(job)
-        # one FCALL, the first: told the library is missing, the driver could not load it
-        assert _calls(server) == {"fcall": 1, "evalsha": 6}
     finally:
         admin.close()
+    return f"redis://app:pw@{server.host}:{server.port}"
+
+
+def _enqueue_and_release_twice(queue_name: str, url: str) -> None:
+    with Queue(queue_name, url) as queue:
+        for payload in ("a", "b"):
+            queue.enqueue(payload)
+            job = queue.dequeue()
+            assert job is not None and job.payload == payload
+            queue.release(job)
+
+
+def test_a_user_not_allowed_function_list_runs_the_scripts_with_evalsha(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """The library cannot be checked before a first FCALL: the node is an EVALSHA node,
+    and no FCALL is ever sent."""
+    server = make_server("valkey")
+    _enqueue_and_release_twice(queue_name, _app_user(server, "-function"))
+    assert script_calls(server) == {"fcall": 0, "evalsha": 6}
+
+
+@pytest.mark.parametrize("loaded", [False, True], ids=["missing", "loaded-by-an-admin"])
+def test_a_user_not_allowed_function_load_uses_the_library_only_once_an_admin_loaded_it(
+    make_server: Callable[..., RedisServer], queue_name: str, loaded: bool
+) -> None:
+    """FUNCTION LIST shows the library missing and FUNCTION LOAD is refused: EVALSHA.
+    Loaded by an admin, it is checked and called."""
+    server = make_server("valkey")
+    if loaded:
+        admin = redis.Redis.from_url(server.url)
+        admin.function_load(library().source)
+        admin.close()
+    _enqueue_and_release_twice(queue_name, _app_user(server, "-function|load"))
+    expected = {"fcall": 6, "evalsha": 0} if loaded else {"fcall": 0, "evalsha": 6}
+    assert script_calls(server) == expected
 
 
 def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
@@ -320,13 +336,46 @@ def test_out_of_memory_a_read_still_works_and_a_write_is_refused_as_before(
         admin.close()
 
 
+def test_a_full_server_that_lost_the_library_runs_reads_with_evalsha_until_it_can_load_it(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    """FUNCTION LOAD is refused for want of memory: the driver runs the scripts with
+    EVALSHA meanwhile, and does not send the library's text again with every call."""
+    server = make_server("valkey")
+    admin = redis.Redis.from_url(server.url)
+    try:
+        with Queue(queue_name, server.url) as queue:
+            queue.enqueue("a")
+            admin.function_flush()
+            used = int(admin.info("memory")["used_memory"])
+            admin.config_set("maxmemory", used // 2)
+            loads_before = _function_loads(admin)
+            for _ in range(20):
+                assert queue.stats().pending == 1
+            assert _function_loads(admin) - loads_before <= 1
+            admin.config_set("maxmemory", 0)
+            time.sleep(1.1)  # the load is tried again a second after the refusal
+            before = script_calls(server)["fcall"]
+            assert queue.stats().pending == 1
+            assert script_calls(server)["fcall"] == before + 1
+    finally:
+        admin.config_set("maxmemory", 0)
+        admin.close()
+
+
+def _function_loads(admin: redis.Redis) -> int:
+    """FUNCTION LOADs sent, run or refused."""
+    entry = admin.info("commandstats").get("cmdstat_function|load", {})
+    return int(entry.get("calls", 0)) + int(entry.get("rejected_calls", 0))
+
+
 def test_only_release_steps_the_collector() -> None:
     """Release, off every caller's path, keeps the Lua collector's pace; the enqueue and
     the fetch, which a caller waits for, do not pay for an increment."""
     from durq.lua.functions import COLLECTOR_STEP, library
 
     lib = library()
-    blocks = lib.source.split("redis.register_function(")[1:]
+    blocks = lib.source.split("redis.register_function{function_name = ")[1:]
     stepping = {
         op
         for op, function in lib.functions.items()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 from importlib import resources
-from typing import Any
 
 import pytest
 import redis
@@ -14,37 +13,22 @@ import durq
 from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
 
-from .acl_rules import FUNCTIONS_ONLY, PRODUCER, SCRIPT_COMMANDS, WORKER
-
-
-def _command(client: redis.Redis, *args: Any) -> Any:
-    return client.execute_command(*args)  # type: ignore[no-untyped-call]  # redis-py: untyped
-
-
-def _user(server_url: str, name: str, rule: str, password: str) -> str:
-    admin = redis.Redis.from_url(server_url)
-    try:
-        words = rule.format(password=password).split()
-        if int(str(admin.info("server")["redis_version"]).split(".")[0]) < 7:
-            words = [w for w in words if w not in FUNCTIONS_ONLY]  # unknown to Redis 6.2
-        _command(admin, "ACL", "SETUSER", name, "reset", *words)
-    finally:
-        admin.close()
-    host_port = server_url.split("//", 1)[1].split("/", 1)[0]
-    return f"redis://{name}:{password}@{host_port}/0"
-
-
-def _denials(server_url: str) -> list[dict[bytes, object]]:
-    admin = redis.Redis.from_url(server_url)
-    try:
-        return list(_command(admin, "ACL", "LOG", 50))
-    finally:
-        admin.close()
+from .acl_rules import ADMIN, PRODUCER, SCRIPT_COMMANDS, WORKER
+from .users import acl_user as _user
+from .users import command as _command
+from .users import denials
 
 
 def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(
     server: RedisServer, queue_name: str
 ) -> None:
+    # the admin loads the library (the documented users may not): then nothing they
+    # send is refused, not even once
+    from cli.support import durq as run
+
+    admin_url = _user(server.url, "durq-admin", ADMIN, "a-secret-1")
+    loaded = run("functions", "load", "--url", admin_url)
+    assert loaded.exit_code == 0, loaded.output
     producer_url = _user(server.url, "durq-producer", PRODUCER, "p-secret-1")
     worker_url = _user(server.url, "durq-worker", WORKER, "w-secret-1")
     producer = durq.App(producer_url)
@@ -64,9 +48,7 @@ def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(
     assert handles[3].result(timeout=2) == 6
     producer.close()
     worker_app.close()
-    assert [
-        e for e in _denials(server.url) if e[b"username"] in (b"durq-producer", b"durq-worker")
-    ] == []
+    assert denials(server.url, "durq-producer", "durq-worker", "durq-admin") == []
 
 
 def test_the_producer_user_cannot_touch_keys_outside_durq(

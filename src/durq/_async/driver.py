@@ -39,6 +39,7 @@ from durq.protocol.calls import (
     block_timeout,
     script_error,
 )
+from durq.protocol.libraries import Trust, trust_library
 
 __all__ = ["AsyncDriver"]
 
@@ -53,7 +54,9 @@ _KEYLESS = frozenset({"WAIT", "WAITAOF", "INFO", "CONFIG", "PING", "TIME", "SCRI
 #: with Functions (debugging; the tests of both paths)
 EVALSHA_ENV = "DURQ_EVALSHA"
 #: a node's entry in the script cache when it runs durq's scripts with EVALSHA: Redis 6.2
-#: (no Functions), or a user not allowed FCALL or FUNCTION LOAD
+#: (no Functions), or a user not allowed FCALL, FUNCTION LIST or (the library missing)
+#: FUNCTION LOAD. Its entry once durq's library there is known to be its own is the
+#: library's name (``_trust_library``).
 _NO_FUNCTIONS = "evalsha"
 
 
@@ -77,14 +80,18 @@ def _function_missing(reply: Any) -> bool:
 
 
 def _without_functions(reply: Any) -> bool:
-    """An FCALL or FUNCTION LOAD refused by a server without Functions (Redis 6.2) or
-    for a user without the permission: that node runs the scripts with EVALSHA."""
+    """An FCALL refused by a server without Functions (Redis 6.2) or for a user without
+    the permission: that node runs the scripts with EVALSHA."""
     if not isinstance(reply, ResponseError):
         return False
     text = str(reply)
     if text.startswith("unknown command"):
-        return "FCALL" in text.upper() or "FUNCTION" in text.upper()
-    return text.startswith("User ") and ("'fcall'" in text or "'function|load'" in text)
+        return "FCALL" in text.upper()
+    return text.startswith("User ") and "'fcall'" in text
+
+
+def _calls_a_script(calls: Sequence[ScriptCall | Command]) -> bool:
+    return any(isinstance(call, ScriptCall) for call in calls)
 
 
 def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
@@ -100,6 +107,16 @@ def _route(calls: Sequence[ScriptCall | Command]) -> str | None:
 
 
 _SEND_AGAIN = (NoScriptError, *cluster.REDIRECTS)
+
+
+def _error(reply: ResponseError) -> Exception:
+    """A script's error reply as the exception to raise: an out-of-memory refusal as
+    OutOfMemoryError whatever the server (Redis 6.2 reports it inside a script's error,
+    "ERR Error running script ... -OOM command not allowed ..."), else as
+    ``script_error`` makes it."""
+    if not isinstance(reply, OutOfMemoryError) and "OOM command not allowed" in str(reply):
+        return OutOfMemoryError(str(reply))
+    return script_error(reply)
 
 
 def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
@@ -121,6 +138,10 @@ def _retry_from(replies: Sequence[Any], fcall: bool) -> int | None:
             return i
     return None
 
+
+#: seconds a node whose server, out of memory, refused to load durq's library runs the
+#: scripts with EVALSHA before the load is tried again
+_RETRUST_AFTER = 1.0
 
 #: how often a client of a Sentinel-managed primary asks the Sentinels which server is
 #: the primary (redis-py asks only when it opens a connection, and an old primary keeps
@@ -278,11 +299,14 @@ class AsyncDriver:
 
     Scripts run as Redis Functions (FCALL of durq's library, ``durq.lua.functions``)
     where the server has them, else with EVALSHA (Redis 6.2, a user without FCALL or
-    FUNCTION LOAD permission, or ``functions`` set False, as the DURQ_EVALSHA environment
-    variable does). FCALL is sent first, without a check: the library is loaded with
-    FUNCTION LOAD when a reply says the function is missing (a new server, a restart
-    without persistence, FUNCTION FLUSH, a failover to a node that never had it), and a
-    reply that says FCALL is unknown or not allowed marks the node as an EVALSHA one.
+    FUNCTION LIST permission, or ``functions`` set False, as the DURQ_EVALSHA environment
+    variable does). Before the first FCALL on a node, and again after a reply that says
+    a function is missing (a new server, a restart without persistence, FUNCTION FLUSH,
+    a failover to a node that never had it), the node's library is read back and
+    trusted only when its code is exactly durq's (``durq.protocol.libraries``), loading
+    it when missing: a foreign one raises ForeignLibrary. That costs a round trip once
+    per connection pool and node, none per call. A server or user that refuses it, or
+    a reply that says FCALL is unknown or not allowed, marks the node as an EVALSHA one.
     Under EVALSHA, the scripts a request uses that are not yet known to be loaded on its
     node are loaded with SCRIPT LOAD before it is sent (one round trip for all of them).
     What each node runs and holds is remembered per connection pool (``_script_cache``).
@@ -308,6 +332,9 @@ class AsyncDriver:
         self._direct = type(client) is AsyncRedis and client.connection is None
         self._stale = self._cluster  # the slot map must be (re)loaded before use
         self._node_pools: dict[str, Any] = {}  # a Cluster's, by node name
+        # node -> when to try again to load the library that an out-of-memory server
+        # refused (EVALSHA until then)
+        self._untrusted: dict[str, float] = {}
         #: False: EVALSHA even where the server has Functions
         self.functions = os.environ.get(EVALSHA_ENV, "") in ("", "0")
 
@@ -363,7 +390,7 @@ class AsyncDriver:
         if isinstance(request, ScriptCall):
             reply = (await self._calls((request,)))[0]
             if isinstance(reply, ResponseError):
-                raise script_error(reply)
+                raise _error(reply)
             return reply
         if isinstance(request, Pipeline):
             return await self._pipeline(request)
@@ -373,14 +400,16 @@ class AsyncDriver:
             else:
                 command = request
             reply = (await self._calls((command,)))[0]
+            if isinstance(reply, ResponseError):
+                raise _error(reply)  # e.g. a wake marker of another type
             if isinstance(reply, Exception):
-                raise script_error(reply)  # e.g. a wake marker of another type
+                raise reply
             return reply
         raise TypeError(f"not a protocol request: {request!r}")
 
     async def _pipeline(self, request: Pipeline) -> list[Any]:
         replies = await self._calls(request.calls)
-        return [script_error(r) if isinstance(r, ResponseError) else r for r in replies]
+        return [_error(r) if isinstance(r, ResponseError) else r for r in replies]
 
     async def _calls(self, calls: Sequence[ScriptCall | Command]) -> list[Any]:
         """Send ``calls`` in one round trip, loading scripts and following redirects;
@@ -391,12 +420,18 @@ class AsyncDriver:
         wire: list[Wire] = []
         replies: list[Any] = [None] * len(calls)
         start, attempt = 0, 0
-        oom = False  # the server refused an FCALL for want of memory: EVALSHA from then on
+        # EVALSHA for this request: the server refused an FCALL (or to load the library)
+        # for want of memory
+        oom = False
         give_up = 0.0  # set at the first retry: the common path stays cheap
         while True:
             node = await self._node(key) if self._cluster else ""
             loaded = self._loaded.get(node, ())
             fcall = self.functions and not oom and _NO_FUNCTIONS not in loaded
+            if fcall and library().name not in loaded and _calls_a_script(calls):
+                fcall = await self._trust_library(node)
+                oom = not fcall and _NO_FUNCTIONS not in self._loaded.get(node, ())
+                loaded = self._loaded.get(node, ())
             uses = library().functions if fcall else None
             if uses is not functions or not wire:
                 functions = uses
@@ -473,21 +508,44 @@ class AsyncDriver:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
             return True
         if _function_missing(error):  # the node lost (or never had) the library
+            # forgotten: the next sending reads back (and loads) the library first
             self._loaded.pop(node, None)
-            await self._load_library(node)
             return attempt < 3  # sent at once, twice; then as a redirect is followed
         return False
 
-    async def _load_library(self, node: str) -> None:
-        """FUNCTION LOAD durq's library on ``node``; already there (loaded meanwhile by
-        another client) is as good. A server or user that refuses it makes the node an
-        EVALSHA one."""
-        lib = library()
-        reply = (await self._send(node, [("FUNCTION", "LOAD", lib.source)]))[0]
-        if _without_functions(reply):
+    async def _trust_library(self, node: str) -> bool:
+        """Before the first FCALL on ``node``: make sure it holds durq's own library
+        (``trust_library``: loaded when missing; ForeignLibrary when code that is not
+        durq's holds its names) and return True to use FCALL. A server or user that
+        refuses Functions makes the node an EVALSHA one; a server out of memory that
+        cannot load the library runs this request with EVALSHA (False)."""
+        if time.monotonic() < self._untrusted.get(node, 0.0):
+            return False
+        trust = await self._run_on(node, trust_library(library()))
+        if trust in (Trust.VERIFIED, Trust.LOADED):
+            self._loaded.setdefault(node, set()).add(library().name)
+            return True
+        if trust is Trust.OUT_OF_MEMORY:
+            # not the library's 230 KB again with every request while the server is full
+            self._untrusted[node] = time.monotonic() + _RETRUST_AFTER
+        else:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
-        elif isinstance(reply, Exception) and "already exists" not in str(reply):
-            raise reply
+        return False
+
+    async def _run_on(self, node: str, op: Op[T]) -> T:
+        """Drive ``op``, whose requests are pipelines of plain commands, on ``node``."""
+        try:
+            request = next(op)
+            while True:
+                if not isinstance(request, Pipeline):
+                    raise TypeError(f"not a pipeline of commands: {request!r}")
+                commands = [call.args for call in request.calls if isinstance(call, Command)]
+                request = op.send(await self._send(node, commands))
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        finally:
+            op.close()
 
     async def _send(self, node: str, commands: Sequence[Wire]) -> list[Any]:
         """Send ``commands`` to ``node`` in one round trip; error replies in place."""

@@ -1,8 +1,10 @@
-"""``durq functions``: durq's Redis Functions libraries on the server (list, prune).
+"""``durq functions``: durq's Redis Functions libraries on the server (load, list, prune).
 
-A durq version loads its own library and never deletes an older one
-(:mod:`durq.protocol.libraries` says why pruning is safe); on a Cluster every primary
-holds its own copy, so both commands visit each primary.
+``load`` is for an admin: where producers and workers may not FUNCTION LOAD (the ACL
+set-up of docs/deployment.md), it loads this version's library at a deploy, after
+checking that nothing else holds its names. A durq version never deletes an older
+library (:mod:`durq.protocol.libraries` says why pruning is safe); on a Cluster every
+primary holds its own copy, so every command visits each primary.
 """
 
 from __future__ import annotations
@@ -21,9 +23,16 @@ from durq._sync.driver import Driver
 from durq.cli.common import url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cluster import is_cluster
+from durq.errors import ForeignLibrary
 from durq.lua.functions import library
 from durq.protocol.calls import Op
-from durq.protocol.libraries import LibraryInfo, loaded_libraries, prune_libraries
+from durq.protocol.libraries import (
+    LibraryInfo,
+    Trust,
+    loaded_libraries,
+    prune_libraries,
+    trust_library,
+)
 
 __all__ = ["functions"]
 
@@ -57,13 +66,49 @@ def _each(url: str | None, make: Callable[[str], Op[T]]) -> list[tuple[str, T]]:
 
 @click.group()
 def functions() -> None:
-    """List durq's Redis Functions libraries, and prune those of other durq versions.
+    """Load, list and prune durq's Redis Functions libraries.
 
     \b
     Every durq version loads its own library (about 2.4 MB of server memory) and never
     deletes an older one, which workers of that version may still run. Pruning is safe
     at any time: a worker of an older version reloads its library on its next call.
     """
+
+
+_LOADED = {
+    Trust.VERIFIED: "already loaded, and its code is this durq version's",
+    Trust.LOADED: "loaded",
+    Trust.NO_FUNCTIONS: "no Functions (Redis 6.2): scripts run with EVALSHA",
+}
+
+
+@functions.command()
+@url_option
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Load durq's code over a library of its name whose code is not durq's "
+    "(once you know who wrote it).",
+)
+def load(url: str | None, replace: bool) -> None:
+    """Load this durq version's library (on each Cluster primary).
+
+    \b
+    For an admin user: producers and workers then need no FUNCTION LOAD permission
+    (docs/deployment.md, "AUTH and ACL"). Run it at each deploy of a new durq version,
+    and after a restart that lost the library; until then those clients run durq's
+    scripts with EVALSHA. A library of durq's name with other code, or another library
+    that registers its function names, is reported and left alone.
+    """
+    lib = library()
+    try:
+        outcomes = _each(url, lambda _: trust_library(lib, replace=replace))
+    except ForeignLibrary as exc:
+        raise click.ClickException(str(exc)) from None
+    for where, trust in outcomes:
+        if trust not in _LOADED:
+            raise click.ClickException(f"{where}: could not load {lib.name}: {trust.value}")
+        console.print(f"{where}: {lib.name} {_LOADED[trust]}")
 
 
 @functions.command("list")

@@ -26,6 +26,8 @@ Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, 
          corrupt_record), and jobs that cannot go back to a group whose keys hold another
          type are dead-lettered (reason corrupt_group: replay them once the keys are
          repaired), so the queue keeps working.
+Memory   refused with OOM while the server is at maxmemory, before any change: the
+         worker backs off (lib/needs_memory.lua)
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
@@ -36,6 +38,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/needs_memory"
 --- @include "lib/conf"
 --- @include "lib/record"
 --- @include "lib/counters"

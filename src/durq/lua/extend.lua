@@ -7,11 +7,14 @@ ARGV[3+2i .. 4+2i], for job i: id, lease token
 Returns  {lease_deadline, status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT;
          CANCELLED: extended, but a cancel was asked (cancel.lua): stop the job.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
+Memory   runs while the server is at maxmemory, as an acknowledgement must
+         (lib/frees_memory.lua)
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/lease"
 --- @include "lib/types"
 

@@ -53,7 +53,16 @@ from dataclasses import dataclass
 from durq import lua
 from durq.lua import _INCLUDE, SCRIPT_NAMES, ScriptLoadError
 
-__all__ = ["COLLECTOR_STEP", "COLLECTOR_STEPMUL", "Library", "build", "library", "per_call_block"]
+__all__ = [
+    "COLLECTOR_STEP",
+    "COLLECTOR_STEPMUL",
+    "FREES_MEMORY",
+    "Library",
+    "build",
+    "flags",
+    "library",
+    "per_call_block",
+]
 
 _PER_CALL = re.compile(r"^--- @per-call[^\n]*\n(.*?)^--- @end[^\n]*$", re.MULTILINE | re.DOTALL)
 # text that only EVALSHA runs (Redis 6.2's replicate_commands, a name Functions refuse)
@@ -256,11 +265,36 @@ def _groups(ops: list[_Op]) -> list[_Group]:
     return groups
 
 
+#: the lib an operation includes to run while the server is at maxmemory
+#: (lib/frees_memory.lua): its function is registered with the allow-oom flag
+FREES_MEMORY = "lib/frees_memory"
+
+
+def flags(op: str) -> tuple[str, ...]:
+    """The flags of operation ``op``'s function: ``allow-oom`` when the operation itself
+    includes lib/frees_memory, which gives its EVALSHA script the same effect."""
+    included = {match.group(2) for match in _INCLUDE.finditer(lua._read(op))}
+    return ("allow-oom",) if FREES_MEMORY in included else ()
+
+
+def _register(function: str, params: str, op: str) -> str:
+    """The head of the registration of ``function`` (its callback's body follows, then
+    ``_REGISTERED``), with ``op``'s flags."""
+    named = ", ".join(f"'{flag}'" for flag in flags(op))
+    return (
+        f"redis.register_function{{function_name = '{function}', flags = {{{named}}},\n"
+        f"callback = function({params})\n"
+    )
+
+
+_REGISTERED = "end}\n"
+
+
 def _whole(op: str, function: str) -> str:
     """The block of an operation in ``WHOLE_PER_CALL``: its flattened text per call."""
     return (
-        f"do\nredis.register_function('{function}', function(KEYS, ARGV)\n"
-        f"{_pace()}{lua.load(op).source}\nend)\nend\n"
+        f"do\n{_register(function, 'KEYS, ARGV', op)}"
+        f"{_pace()}{lua.load(op).source}\n{_REGISTERED}end\n"
     )
 
 
@@ -271,12 +305,13 @@ def _block(op: _Op, function: str) -> str:
         f"do -- {op.name}\nlocal durq_resets = {{{resets}}}\n"
         + op.declarations
         + f"\nlocal function durq_run()\n{op.body}\nend\n"
-        + f"redis.register_function('{function}', function(keys, args)\n"
+        + _register(function, "keys, args", op.name)
         + "  KEYS, ARGV = keys, args\n"
         + _pace()
         + "  for i = 1, #durq_resets do durq_resets[i]() end\n"
         + (_RUN_AND_STEP if op.name in COLLECTOR_STEP else "  return durq_run()\n")
-        + "end)\nend\n"
+        + _REGISTERED
+        + "end\n"
     )
 
 

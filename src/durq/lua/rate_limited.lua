@@ -20,11 +20,14 @@ Effects  the scope's limiter TAT (lib/rate_limit.lua) moves to now + pause_ms (p
 Errors   DURQ_ARG for an unknown scope; DURQ_WRONGTYPE when a durq key holds another
          Redis type (that of a group a job goes back to included, and the outbox's when
          m > 0); both before any change
+Memory   runs while the server is at maxmemory, as an acknowledgement must
+         (lib/frees_memory.lua)
 Cost     O(n) commands, plus O(m) for a pause sent to the other shards.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/lease"
 --- @include "lib/send_back"
 --- @include "lib/types"

@@ -17,6 +17,8 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
          change: K_JOBS and K_CONF are checked by their reads (before the first write),
          the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends
+Memory   runs while the server is at maxmemory, as an acknowledgement must
+         (lib/frees_memory.lua)
 Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each write of
          the batch is one variadic command), plus 2 per job with a result (RPUSH, PEXPIRE;
          one DEL for all) and, only where used, per group for slots and per job for
@@ -26,6 +28,7 @@ Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each w
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/conf"
 --- @include "lib/record"
 --- @include "lib/counters"

@@ -12,11 +12,14 @@ Returns  {status_1, ..., status_n}: RETRYING, DEAD, LEASE_LOST, NOT_FOUND, CORRU
 Effects  under a max_active (flow control) one idle consumer is woken for the freed place.
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type (that of a group a job
          goes back to included), before any change
+Memory   runs while the server is at maxmemory, as an acknowledgement must
+         (lib/frees_memory.lua)
 Cost     O(n) commands.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
 --- @include "lib/clock"
+--- @include "lib/frees_memory"
 --- @include "lib/lease"
 --- @include "lib/dead_letter"
 --- @include "lib/send_back"

@@ -38,10 +38,13 @@ class AckBuffer:
         taken, self.items = self.items[:limit], self.items[limit:]
         return taken
 
-    def put_back(self, taken: Sequence[tuple[Job, Outcome]]) -> None:
-        """Return outcomes whose round trip failed, to be sent again first."""
+    def put_back(self, taken: Sequence[tuple[Job, Outcome]], *, unsure: bool = True) -> None:
+        """Return outcomes whose round trip failed, to be sent again first. ``unsure``:
+        no reply came, so that sending may have been applied (False: the server said it
+        was not, e.g. refused for want of memory)."""
         self.items[:0] = taken
-        self.unsure.update((job.id, job.token) for job, _ in taken)
+        if unsure:
+            self.unsure.update((job.id, job.token) for job, _ in taken)
 
     def sent_again(self, job: Job) -> bool:
         """True when this sending of ``job``'s outcome repeats one whose reply was lost

@@ -98,8 +98,18 @@ class LeaseKeeper:
             except (ConnectionError, TimeoutError, OSError, RedisError, DurqError) as exc:
                 log.warning("could not extend %d leases on %s: %s", len(items), queue_name, exc)
                 continue
-            for delivery, status in zip(items, statuses, strict=True):
-                if status == Status.CANCELLED:
-                    self.cancelled(delivery)
-                elif status != Status.OK:
-                    self.lost(delivery, Status(status).name)
+            self.report(items, statuses)
+
+    def report(self, items: list[Delivery], statuses: list[Status]) -> None:
+        """Act on the statuses of one extension round trip. A delivery that finished
+        while it was under way is none of its business: its release may have been
+        applied first (the extension then finds the job gone, which is no lost lease),
+        and its acknowledgement's own reply says whether the lease was lost."""
+        deliveries = self.capacity.deliveries
+        for delivery, status in zip(items, statuses, strict=True):
+            if status == Status.OK or deliveries.get(delivery.key) is not delivery:
+                continue
+            if status == Status.CANCELLED:
+                self.cancelled(delivery)
+            else:
+                self.lost(delivery, Status(status).name)

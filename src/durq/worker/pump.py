@@ -10,7 +10,7 @@ import contextlib
 import logging
 from typing import Any, Protocol
 
-from redis.exceptions import ConnectionError, RedisError, TimeoutError
+from redis.exceptions import ConnectionError, OutOfMemoryError, RedisError, TimeoutError
 
 from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
@@ -23,6 +23,7 @@ from durq.worker.acks import AckBuffer
 from durq.worker.alarm import Alarm
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity
+from durq.worker.memory import MemoryBackoff
 
 __all__ = ["PumpOwner", "QueuePump"]
 
@@ -39,6 +40,15 @@ _RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (
 PACE = 0.001
 # the statuses of an acknowledgement that was applied (any other: the lease was lost)
 _SETTLED = frozenset((Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED))
+
+
+class _Answered(Exception):
+    """A round trip was answered but part of it failed (``error``): what was answered
+    is handled, so nothing is put back; the pump pauses and goes on."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class PumpOwner(Protocol):
@@ -99,6 +109,9 @@ class QueuePump:
         self._poked = False
         self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
         self._failures = 0
+        self.memory = MemoryBackoff(queue.name, metrics, self.changed.set)
+        #: outcomes in the round trip under way: sent, no reply yet (the drain counts them)
+        self.sending: list[tuple[Job, Any]] = []
         self._hold_until = 0.0  # fetch pacing: when the round trip held back goes anyway
         # the waiter's fetch got fewer jobs than it asked for, so the queue had nothing
         # more ready: the next_ms it returned, for a wait planned without another fetch
@@ -121,8 +134,9 @@ class QueuePump:
         while True:
             self.changed.clear()
             want = min(self.capacity.free(), self.batch)
-            if self._in_wait:
-                want = 0  # the waiter's wait ends in a fetch of its own
+            if self._in_wait or self.memory.holding():
+                # the waiter's wait ends in a fetch of its own; or the server is full
+                want = 0
             if self._pace(want, len(self.acks)):
                 await self.changed.wait()
                 continue
@@ -137,8 +151,11 @@ class QueuePump:
                 continue
             wakes = self._wakes
             try:
-                fetched, next_ms = await self._round_trip(taken, want)
-            # transient, or e.g. a key of the wrong type: sent again after a pause
+                got = await self._round_trip(taken, want)
+            except _Answered as answered:  # e.g. a fetch refused: its acks were handled
+                await self._pause(answered.error)
+                continue
+            # no reply: transient, or e.g. a key of the wrong type: sent again after a pause
             except (*_TRANSIENT, DurqError, RedisError) as exc:
                 self.acks.put_back(taken)
                 await self._pause(exc)
@@ -148,6 +165,9 @@ class QueuePump:
                     "queue %s: working again after %d failed attempts", self.name, self._failures
                 )
             self._failures = 0
+            if got is None:  # the fetch was refused for want of memory: backing off
+                continue
+            fetched, next_ms = got
             if not fetched and want and self._idle_after_fetch(next_ms, want, wakes):
                 await self.changed.wait()
 
@@ -253,7 +273,10 @@ class QueuePump:
             self.capacity.set_idle(self.name, False, rebalance=False)
             self.owner.accept(jobs)
 
-    async def _round_trip(self, taken: list[Any], want: int) -> tuple[int, int]:
+    async def _round_trip(self, taken: list[Any], want: int) -> tuple[int, int] | None:
+        """Send ``taken`` and fetch ``want`` jobs: (jobs fetched, next_ms), or None when
+        the fetch was refused for want of memory (the pump backs off). Raises _Answered
+        when the replies came but acknowledgements or the fetch failed otherwise."""
         sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
         batch = [op for _, _, op in sends]
         if want:
@@ -262,19 +285,48 @@ class QueuePump:
                     self.queue.keys, self.queue.codec, want, self.lease, self.alarm.consumer
                 )
             )
-        results = await self.queue.run_all(batch)
+        self.sending = taken
+        try:
+            results = await self.queue.run_all(batch)
+        finally:
+            self.sending = []
+        refused: BaseException | None = None
         for (kind, jobs, _), result in zip(sends, results, strict=False):
-            self._check_acks(kind, jobs, result)
-        if not want:
-            return 0, -1
-        fetched = results[-1]
-        if isinstance(fetched, BaseException):
-            raise fetched
-        jobs, next_ms, reclaimed = fetched
-        self._fetched(jobs, reclaimed)
-        return len(jobs), next_ms
+            if self._check_acks(kind, jobs, result):
+                mine = {id(job) for job in jobs}
+                self.acks.put_back([t for t in taken if id(t[0]) in mine], unsure=False)
+                refused = result
+        fetched = results[-1] if want else None
+        if isinstance(fetched, OutOfMemoryError):
+            self.memory.refused()
+            fetched = None
+        elif isinstance(fetched, BaseException):
+            raise _Answered(fetched)
+        got = None if want else (0, -1)
+        if fetched is not None:
+            jobs, next_ms, reclaimed = fetched
+            if self.memory.refusals:
+                self.memory.fetched()
+            self._fetched(jobs, reclaimed)  # taken into hand, whatever the acks' replies
+            got = len(jobs), next_ms
+        if refused is not None:
+            raise _Answered(refused)  # acknowledgements kept: sent again after a pause
+        return got
 
-    def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> None:
+    def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> bool:
+        """Log what the reply to an acknowledgement says; True when the server refused it
+        for want of memory: it was not applied, and is sent again."""
+        if isinstance(result, OutOfMemoryError):
+            # an acknowledgement is never dropped (the job would run again after its
+            # lease); lib/frees_memory.lua makes this rare: an older durq's library?
+            log.warning(
+                "%s of %d jobs on %s refused for want of memory; sent again: %s",
+                kind,
+                len(jobs),
+                self.name,
+                result,
+            )
+            return True
         # forget the outcomes this sending repeated, whatever its reply (a list of
         # False when none was sent again, the common case: no set lookup per job)
         acks = self.acks
@@ -283,15 +335,27 @@ class QueuePump:
             # the script refused the whole batch (e.g. a corrupted key): the jobs stay
             # leased and come back after their lease; say so loudly
             log.error("%s of %d jobs on %s failed: %s", kind, len(jobs), self.name, result)
-            return
+            return False
         if _SETTLED.issuperset(result):  # every outcome applied: nothing to say
-            return
+            return False
         if resent is None:
             resent = [False] * len(jobs)
         for job, status, again in zip(jobs, result, resent, strict=True):
             if status in _SETTLED:
                 continue
-            if again:
+            if again and status == Status.NOT_FOUND:
+                # no record and no tombstone: a first sending applied after the job's
+                # dedup window leaves neither, and so does a Redis that lost the job
+                log.warning(
+                    "%s of job %s on %s was sent again after a lost reply and the job is "
+                    "no longer in Redis: either the first sending was applied after the "
+                    "job's dedup window, or Redis lost the job (a restart without "
+                    "persistence, a failover), and then it will not run again",
+                    kind,
+                    job.id,
+                    self.name,
+                )
+            elif again:
                 # Sent again after a round trip lost its reply (connection cut): the
                 # first sending was most likely applied, and then this one is refused
                 # (the job is released already). That is not a lost lease.
@@ -313,6 +377,7 @@ class QueuePump:
                     Status(status).name,
                 )
                 self.metrics.lease_lost(self.name)
+        return False
 
     async def _pause(self, exc: BaseException) -> None:
         self._failures += 1
@@ -341,6 +406,8 @@ class QueuePump:
             except _TRANSIENT:
                 failures += 1
                 await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+            except OutOfMemoryError:  # the pump backs off, then fetches itself
+                self.memory.refused()
             except (DurqError, RedisError) as exc:  # e.g. a wake marker of another type
                 failures += 1
                 log.warning("queue %s: waiting failed: %s", self.name, exc)
@@ -381,4 +448,6 @@ class QueuePump:
             jobs, next_ms, reclaimed = await self.queue.run(op)
         if len(jobs) < want:
             self._emptied = next_ms
+        if self.memory.refusals:
+            self.memory.fetched()
         self._fetched(jobs, reclaimed)

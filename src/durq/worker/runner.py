@@ -469,9 +469,16 @@ class Worker:
         try:
             await asyncio.wait_for(asyncio.shield(all_pumps), timeout=10.0)
         except asyncio.TimeoutError:
-            left = sum(len(p.acks) for p in self.pumps.values())
+            # what the pumps hold, and what a round trip under way sent without a reply
+            # yet (the round trip is cancelled below: that reply is never read)
+            unsent = sum(len(p.acks) for p in self.pumps.values())
+            unanswered = sum(len(p.sending) for p in self.pumps.values())
             log.error(
-                "could not send %d acknowledgements; those jobs come back after their lease", left
+                "could not send %d acknowledgements, and %d more were sent without a reply "
+                "(those may have been applied); the jobs not acknowledged come back after "
+                "their lease",
+                unsent,
+                unanswered,
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
