@@ -72,7 +72,7 @@ def test_a_group_across_slots_under_kills(
         pytest.fail(f"no result: {handle.status()}\n{durq_cli.outputs()[-5000:]}")
     fleet.stop_killing()  # the survivors deliver what a killed courier left
     callbacks = runs(log, "callback")
-    assert {c["job"] for c in callbacks} == {f"{handle.id}.{n + 3}"}
+    assert {c["job"] for c in callbacks} == {handle.step_id(n + 3)}
     assert all(c["results"] == [i * i for i in range(n)] for c in callbacks)
     assert fleet.kills >= 2, "the run was too short to be interrupted"
     eventually(
@@ -211,7 +211,7 @@ def test_a_purge_across_slots_fails_the_waiting_workflow_once(wapp: durq.App, lo
     assert [e[:2] for e in forward(far, OutboxKeys(far_queue))] == [b"D\0"]  # the death
     info = handle.status()
     assert info is not None and info.state == "running"
-    assert [f"{handle.id}.{n}" for n in info.dead] == [step.id]
+    assert [handle.step_id(n) for n in info.dead] == [step.id]
     assert far.purge(step.id) == 1
     assert far.purge(step.id) == 0
     [entry] = forward(far, OutboxKeys(far_queue), times=2)

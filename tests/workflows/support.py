@@ -13,8 +13,9 @@ import redis
 # keys a queue keeps whatever it ran (counters, tombstones, dead letters and their
 # reasons, superseded records until a dequeue passes them, and the one-member wake
 # marker: an offer sets it, and a worker that fetched the job without blocking and then
-# stopped leaves it for the next idle consumer)
-_QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake")
+# stopped leaves it for the next idle consumer; the numbering of workflow start entries
+# between queues, lua/lib/wf_seq.lua, which does not grow with workflows)
+_QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake", "wfq", "wfi")
 
 
 def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> list[str]:
@@ -33,10 +34,16 @@ def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> l
                     continue
             elif name in _QUEUE_KEYS:
                 continue
+            elif name.startswith("wfi:") and raw.scard(key) <= 1:
+                continue  # at most the number of an entry applied out of order
             elif name.startswith(("ring:", "wfo:ring:")) and raw.pttl(key) > 0:
                 continue  # a worker's own wake marker (worker/alarm.py): it expires
-            elif name.startswith(("result:", "wf:")) and ":o:" not in name:
+            elif name.startswith(("result:", "wf:")):
                 wid = name.split(":", 1)[1]
+                if wid in workflow_ids and raw.pttl(key) > 0:
+                    continue
+            elif name.startswith("wfd:"):  # a failed or cancelled run's done set: its TTL
+                wid = name.split(":", 2)[2]
                 if wid in workflow_ids and raw.pttl(key) > 0:
                     continue
             found.append(key.decode())

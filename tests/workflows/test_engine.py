@@ -149,7 +149,7 @@ def test_a_start_delivered_twice_enqueues_once(wapp: durq.App, log: str) -> None
     home.run(_apply(entry.data))
     home.run(_apply(entry.data))
     step = _take(far)
-    assert step.id == f"{handle.id}.4" and step.payload[1] == [5]
+    assert step.id == handle.step_id(4) and step.payload[1] == [5]
     assert far.dequeue() is None
     far.release_many([step], results=[encode_result(5)])
     assert _forward(far) == 1  # its completion, to the home's slot
@@ -166,7 +166,7 @@ def test_a_replay_after_ignore_counts_nothing_twice(wapp: durq.App, log: str) ->
     queue = wapp.queue(wapp.default_queue)
     with running_worker(wapp, queues=[wapp.default_queue]):
         assert handle.result(10) == 2
-        assert queue.replay(f"{handle.id}.3") == 1  # it dies again: nothing to count
+        assert queue.replay(handle.step_id(3)) == 1  # it dies again: nothing to count
         time.sleep(0.3)
     assert len(runs(log, "callback")) == 1
     assert orjson.loads(orjson.dumps(runs(log, "callback")[0]["results"]))[1] == 1

@@ -54,6 +54,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/types"
 --- @include "lib/typed_read"
 --- @include "lib/schedules_due"
+--- @include "lib/wf_stop"
 
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
@@ -163,6 +164,9 @@ end
 
 local budget = SKIP_MAX
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
+-- whether a workflow that ended early is stopping steps of this queue (lib/wf_stop.lua):
+-- one EXISTS per call that pops jobs, read when the first one is popped
+local stopping = nil
 
 -- The dedup keys of started jobs, `keyed` = {key, id, ...}: each is freed if its job
 -- still holds it, with one HMGET and one HDEL for all (pcall: garbage in K_KEYS must not
@@ -191,7 +195,18 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     -- (lib/record_peek.lua) without rec_decode's table and copies: about 1 us per job
     local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
       flags, kpos, klen = rec_peek(raw)
-    if state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
+    local stop, wid = nil, nil
+    if state == ST_PENDING then
+      if stopping == nil then stopping = redis.call('EXISTS', K_PREFIX .. WF_GUARDS) == 1 end
+      if stopping then stop, wid = wf_guard(id) end
+    end
+    if stop and not handed_ids[id] then
+      -- a step of a workflow that failed or was cancelled, whose stop has not reached it
+      handed_ids[id] = true
+      budget = budget - 1
+      ready_add(g, -1)
+      wf_stop_unstarted(id, rec_decode(raw), now, stop, wid, false)
+    elseif state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
       handed_ids[id] = true
       if counted then flags = bit.bor(flags, FLAG_SLOT) end
       -- as rec_encode of the record updated below (state, attempts, deliveries, deq)
