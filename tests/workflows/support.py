@@ -130,3 +130,64 @@ class KillingFleet:
         self.stop_killing()
         for proc in self.procs:
             proc.kill()
+
+
+class Front:
+    """One front end of the workflow API behind coroutines: ``sync`` (``enqueue``,
+    ``cancel``, ``status``, ``result`` and the blocking ``Queue``) or ``async``
+    (``aenqueue``, ``acancel``, ``astatus``, ``aresult`` and the ``AsyncQueue``)."""
+
+    def __init__(self, app: Any, kind: str) -> None:
+        self.app = app
+        self.kind = kind
+
+    async def enqueue(self, flow: Any, **options: Any) -> Any:
+        if self.kind == "sync":
+            return flow.enqueue(**options)
+        return await flow.aenqueue(**options)
+
+    async def cancel(self, handle: Any) -> Any:
+        return handle.cancel() if self.kind == "sync" else await handle.acancel()
+
+    async def status(self, handle: Any) -> Any:
+        return handle.status() if self.kind == "sync" else await handle.astatus()
+
+    async def result(self, handle: Any, timeout: float) -> Any:
+        if self.kind == "sync":
+            return handle.result(timeout)
+        return await handle.aresult(timeout)
+
+    def queue(self, name: str) -> Any:
+        """The queue ``name`` in this front end (a blocking one seen as coroutines)."""
+        from engine.support import Blocking
+
+        if self.kind == "sync":
+            return Blocking(self.app.queue(name))
+        return self.app.async_queue(name)
+
+
+def courier(queue: Any, *, rounds: int = 10_000) -> list[bytes]:
+    """Be the courier of the blocking ``queue``'s workflow outbox until it is empty (or
+    ``rounds`` fetches): apply every entry, release it. The entries, in order."""
+    from durq.codec import PayloadCodec
+    from durq.keys import OutboxKeys
+    from durq.protocol import lifecycle
+    from durq.protocol import workflows as wf
+
+    box = OutboxKeys(queue.keys.name, queue.keys.namespace)
+    seen: list[bytes] = []
+    for _ in range(rounds):
+        jobs, _, _ = queue.run(lifecycle.fetch(box, PayloadCodec(), 100, 30.0))
+        if not jobs:
+            break
+        for job in jobs:
+            reply = queue.run(_deliver(wf.deliver_call(job.data)))
+            assert reply == b"OK", reply
+            seen.append(job.data)
+        queue.run(lifecycle.release(box, jobs))
+    return seen
+
+
+def _deliver(call: Any) -> Any:
+    reply = yield call
+    return reply

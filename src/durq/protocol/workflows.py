@@ -65,11 +65,11 @@ MAX_NODES = 100_000
 # Work per script call, so that none runs long at MAX_NODES (lua/lib/fan_in.lua, which
 # has the same numbers): steps started, results gathered when a group fires, steps
 # stopped when a workflow fails or is cancelled.
-START_CHUNK = 200
-FIRE_CHUNK = 2000
-STOP_CHUNK = 200
+START_CHUNK = 100
+FIRE_CHUNK = 1000
+STOP_CHUNK = 50
 _STAGE_FIELDS = 1000  # structure fields per HSET of a submission
-_READ_FIELDS = 1000  # fields per HMGET of status()
+_READ_FIELDS = 250  # fields per HMGET of status()
 _STAGE_TTL_MS = 600_000
 _SEP = b"\0"
 

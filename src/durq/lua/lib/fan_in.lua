@@ -60,10 +60,10 @@ local function wf_build()
   local WF_SELF = KEYS[1]                       -- the prefix of the script's own queue
   local WF_SLOT = string.match(KEYS[1], '{(.-)}')
   local JSON_CODEC = 1                          -- durq.codec.Codec.JSON
-  local START_CHUNK = 200 -- durq.protocol.workflows.START_CHUNK
-  local FIRE_CHUNK = 2000 -- durq.protocol.workflows.FIRE_CHUNK (results per call)
-  local STOP_CHUNK = 200 -- durq.protocol.workflows.STOP_CHUNK (steps per call, about)
-  local CHUNK_BYTES = 1000000 -- payload bytes started, result bytes gathered, per call
+  local START_CHUNK = 100 -- durq.protocol.workflows.START_CHUNK
+  local FIRE_CHUNK = 1000 -- durq.protocol.workflows.FIRE_CHUNK (results per call)
+  local STOP_CHUNK = 50 -- durq.protocol.workflows.STOP_CHUNK (steps per call, about)
+  local CHUNK_BYTES = 262144 -- payload bytes started, result bytes gathered, per call
 
   local wf_now = nil
   local fire_left = FIRE_CHUNK                  -- results this call may still gather
