@@ -70,6 +70,7 @@ FIRE_CHUNK = 1000
 STOP_CHUNK = 50
 _STAGE_FIELDS = 1000  # structure fields per HSET of a submission
 _READ_FIELDS = 250  # fields per HMGET of status()
+_PLAN_BYTES = 262_144  # bytes of the plan per field
 _STAGE_TTL_MS = 600_000
 _SEP = b"\0"
 
@@ -249,10 +250,15 @@ def submit(
         raise InvalidArgument(f"on_failure must be one of {', '.join(POLICIES)}, not {policy!r}")
     staged = f"{home.prefix}wfn:{os.urandom(6).hex()}"  # this submission's own
     head, body = f"{staged}:h", f"{staged}:s"
+    # the plan (status' view of the structure), in fields of at most _PLAN_BYTES: no
+    # command reads or writes much at once
+    plan = orjson.dumps(compiled.plan)
+    parts = [plan[i : i + _PLAN_BYTES] for i in range(0, len(plan), _PLAN_BYTES)]
     calls: list[ScriptCall | Command] = [
-        Command(("HSET", head, "plan", orjson.dumps(compiled.plan))),
+        Command(("HSET", head, "plan", parts[0], "plans", len(parts))),
         Command(("PEXPIRE", head, _STAGE_TTL_MS)),
     ]
+    calls += [Command(("HSET", head, f"plan{i}", part)) for i, part in enumerate(parts[1:], 2)]
     for i in range(0, len(compiled.fields), _STAGE_FIELDS):
         chunk = compiled.fields[i : i + _STAGE_FIELDS]
         calls.append(Command(("HSET", body, *(v for pair in chunk for v in pair))))
@@ -362,10 +368,14 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
     a few round trips to its home (commands of at most a thousand fields each), then
     one per queue of its steps."""
     wk = workflow_key(home.prefix, workflow_id)
-    head = yield Command(("HMGET", wk, "state", "policy", "created", "finished", "error", "plan", "run"))
+    head = yield Command(
+        ("HMGET", wk, "state", "policy", "created", "finished", "error", "plan", "run", "plans")
+    )
     if head[0] is None:
         return None
-    plan = orjson.loads(head[5] or b"{}")
+    more = [f"plan{i}" for i in range(2, int(head[7] or 1) + 1)]
+    rest = yield from _chunked(("HMGET", wk), more, 1)
+    plan = orjson.loads(b"".join([head[5] or b"{}", *rest]))
     leaves = _walk_steps(plan, [])
     state = head[0].decode()
     run = (head[6] or b"").decode()
@@ -402,12 +412,10 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
     )
 
 
-def _chunked(command: tuple[str, ...], args: list[str]) -> Op[list[Any]]:
-    """``command`` with ``args`` appended, in pipelined commands of at most
-    _READ_FIELDS arguments each (no one command runs long); the replies joined."""
-    calls = tuple(
-        Command((*command, *args[i : i + _READ_FIELDS])) for i in range(0, len(args), _READ_FIELDS)
-    )
+def _chunked(command: tuple[str, ...], args: list[str], size: int = _READ_FIELDS) -> Op[list[Any]]:
+    """``command`` with ``args`` appended, in pipelined commands of at most ``size``
+    arguments each (no one command runs long); the replies joined."""
+    calls = tuple(Command((*command, *args[i : i + size])) for i in range(0, len(args), size))
     if not calls:
         return []
     replies = yield Pipeline(calls)
