@@ -21,10 +21,31 @@ from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
 from helpers import eventually
 from worker.support import Durq
-from workflows.conftest import log, wapp
+from workflows.conftest import front, log, wapp
 from workflows.support import KillingFleet, leftovers, runs
 
-__all__ = ["log", "wapp"]
+# issue 30: the crossings of workflows with group slots, resubmission, late outbox
+# entries and step options, on the cluster (their steps in queues of other slots)
+from workflows.test_group_slots import test_a_workflow_that_ends_early_gives_its_group_slot_back
+from workflows.test_resubmit import (
+    test_a_report_of_an_earlier_run_changes_nothing,
+    test_a_workflow_id_runs_again_once_its_summary_expired,
+)
+from workflows.test_start_entries import (
+    test_a_start_consumed_by_a_failure_starts_nothing_however_late,
+    test_a_start_delivered_again_after_the_dedup_window_starts_nothing,
+)
+
+__all__ = [
+    "front",
+    "log",
+    "test_a_report_of_an_earlier_run_changes_nothing",
+    "test_a_start_consumed_by_a_failure_starts_nothing_however_late",
+    "test_a_start_delivered_again_after_the_dedup_window_starts_nothing",
+    "test_a_workflow_id_runs_again_once_its_summary_expired",
+    "test_a_workflow_that_ends_early_gives_its_group_slot_back",
+    "wapp",
+]
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault]
 
