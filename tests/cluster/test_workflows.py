@@ -35,6 +35,7 @@ from workflows.test_start_entries import (
     test_a_start_consumed_by_a_failure_starts_nothing_however_late,
     test_a_start_delivered_again_after_the_dedup_window_starts_nothing,
 )
+from workflows.test_step_options import test_a_step_that_expires_before_it_starts_never_runs
 
 __all__ = [
     "front",
@@ -42,6 +43,7 @@ __all__ = [
     "test_a_report_of_an_earlier_run_changes_nothing",
     "test_a_start_consumed_by_a_failure_starts_nothing_however_late",
     "test_a_start_delivered_again_after_the_dedup_window_starts_nothing",
+    "test_a_step_that_expires_before_it_starts_never_runs",
     "test_a_workflow_id_runs_again_once_its_summary_expired",
     "test_a_workflow_that_ends_early_gives_its_group_slot_back",
     "wapp",
