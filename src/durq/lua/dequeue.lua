@@ -59,6 +59,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
+local WF_STOP_COST = 20 -- a guarded workflow step (lib/wf_stop.lua) counts as this many
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -201,9 +202,10 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       if stopping then stop, wid = wf_guard(id) end
     end
     if stop and not handed_ids[id] then
-      -- a step of a workflow that failed or was cancelled, whose stop has not reached it
+      -- a step of a workflow that failed or was cancelled, whose stop has not reached it:
+      -- it ends as the stop would end it (a few commands: it counts for WF_STOP_COST)
       handed_ids[id] = true
-      budget = budget - 1
+      budget = budget - WF_STOP_COST
       ready_add(g, -1)
       wf_stop_unstarted(id, rec_decode(raw), now, stop, wid, false)
     elseif state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then

@@ -66,10 +66,11 @@ MAX_NODES = 100_000
 # has the same numbers): steps started, results gathered when a group fires, steps
 # stopped when a workflow fails or is cancelled.
 START_CHUNK = 100
-FIRE_CHUNK = 1000
+FIRE_CHUNK = 500
 STOP_CHUNK = 50
 _STAGE_FIELDS = 1000  # structure fields per HSET of a submission
-_READ_FIELDS = 250  # fields per HMGET of status()
+_READ_FIELDS = 100  # fields per HMGET of status()
+_PART = 100  # items per field of a long list of the structure (lua/lib/fan_in.lua)
 _PLAN_BYTES = 262_144  # bytes of the plan per field
 _STAGE_TTL_MS = 600_000
 _SEP = b"\0"
@@ -166,6 +167,15 @@ def _leaves(node: NodeSpec, out: list[StepSpec]) -> list[StepSpec]:
     return out
 
 
+def _parts(name: str, items: list[int]) -> list[tuple[str, Arg]]:
+    """A list the engine walks with a cursor, in fields of at most _PART items
+    (``name``, ``name:2``, ...): a call reads the part it needs, never the whole list."""
+    return [
+        (name if i == 0 else f"{name}:{i // _PART + 1}", ",".join(map(str, items[i : i + _PART])))
+        for i in range(0, len(items), _PART)
+    ]
+
+
 def compile_workflow(root: NodeSpec) -> Compiled:
     """Number the nodes, assign targets, park what does not start at once."""
     root = _flatten(root)
@@ -210,9 +220,9 @@ def compile_workflow(root: NodeSpec) -> Compiled:
                 members.append(done)
                 starts.extend(first)
                 plans.append(plan)
-            out.fields.append((f"B{n}", ",".join(map(str, members))))
+            out.fields += _parts(f"B{n}", members)
             out.fields.append((f"N{n}", len(members)))
-            out.fields.append((f"L{n}", ",".join(map(str, starts))))
+            out.fields += _parts(f"L{n}", starts)
             return n, starts, {"k": "group", "n": n, "c": plans}
         # a chain (numbered, though no field names it): element i completes into the
         # start of element i + 1, which is that element's own node (a step, or a group
@@ -224,7 +234,7 @@ def compile_workflow(root: NodeSpec) -> Compiled:
 
     done, out.first, out.plan = walk(root, False)
     out.fields.append((f"t{done}", "e"))
-    out.fields.append(("L0", ",".join(map(str, out.first))))  # started by the submit
+    out.fields += _parts("L0", out.first)  # started by the submit
     # what stopping it (a failure, a cancel) goes through, STOP_CHUNK steps per call:
     # Q<k> = prefix, whether it is that queue's last chunk, its steps; P the queues
     chunks: list[bytes] = []

@@ -61,7 +61,7 @@ local function wf_build()
   local WF_SLOT = string.match(KEYS[1], '{(.-)}')
   local JSON_CODEC = 1                          -- durq.codec.Codec.JSON
   local START_CHUNK = 100 -- durq.protocol.workflows.START_CHUNK
-  local FIRE_CHUNK = 1000 -- durq.protocol.workflows.FIRE_CHUNK (results per call)
+  local FIRE_CHUNK = 500 -- durq.protocol.workflows.FIRE_CHUNK (results per call)
   local STOP_CHUNK = 50 -- durq.protocol.workflows.STOP_CHUNK (steps per call, about)
   local CHUNK_BYTES = 262144 -- payload bytes started, result bytes gathered, per call
 
@@ -90,18 +90,35 @@ local function wf_build()
     end
   end
 
-  -- The next items of the comma-separated `list` from byte `pos`: at most `n`, with the
-  -- byte offset after each.
-  local function wf_items(list, pos, n)
+  -- Long lists of the structure (L<x>, B<b>) are stored in parts of 100 items: field
+  -- `name`, then `name:2`, `name:3`... A cursor {k, pos} points at byte pos of part k.
+  -- The next items of list `name` (at most n) from the cursor, the cursor after each,
+  -- and whether more follow the last.
+  local function wf_list_next(key, name, k, pos, n)
     local items, after = {}, {}
-    while #items < n and pos <= #list do
-      local comma = string.find(list, ',', pos, true)
-      local stop = comma and comma - 1 or #list
-      items[#items + 1] = string.sub(list, pos, stop)
-      pos = stop + 2
-      after[#after + 1] = pos
+    local part = redis.call('HGET', key, k == 1 and name or (name .. ':' .. k))
+    while part and #items < n do
+      if pos > #part then
+        k, pos = k + 1, 1
+        part = redis.call('HGET', key, name .. ':' .. k)
+      else
+        local comma = string.find(part, ',', pos, true)
+        local stop = comma and comma - 1 or #part
+        items[#items + 1] = string.sub(part, pos, stop)
+        pos = stop + 2
+        after[#after + 1] = {k, pos}
+      end
     end
-    return items, after
+    local more = part and (pos <= #part
+      or redis.call('HEXISTS', key, name .. ':' .. (k + 1)) == 1)
+    return items, after, more and true or false
+  end
+
+  -- A cursor as stored ("k:pos"), and back ({1, 1} for none).
+  local function wf_cursor(raw)
+    local k, pos = string.match(raw or '', '^(%d+):(%d+)$')
+    if not k then return 1, 1 end
+    return tonumber(k), tonumber(pos)
   end
 
   -- A workflow's run: its keys and step ids.
@@ -286,26 +303,28 @@ local function wf_build()
   -- continues from a cursor (c<x>, with the input kept in i<x>): through an outbox entry
   -- ('R') when `continue` is set, or by the client's own calls right after a submit.
   local function wf_start(w, x, v, continue)
-    local list = redis.call('HGET', w.ws, 'L' .. x)
-    local pos = 1
-    local leaves, after
-    if list then
-      pos = tonumber(redis.call('HGET', w.ws, 'c' .. x)) or 1
-      if pos > #list then return end
-      leaves, after = wf_items(list, pos, START_CHUNK)
-    else
-      leaves, after = {x}, {2}
+    local listed = redis.call('HEXISTS', w.ws, 'L' .. x) == 1
+    local leaves, after, more = {x}, {{1, 1}}, false
+    local at = '1:1'
+    if listed then
+      at = redis.call('HGET', w.ws, 'c' .. x) or at
+      if at == 'end' then return end
+      local k, pos = wf_cursor(at)
+      leaves, after, more = wf_list_next(w.ws, 'L' .. x, k, pos, START_CHUNK)
     end
     local fields = {}
     for i = 1, #leaves do fields[i] = 'p' .. leaves[i] end
-    local specs = wf_hmget(w.ws, fields)
-    local taken, bytes, nxt = {}, 0, pos
+    local specs = #fields > 0 and wf_hmget(w.ws, fields) or {}
+    local taken, bytes, nxt = {}, 0, nil
     for i = 1, #fields do
       local spec = specs[i]
       if spec then
         local f = wf_split(spec, '\0')
         local payload = f[7] .. ((f[6] == '1' and v) or '') .. f[8]
-        if #taken > 0 and bytes + #payload > CHUNK_BYTES then break end
+        if #taken > 0 and bytes + #payload > CHUNK_BYTES then
+          more = true
+          break
+        end
         bytes = bytes + #payload
         taken[#taken + 1] = fields[i]
         wf_enqueue(f[1], {w.sid .. '.' .. leaves[i], payload, tonumber(f[5]), tonumber(f[3]),
@@ -315,17 +334,17 @@ local function wf_build()
       nxt = after[i]
     end
     if #taken > 0 then wf_hdel(w.ws, taken) end
-    if not list then return end
-    if nxt <= #list then
-      redis.call('HSET', w.ws, 'c' .. x, nxt)
-      if v and pos == 1 then redis.call('HSET', w.ws, 'i' .. x, v) end
+    if not listed then return end
+    if more then
+      redis.call('HSET', w.ws, 'c' .. x, nxt[1] .. ':' .. nxt[2])
+      if v and at == '1:1' then redis.call('HSET', w.ws, 'i' .. x, v) end
       if continue then
-        outbox_push(w.home, 'r:' .. w.sid .. '.' .. x .. ':' .. pos,
+        outbox_push(w.home, 'r:' .. w.sid .. '.' .. x .. ':' .. at,
           table.concat({'R', w.home, w.wid, x, '1', w.run}, '\0'), wf_now)
       end
-    elseif pos > 1 then
-      -- done: a late 'R' finds the cursor past the end (the field goes with the run)
-      redis.call('HSET', w.ws, 'c' .. x, #list + 1)
+    elseif at ~= '1:1' then
+      -- done: a late 'R' finds the cursor at the end (the field goes with the run)
+      redis.call('HSET', w.ws, 'c' .. x, 'end')
       redis.call('HDEL', w.ws, 'i' .. x)
     end
   end
@@ -337,15 +356,17 @@ local function wf_build()
   -- that reached 0 (else by an 'F' entry, which finds a<b> unless it is done).
   local function wf_fire(w, b, first)
     local ak = w.home .. 'wfa:' .. w.run .. ':' .. b .. ':' .. w.wid
-    local pos = 1
+    local at = '1:1'
     if not first then
-      pos = tonumber(redis.call('HGET', w.ws, 'a' .. b))
-      if not pos then return end
+      at = redis.call('HGET', w.ws, 'a' .. b)
+      if not at then return end
     end
-    local list = redis.call('HGET', w.ws, 'B' .. b) or ''
-    local parts, bytes, at, read = {}, 0, pos, {}
-    while at <= #list and fire_left > 0 and bytes < CHUNK_BYTES do
-      local members, after = wf_items(list, at, math.min(100, fire_left))
+    local k, pos = wf_cursor(at)
+    local parts, bytes, read, more = {}, 0, {}, true
+    while more and fire_left > 0 and bytes < CHUNK_BYTES do
+      local members, after
+      members, after, more = wf_list_next(w.ws, 'B' .. b, k, pos, math.min(100, fire_left))
+      if #members == 0 then break end
       local fields = {}
       for i = 1, #members do fields[i] = 'r' .. members[i] end
       local values = redis.call('HMGET', w.ws, unpack(fields))
@@ -356,20 +377,21 @@ local function wf_build()
         read[#read + 1] = fields[i]
       end
       fire_left = fire_left - #members
-      at = after[#after]
+      k, pos = after[#after][1], after[#after][2]
     end
     wf_hdel(w.ws, read)
     local part = table.concat(parts, ',')
-    if at <= #list then
+    if more then
       -- more to gather (or this call gathered enough already): keep this part, continue
       -- in a call of its own
-      if part ~= '' then redis.call('APPEND', ak, (pos > 1 and ',' or '') .. part) end
-      redis.call('HSET', w.ws, 'a' .. b, at)
+      if part ~= '' then redis.call('APPEND', ak, (at ~= '1:1' and ',' or '') .. part) end
+      local nxt = k .. ':' .. pos
+      redis.call('HSET', w.ws, 'a' .. b, nxt)
       if first then
         local firing = redis.call('HGET', w.ws, 'F')
         redis.call('HSET', w.ws, 'F', firing and (firing .. ',' .. b) or b)
       end
-      outbox_push(w.home, 'f:' .. w.sid .. '.' .. b .. ':' .. at,
+      outbox_push(w.home, 'f:' .. w.sid .. '.' .. b .. ':' .. nxt,
         table.concat({'F', w.home, w.wid, w.run, b}, '\0'), wf_now)
       return
     end
