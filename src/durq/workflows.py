@@ -45,8 +45,8 @@ from durq.message import build_call, decode_result
 from durq.models import CancelStatus
 from durq.protocol import workflows as wf
 from durq.protocol.args import PRIORITY_RANGE, delay_ms, int_in, new_ids
-from durq.protocol.control import expiry
 from durq.protocol.calls import Op
+from durq.protocol.control import expiry
 from durq.protocol.status import Status
 from durq.protocol.workflows import StepInfo, WorkflowInfo
 from durq.task import Call, Task
@@ -311,9 +311,7 @@ class _Submission:
         self.queues = sorted(keys)
 
     def op(self) -> Op[tuple[bool, str]]:
-        return wf.submit(
-            self.home_keys, self.id, self.run, self.policy, self.ttl_ms, self.compiled
-        )
+        return wf.submit(self.home_keys, self.id, self.run, self.policy, self.ttl_ms, self.compiled)
 
 
 def _prepare(
@@ -436,7 +434,9 @@ class _Builder:
             tail=tail,
             mutable=not call.immutable,
             group=check_group(o.group) if o.group is not None else "",
-            priority=int_in("priority", o.priority, PRIORITY_RANGE) if o.priority is not None else 0,
+            priority=int_in("priority", o.priority, PRIORITY_RANGE)
+            if o.priority is not None
+            else 0,
             max_attempts=task.config.max_attempts or app.max_attempts,
             delay_ms=delay,
             expires=_step_expiry(task.name, o.expires, delay),

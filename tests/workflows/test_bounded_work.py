@@ -12,7 +12,6 @@ which tells the work when the slow log cannot (``Big.check``)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from durq.message import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
-from durq.protocol.calls import Command, Op, Pipeline, ScriptCall
+from durq.protocol.calls import Op, Pipeline, ScriptCall
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +68,7 @@ class Meter:
         except StopIteration as stop:
             return stop.value
 
-    def _one(self, call: ScriptCall | Command) -> Generator[Any, Any, Any]:
+    def _one(self, call: Any) -> Generator[Any, Any, Any]:
         before = self.cpu_ms()
         [reply] = yield Pipeline((call,))
         after = self.cpu_ms()
@@ -78,7 +77,7 @@ class Meter:
             if isinstance(call, ScriptCall):
                 name = call.script.name
                 if name == "workflow_deliver":  # with the kind of the entry
-                    name += f" {bytes(call.args[0])[:1].decode()}"
+                    name += f" {str(call.args[0])[2:3]}"  # b'R...
             else:
                 name = str(call.args[0])
             self.cpu.append((after - before, name))

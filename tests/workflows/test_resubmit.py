@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import durq
+from durq.message import encode_result
 from helpers import eventually
 from worker.support import running_worker
-from durq.message import encode_result
 from workflows.support import Front, courier, runs
 
 
@@ -36,7 +36,7 @@ async def test_a_workflow_id_runs_again_once_its_summary_expired(
     first = await front.enqueue(_flow(wapp, log, flag), id=wid, result_ttl=0.5)
     assert first.created
     with running_worker(wapp):
-        with pytest.raises(durq.WorkflowFailed, match="no .* yet"):
+        with pytest.raises(durq.WorkflowFailed, match=r"no .* yet"):
             await front.result(first, 10)
         again = await front.enqueue(_flow(wapp, log, flag), id=wid)
         assert not again.created  # within result_ttl: the same id changes nothing

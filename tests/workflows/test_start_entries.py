@@ -67,12 +67,12 @@ async def test_a_start_consumed_by_a_failure_starts_nothing_however_late(
     members = [t["square"].s(log, 1), t["square"].s(log, 2), t["square"].s(log, 3)]
     flow = durq.chain(durq.group(members), t["echo"].options(queue=far_name).s())
     handle = await front.enqueue(durq.group([flow, t["square"].s(log, 4)]))
-    jobs = [home.dequeue() for _ in range(4)]
-    assert all(jobs)
+    jobs = [job for _ in range(4) if (job := home.dequeue()) is not None]
+    assert len(jobs) == 4
     home.release_many(jobs[:3], results=[encode_result(1)] * 3)  # starts echo, far
     [start], _, _ = home.run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
     assert start.data.startswith(b"S\0")
-    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Status.DEAD  # type: ignore[arg-type]
+    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Status.DEAD
     courier(home)  # the death, and what the failure sends
     info = await front.status(handle)
     assert info is not None and info.state == "failed"

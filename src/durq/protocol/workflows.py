@@ -279,9 +279,7 @@ def submit(
     calls.append(ScriptCall(lua.load("workflow_submit"), home.vector, args))
     # the rest of the first steps, in calls of their own (no script runs long); if this
     # client dies before they ran, the outbox entry the submit wrote continues them
-    resume = _SEP.join(
-        (b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0", run.encode())
-    )
+    resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0", run.encode()))
     more = (len(compiled.first) - 1) // START_CHUNK
     calls += [deliver_call(resume) for _ in range(more)]
     replies = yield Pipeline(tuple(calls))
@@ -412,8 +410,7 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
         finished_at=int(head[3]) / 1000 if head[3] else None,
         error=orjson.loads(head[4]) if head[4] else None,
         steps=[
-            StepInfo(s["n"], s["task"], s["queue"], ids[i], states[i])
-            for i, s in enumerate(leaves)
+            StepInfo(s["n"], s["task"], s["queue"], ids[i], states[i]) for i, s in enumerate(leaves)
         ],
         waiting_on=open_counts,
         dead=dead,

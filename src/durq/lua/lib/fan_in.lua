@@ -15,6 +15,8 @@
 --- @include "lib/wf_link"
 --- @include "lib/wf_seq"
 --- @include "lib/wf_stop"
+--- @include "lib/wf_queue"
+--- @include "lib/fan_in_stop"
 
 -- Workflows (durq.workflows): the fan-in engine. A workflow lives in its home queue's
 -- slot. Each submission draws a run tag (fixed length); its steps' job ids are
@@ -59,13 +61,12 @@
 local function wf_build()
   local WF_SELF = KEYS[1]                       -- the prefix of the script's own queue
   local WF_SLOT = string.match(KEYS[1], '{(.-)}')
-  local JSON_CODEC = 1                          -- durq.codec.Codec.JSON
   local START_CHUNK = 100 -- durq.protocol.workflows.START_CHUNK
   local FIRE_CHUNK = 500 -- durq.protocol.workflows.FIRE_CHUNK (results per call)
-  local STOP_CHUNK = 50 -- durq.protocol.workflows.STOP_CHUNK (steps per call, about)
   local CHUNK_BYTES = 262144 -- payload bytes started, result bytes gathered, per call
 
-  local wf_now = nil
+  local E = {now = nil} -- what lib/fan_in_stop.lua shares (filled in below)
+  local wf_queue, wf_stops_run = nil, nil -- lib/wf_queue.lua, lib/fan_in_stop.lua: on use
   local fire_left = FIRE_CHUNK                  -- results this call may still gather
   local wf_local, wf_local_order = {}, {}       -- prefix -> steps to enqueue in this slot
   local wf_remote, wf_remote_order = {}, {}     -- prefix + run -> steps for another slot
@@ -177,11 +178,24 @@ local function wf_build()
     return bucket
   end
 
+  E.hmget, E.stops_of = wf_hmget, wf_stops_of
+  E.here = function(prefix) return wf_tag(prefix) == WF_SLOT end
+
+  local function wf_q()
+    wf_queue = wf_queue or wf_queue_build()
+    return wf_queue
+  end
+
+  local function wf_stopper()
+    wf_stops_run = wf_stops_run or wf_stop_build(E)
+    return wf_stops_run
+  end
+
   -- The run ended: its result is stored like a job's (<home>result:<wid>, a one-element
   -- list, so waiters block on it), the header becomes its summary; both are kept ttl.
   local function wf_close(w, state, raw, err)
     local ttl = tonumber(redis.call('HGET', w.wk, 'ttl')) or 3600000
-    redis.call('HSET', w.wk, 'state', state, 'finished', wf_now)
+    redis.call('HSET', w.wk, 'state', state, 'finished', E.now)
     if err then redis.call('HSET', w.wk, 'error', err) end
     redis.call('PEXPIRE', w.wk, ttl)
     local rk = w.home .. 'result:' .. w.wid
@@ -199,89 +213,13 @@ local function wf_build()
     w.ended = true
   end
 
-  -- The next chunks of a run that stops (Q<k>, STOP_CHUNK steps of one queue each, until
-  -- STOP_CHUNK steps were looked at in this call): parked ones never start (nothing to
-  -- do: the run no longer runs); the others are stopped in their queues (wf_cancel_one).
-  -- After a queue's last chunk its guard goes; after the last chunk the structure goes;
-  -- until then the stop continues through the outbox ('E').
-  local function wf_stop_next(w)
-    local st = redis.call('HMGET', w.ws, 'stop', 'x', 'Q')
-    local kind, k, total = st[1], tonumber(st[2]), tonumber(st[3]) or 0
-    if not kind or not k or k > total then return end
-    local seen = 0
-    while k <= total and seen < STOP_CHUNK do
-      local f = wf_split(redis.call('HGET', w.ws, 'Q' .. k) or '\0\0', '\0')
-      local prefix, leaves = f[1], wf_split(f[3] or '', ',')
-      local fields = {}
-      for i = 1, #leaves do fields[i] = 'p' .. leaves[i] end
-      local specs = wf_hmget(w.ws, fields)
-      local bucket = wf_stops_of(kind, prefix)
-      for i = 1, #leaves do
-        if not specs[i] and leaves[i] ~= '' then
-          bucket.items[#bucket.items + 1] = {w.wid, w.sid .. '.' .. leaves[i]}
-        end
-      end
-      if f[2] == '1' and wf_tag(prefix) == WF_SLOT then bucket.clear[#bucket.clear + 1] = w.sid end
-      seen = seen + #leaves
-      k = k + 1
-    end
-    if k > total then
-      redis.call('UNLINK', w.ws)
-    else
-      redis.call('HSET', w.ws, 'x', k)
-      outbox_push(w.home, 'e:' .. w.sid .. ':' .. k,
-        table.concat({'E', w.home, w.wid, w.run}, '\0'), wf_now)
-    end
-  end
-
-  -- A run that ends early (kind 'X': failed, 'K': cancelled) begins to stop its steps:
-  -- the guards of its queues in this slot go up (so none of its steps starts there from
-  -- now on), its starts still on their way to other slots are consumed ('Q' entries),
-  -- the partial result lists being gathered go, and the first chunk is stopped. The done
-  -- set stays as long as the summary: status() tells a step that finished from one that
-  -- never ran by it.
-  local function wf_stop_begin(w, kind, ttl)
-    redis.call('HSET', w.ws, 'stop', kind, 'x', 1)
-    redis.call('SADD', w.wd, '0')
-    redis.call('PEXPIRE', w.wd, ttl)
-    for b in string.gmatch(redis.call('HGET', w.ws, 'F') or '', '[^,]+') do
-      redis.call('UNLINK', w.home .. 'wfa:' .. w.run .. ':' .. b .. ':' .. w.wid)
-    end
-    local prefixes = wf_split(redis.call('HGET', w.ws, 'P') or '', '\0')
-    local fields = {}
-    for i = 1, #prefixes do fields[i] = 's' .. prefixes[i] end
-    local sent = wf_hmget(w.ws, fields)
-    for i = 1, #prefixes do
-      local p = prefixes[i]
-      local here = wf_tag(p) == WF_SLOT
-      if here and p ~= '' then
-        redis.call('HSET', p .. WF_GUARDS, w.sid, kind .. '\t' .. w.wid)
-      end
-      if sent[i] then
-        local parts = {'Q', p}
-        for pair in string.gmatch(sent[i], '[^,]+') do
-          local sender, seq = string.match(pair, '^(.*)\t(%d+)$')
-          if here and not wf_seq_seen(p, sender, tonumber(seq)) then
-            wf_seq_mark(p, sender, tonumber(seq))
-          end
-          parts[#parts + 1] = sender
-          parts[#parts + 1] = seq
-        end
-        if not here then
-          outbox_push(w.home, 'q:' .. w.sid .. ':' .. p, table.concat(parts, '\0'), wf_now)
-        end
-      end
-    end
-    wf_stop_next(w)
-  end
-
   -- Policy "fail": the run ends failed with the reason; its steps stop (a running one
   -- finishes, and its completion finds the run ended).
   local function wf_fail(w, n, reason)
     local err = '{"reason":"child_failed","step":' .. n .. ',"job":'
       .. cjson.encode(w.sid .. '.' .. n) .. ',"error":' .. reason .. '}'
     local ttl = wf_close(w, 'failed', '{"ok":false,"error":' .. err .. '}', err)
-    wf_stop_begin(w, 'X', ttl)
+    wf_stopper().begin(w, 'X', ttl)
   end
 
   -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends
@@ -291,9 +229,9 @@ local function wf_build()
     local h = redis.call('HMGET', home .. 'wf:' .. wid, 'state', 'run')
     if h[1] ~= 'running' or not h[2] then return end
     local w = wf_ctx(home, wid, h[2])
-    local err = '{"reason":"cancelled","at":' .. string.format('%d', wf_now) .. '}'
+    local err = '{"reason":"cancelled","at":' .. string.format('%d', E.now) .. '}'
     local ttl = wf_close(w, 'cancelled', '{"ok":false,"error":' .. err .. '}', err)
-    wf_stop_begin(w, 'K', ttl)
+    wf_stopper().begin(w, 'K', ttl)
   end
 
   local wf_completed_many -- forward: member -> fire -> target -> member ...
@@ -340,7 +278,7 @@ local function wf_build()
       if v and at == '1:1' then redis.call('HSET', w.ws, 'i' .. x, v) end
       if continue then
         outbox_push(w.home, 'r:' .. w.sid .. '.' .. x .. ':' .. at,
-          table.concat({'R', w.home, w.wid, x, '1', w.run}, '\0'), wf_now)
+          table.concat({'R', w.home, w.wid, x, '1', w.run}, '\0'), E.now)
       end
     elseif at ~= '1:1' then
       -- done: a late 'R' finds the cursor at the end (the field goes with the run)
@@ -392,7 +330,7 @@ local function wf_build()
         redis.call('HSET', w.ws, 'F', firing and (firing .. ',' .. b) or b)
       end
       outbox_push(w.home, 'f:' .. w.sid .. '.' .. b .. ':' .. nxt,
-        table.concat({'F', w.home, w.wid, w.run, b}, '\0'), wf_now)
+        table.concat({'F', w.home, w.wid, w.run, b}, '\0'), E.now)
       return
     end
     local v = '[' .. part .. ']'
@@ -498,7 +436,7 @@ local function wf_build()
   -- run, when its home shares this slot, else they leave through this queue's outbox.
   local function wf_released(done, now)
     if #done == 0 then return end
-    wf_now = now
+    E.now = now
     local ids = {}
     for i = 1, #done do ids[i] = done[i][1] end
     wf_hdel(K_PREFIX .. WF_LINKS, ids)
@@ -529,143 +467,6 @@ local function wf_build()
     end
   end
 
-  local function wf_reset_helpers()
-    counts, ready_delta, ready_groups = {}, {}, {}
-    touched, touched_list, need_wake = {}, {}, false
-    earliest_due, conf_cache = nil, nil
-    control_fns = nil -- lib/control names its keys from the prefix when it is built
-  end
-
-  -- Stop step `id` of workflow wid in the queue K_* name, if it is still linked (not
-  -- finished; a step whose start never applied has no link: nothing to do). A step that
-  -- did not start ends cancelled (lib/wf_stop.lua); a dead one waited for is unlinked;
-  -- a running one: kind 'X' (failed) lets it finish, its release reports to the ended
-  -- run, which ignores it; kind 'K' (cancelled) flags it as cancel.lua flags a running
-  -- job: its worker stops it and its release ends it cancelled.
-  local function wf_cancel_one(wid, id, now, kind)
-    if redis.call('HEXISTS', K_PREFIX .. WF_LINKS, id) == 0 then return end
-    local r = rec_decode(redis.call('HGET', K_JOBS, id))
-    if r and r.state == ST_ACTIVE then
-      if kind == 'K' and bit.band(r.flags, FLAG_CANCEL) == 0 then
-        r.flags = bit.bor(r.flags, FLAG_CANCEL)
-        redis.call('HSET', K_JOBS, id, rec_encode(r))
-        -- a hint only, as in cancel.lua: the flag is the truth
-        redis.pcall('PUBLISH', K_PREFIX .. 'cancel', id)
-      end
-      return
-    end
-    if not r or (r.state ~= ST_PENDING and r.state ~= ST_DELAYED) then
-      redis.call('HDEL', K_PREFIX .. WF_LINKS, id)
-      return
-    end
-    local listed = false
-    if r.state == ST_DELAYED then
-      redis.call('ZREM', K_DELAYED, id)
-    elseif r.prio ~= 0 then
-      redis.pcall('ZREM', ready_prio(r.group), id)
-      ready_add(r.group, -1)
-    else
-      listed = true
-      ready_add(r.group, -1)
-    end
-    wf_stop_unstarted(id, r, now, kind, wid, listed)
-  end
-
-  -- Job control for a step started with an expiry (lib/control.lua: dequeue ends it
-  -- expired when it has not started by then).
-  local function wf_expiry(id, expiry, now)
-    local kind, ms = string.match(expiry, '^(%a+):(%d+)$')
-    if not kind then return end
-    local at = tonumber(ms)
-    if kind == 'in' then at = now + at end
-    redis.call('HSET', K_PREFIX .. 'ctl', id, cjson.encode({e = at}))
-    local r = rec_decode(redis.call('HGET', K_JOBS, id))
-    r.flags = bit.bor(r.flags, FLAG_CONTROL)
-    redis.call('HSET', K_JOBS, id, rec_encode(r))
-  end
-
-  -- Enqueue steps without delay, priority or expiry into the queue K_* name, linked to
-  -- their workflow: a few commands per batch (as enqueue_plain.lua does), not per step.
-  -- An id that exists or is still taken (tombstone) is a start applied before: skipped.
-  local function wf_push_plain(now, items)
-    if #items == 0 then return end
-    local ids = {}
-    for i = 1, #items do ids[i] = items[i][1] end
-    local recs = wf_hmget(K_JOBS, ids)
-    local tombs = {}
-    for i = 1, #ids, 1000 do
-      local part = redis.call('ZMSCORE', K_DONE, unpack(ids, i, math.min(i + 999, #ids)))
-      for j = 1, #part do tombs[#tombs + 1] = part[j] end
-    end
-    local by_group, groups, fields, links, stale, heads, seen = {}, {}, {}, {}, {}, {}, {}
-    for i = 1, #items do
-      local it, t = items[i], tombs[i] and tonumber(tombs[i])
-      if not recs[i] and not seen[it[1]] and not (t and t > now) then
-        seen[it[1]] = true
-        if t then stale[#stale + 1] = it[1] end
-        local g = it[6]
-        if not by_group[g] then
-          by_group[g] = {}
-          groups[#groups + 1] = g
-        end
-        local list = by_group[g]
-        list[#list + 1] = it[1]
-        local hk = it[5] .. ':' .. g
-        heads[hk] = heads[hk] or rec_new(ST_PENDING, 0, JSON_CODEC, it[5], now, g, '', '')
-        fields[#fields + 1] = it[1]
-        fields[#fields + 1] = heads[hk] .. it[2]
-        links[#links + 1] = it[1]
-        links[#links + 1] = it[7]
-      end
-    end
-    if #fields == 0 then return end
-    for i = 1, #stale, 1000 do
-      redis.call('ZREM', K_DONE, unpack(stale, i, math.min(i + 999, #stale)))
-    end
-    for _, g in ipairs(groups) do
-      local list = by_group[g]
-      for i = 1, #list, 1000 do
-        redis.call('RPUSH', ready_list(g), unpack(list, i, math.min(i + 999, #list)))
-      end
-      ready_add(g, #list)
-      touch(g)
-    end
-    for i = 1, #fields, 2000 do
-      redis.call('HSET', K_JOBS, unpack(fields, i, math.min(i + 1999, #fields)))
-      redis.call('HSET', K_PREFIX .. WF_LINKS, unpack(links, i, math.min(i + 1999, #links)))
-    end
-    count('enqueued', #fields / 2)
-  end
-
-  local WF_QUEUE_PARTS = {'jobs', 'done', 'rr', 'rrset', 'conf', 'delayed', 'glimit', 'gactive',
-    'reasons', 'stats', 'ctl'}
-
-  -- The problem with the keys of queue K_* that starting `items` there would use, or nil.
-  local function wf_start_problem(items)
-    local problem = keys_error(WF_QUEUE_PARTS)
-    for i = 1, #items do problem = problem or group_error(items[i][6]) end
-    return problem
-  end
-
-  -- Enqueue `items` into the queue K_* name (its keys checked), linked to their workflow.
-  local function wf_enqueue_here(now, items)
-    local plain = {}
-    for i = 1, #items do
-      local it = items[i]
-      if it[3] == 0 and it[4] == 0 and it[8] == '' then
-        plain[#plain + 1] = it
-      else
-        local status = enqueue_one(now, it[1], it[2], it[3], it[4], it[5], JSON_CODEC, it[6],
-          '', '0')
-        if status == S_CREATED then
-          redis.call('HSET', K_PREFIX .. WF_LINKS, it[1], it[7])
-          if it[8] ~= '' then wf_expiry(it[1], it[8], now) end
-        end
-      end
-    end
-    wf_push_plain(now, plain)
-  end
-
   -- The numbered 'S' entries that start `items` of run w in queue `prefix` (lib/wf_seq.lua),
   -- sent from this queue's outbox; the run notes their numbers, so that stopping it
   -- consumes those still on their way.
@@ -679,7 +480,7 @@ local function wf_build()
         parts[#parts + 1] = table.concat({it[1], it[6], it[4], it[5], it[3], it[8], it[7], it[2]},
           '\0')
       end
-      outbox_push(WF_SELF, 's:' .. items[c][1], table.concat(parts, '\0'), wf_now or now_ms())
+      outbox_push(WF_SELF, 's:' .. items[c][1], table.concat(parts, '\0'), E.now or now_ms())
       sent[#sent + 1] = WF_SELF .. '\t' .. seq
     end
     local field = 's' .. prefix
@@ -691,16 +492,16 @@ local function wf_build()
   -- stop steps, and push outbox entries for the other slots. Call last: it rebinds K_*.
   local function wf_flush()
     if #wf_local_order + #wf_stops_order + #wf_remote_order == 0 then return end
-    local now = wf_now or now_ms()
+    local now = E.now or now_ms()
     for _, prefix in ipairs(wf_local_order) do
       bind_prefix(prefix)
-      wf_reset_helpers()
+      wf_q().reset()
       local items = wf_local[prefix]
-      if wf_start_problem(items) then
+      if wf_q().problem(items) then
         -- never a half-applied step: the outbox retries it until the keys are repaired
         for i = 1, #items do wf_send_later(prefix, items[i], items[i][9]) end
       else
-        wf_enqueue_here(now, items)
+        wf_q().enqueue(now, items)
         offer_touched()
         flush_counters()
         wake_if_needed()
@@ -711,11 +512,11 @@ local function wf_build()
       local here = wf_tag(b.prefix) == WF_SLOT
       if here then
         bind_prefix(b.prefix)
-        wf_reset_helpers()
-        here = not keys_error(WF_QUEUE_PARTS) -- else the outbox retries it until repaired
+        wf_q().reset()
+        here = not keys_error(wf_q().parts) -- else the outbox retries it until repaired
       end
       if here then
-        for i = 1, #b.items do wf_cancel_one(b.items[i][1], b.items[i][2], now, b.kind) end
+        for i = 1, #b.items do wf_q().stop_one(b.items[i][1], b.items[i][2], now, b.kind) end
         for i = 1, #b.clear do redis.call('HDEL', K_PREFIX .. WF_GUARDS, b.clear[i]) end
         -- a step backing off gave its group's slot back: offer the group, wake a worker
         offer_touched()
@@ -738,7 +539,8 @@ local function wf_build()
 
   return {
     released = wf_released, flush = wf_flush, completed = wf_completed, died = wf_died,
-    abort = wf_abort, enqueue_here = wf_enqueue_here, start_problem = wf_start_problem,
+    abort = wf_abort, enqueue_here = function(now, items) wf_q().enqueue(now, items) end,
+    start_problem = function(items) return wf_q().problem(items) end,
     open = wf_open, ctx = wf_ctx, start = wf_start,
     resume = function(home, wid, run, x, continue)
       local w, state = wf_open(home, wid, run)
@@ -750,12 +552,12 @@ local function wf_build()
       local w, state = wf_open(home, wid, run)
       if w and state == 'running' then wf_fire(w, b, false) end
     end,
-    stop_next = function(home, wid, run) wf_stop_next(wf_ctx(home, wid, run)) end,
+    stop_next = function(home, wid, run) wf_stopper().next(wf_ctx(home, wid, run)) end,
     cancel = function(kind, prefix, wid, id)
       local bucket = wf_stops_of(kind, prefix)
       bucket.items[#bucket.items + 1] = {wid, id}
     end,
-    set_now = function(now) wf_now = now end,
+    set_now = function(now) E.now = now end,
   }
 end
 
