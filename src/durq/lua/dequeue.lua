@@ -31,7 +31,10 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
          Handing out a group turn's plain jobs is a fixed number of commands whatever
          their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
-         keys); jobs under job control and stale ids cost commands of their own.
+         keys); jobs under job control and stale ids cost commands of their own. While a
+         workflow that failed or was cancelled stops its steps in this queue (a guard,
+         lib/wf_stop.lua), a popped step of it ends cancelled instead of starting, for the
+         cost of WF_STOP_COST skipped ids; one EXISTS per call tells whether any is.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
