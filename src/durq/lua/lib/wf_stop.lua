@@ -11,6 +11,7 @@
 -- the size of the workflow:
 --   <queue prefix>wfx   hash  "<workflow id>.<run>" -> "<kind>\t<workflow id>", kind 'X'
 --                             (it failed) or 'K' (it was cancelled)
+-- A queue with no guard pays one EXISTS per dequeue call.
 local WF_GUARDS = 'wfx'
 
 -- End step `id` (record r: pending or delayed, already out of the ready or delayed
@@ -29,11 +30,14 @@ local function wf_stop_unstarted(id, r, now, kind, wid, listed)
 end
 
 -- dequeue.lua: the kind and workflow of the stop that guards step `id` from starting,
--- or nil. (pcall: garbage in the guard hash must not stop the queue.)
+-- or nil: found through the step's link (only workflow steps have one). (pcall: garbage
+-- in these hashes must not stop the queue.)
 local function wf_guard(id)
-  local sid = string.match(id, '^(.*)%.%d+$')
-  if not sid then return nil end
-  local v = redis.pcall('HGET', K_PREFIX .. WF_GUARDS, sid)
+  local link = redis.pcall('HGET', K_PREFIX .. WF_LINKS, id)
+  if type(link) ~= 'string' then return nil end
+  local _, wid, _, _, run = wf_parse_link(link)
+  if not wid then return nil end
+  local v = redis.pcall('HGET', K_PREFIX .. WF_GUARDS, wid .. '.' .. run)
   if type(v) ~= 'string' then return nil end
-  return string.sub(v, 1, 1), string.sub(v, 3)
+  return string.sub(v, 1, 1), wid
 end
