@@ -37,10 +37,11 @@ import orjson
 from durq import tracing
 from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
+from durq._sync.sharded import shard_index
 from durq.codec import check_json
 from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
 from durq.handle import Cancelled, JobFailed
-from durq.keys import QueueKeys, check_group, check_job_id, shard_name
+from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
 from durq.message import build_call, decode_result
 from durq.models import CancelStatus
 from durq.protocol import workflows as wf
@@ -131,6 +132,10 @@ class _Flow:
             q = app.queue(name)
             if not q._registered:
                 q.register()
+        for name in sub.sharded:
+            s = app.sharded_queue(name)
+            if not s._registered:
+                s.register()
 
         def attempt() -> tuple[bool, str]:
             return queue.run(sub.op())
@@ -152,6 +157,10 @@ class _Flow:
             q = app.async_queue(name)
             if not q._registered:
                 await q.register()
+        for name in sub.sharded:
+            s = app.async_sharded_queue(name)
+            if not s._registered:
+                await s.register()
 
         async def attempt() -> tuple[bool, str]:
             return await queue.run(sub.op())
@@ -308,7 +317,9 @@ class _Submission:
         self.compiled = compiled
         self.home_queue = compiled.home_queue
         self.home_keys = keys[compiled.home_queue]
-        self.queues = sorted(keys)
+        # the queues to register: plain ones, and sharded ones by their name (not a shard's)
+        self.queues = sorted(n for n, k in keys.items() if not k.shard_count)
+        self.sharded = sorted({split_shard(n)[0] for n, k in keys.items() if k.shard_count})
 
     def op(self) -> Op[tuple[bool, str]]:
         return wf.submit(self.home_keys, self.id, self.run, self.policy, self.ttl_ms, self.compiled)
@@ -408,7 +419,10 @@ class _Builder:
         queue = o.queue or task.queue
         count = app.shards.get(queue, 0)
         if count:
-            queue = shard_name(queue, secrets.randbelow(count))
+            # routed as ShardedQueue routes a job: by its group (so that the group's limit
+            # and rate hold across the queue), else anywhere
+            index = shard_index(o.group, count) if o.group else secrets.randbelow(count)
+            queue = shard_name(queue, index)
         keys = self.keys.get(queue)
         if keys is None:
             keys = self.keys[queue] = QueueKeys(queue, app.namespace, count)

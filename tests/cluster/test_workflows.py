@@ -31,6 +31,11 @@ from workflows.test_resubmit import (
     test_a_report_of_an_earlier_run_changes_nothing,
     test_a_workflow_id_runs_again_once_its_summary_expired,
 )
+from workflows.test_sharded import (
+    sapp,
+    test_a_step_with_a_group_goes_to_its_group_s_shard,
+    test_a_workflow_on_a_sharded_queue_registers_it_by_its_name,
+)
 from workflows.test_start_entries import (
     test_a_start_consumed_by_a_failure_starts_nothing_however_late,
     test_a_start_delivered_again_after_the_dedup_window_starts_nothing,
@@ -40,10 +45,13 @@ from workflows.test_step_options import test_a_step_that_expires_before_it_start
 __all__ = [
     "front",
     "log",
+    "sapp",
     "test_a_report_of_an_earlier_run_changes_nothing",
     "test_a_start_consumed_by_a_failure_starts_nothing_however_late",
     "test_a_start_delivered_again_after_the_dedup_window_starts_nothing",
     "test_a_step_that_expires_before_it_starts_never_runs",
+    "test_a_step_with_a_group_goes_to_its_group_s_shard",
+    "test_a_workflow_on_a_sharded_queue_registers_it_by_its_name",
     "test_a_workflow_id_runs_again_once_its_summary_expired",
     "test_a_workflow_that_ends_early_gives_its_group_slot_back",
     "wapp",

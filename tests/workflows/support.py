@@ -174,7 +174,7 @@ def courier(queue: Any, *, rounds: int = 10_000) -> list[bytes]:
     from durq.protocol import lifecycle
     from durq.protocol import workflows as wf
 
-    box = OutboxKeys(queue.keys.name, queue.keys.namespace)
+    box = OutboxKeys(queue.keys.name, queue.keys.namespace, queue.keys.shard_count)
     seen: list[bytes] = []
     for _ in range(rounds):
         jobs, _, _ = queue.run(lifecycle.fetch(box, PayloadCodec(), 100, 30.0))

@@ -318,9 +318,10 @@ def deliver_call(entry: bytes) -> ScriptCall:
 @dataclass(frozen=True)
 class StepInfo:
     """One step of a workflow: its node number, task, queue, job id and state
-    (``waiting``: not started yet; ``cancelled``: its workflow failed or was cancelled
-    before it ran, or it was stopped; ``done``: finished and gone; else its job's
-    state: pending, active, dead...)."""
+    (``waiting``: not started yet; ``starting``: its start is on its way to its queue,
+    in another slot; ``cancelled``: its workflow failed or was cancelled before it ran,
+    or it was stopped; ``done``: finished and gone; else its job's state: pending,
+    active, dead...)."""
 
     node: int
     task: str
@@ -394,8 +395,8 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
     if state == "running" and leaves:
         ws = workflow_structure_key(home.prefix, workflow_id, run)
         parked, dead, open_counts = yield from _progress(ws, leaves, _bars(plan, []))
-    elif state in ("failed", "cancelled") and leaves:
-        # a step without a record completed (and counted), or never ran
+    if state != "completed" and leaves:
+        # a step without a record completed (and counted), or did not (yet)
         wd = workflow_done_key(home.prefix, workflow_id, run)
         nodes = [str(s["n"]) for s in leaves]
         done = [bool(x) for x in (yield from _chunked(("SMISMEMBER", wd), nodes))]
@@ -456,16 +457,18 @@ def _step_states(
     ids: list[str], leaves: list[dict[str, Any]], parked: list[Any], done: list[bool], state: str
 ) -> Op[list[str]]:
     """Each step's state: from its job record, a few requests per queue (one slot
-    each)."""
+    each). A step with neither record nor parked spec finished (its record is gone) if
+    it counted; if not: its workflow ended early and it never ran (``cancelled``), or
+    the workflow runs and its start is on its way to its queue (``starting``), unless
+    its tombstone says it finished (its completion is then on its way back)."""
     by_queue: dict[str, list[int]] = {}
     for i, s in enumerate(leaves):
         by_queue.setdefault(s["p"], []).append(i)
-    # a step with neither record nor parked spec finished (its record is gone), unless
-    # its workflow ended early and it never counted: it never ran
-    gone = "cancelled" if state in ("failed", "cancelled") else "done"
+    gone = {"running": "starting", "completed": "done"}.get(state, "cancelled")
     states: list[str] = [gone] * len(leaves)
     for prefix, indexes in by_queue.items():
         records = yield from _chunked(("HMGET", prefix + "jobs"), [ids[i] for i in indexes])
+        unknown: list[int] = []
         for i, raw in zip(indexes, records, strict=True):
             rec = parse_record(raw, errors="replace") if raw is not None else None
             if parked[i] is not None:
@@ -477,6 +480,13 @@ def _step_states(
                 states[i] = "cancelled" if name == "superseded" else name
             elif done[i]:
                 states[i] = "done"
+            elif state == "running":
+                unknown.append(i)
+        if unknown:
+            tombs = yield from _chunked(("ZMSCORE", prefix + "done"), [ids[i] for i in unknown])
+            for i, tomb in zip(unknown, tombs, strict=True):
+                if tomb is not None:
+                    states[i] = "done"
     return states
 
 
