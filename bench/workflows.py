@@ -84,7 +84,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    from durq.server import RedisServer
+    from durq.dev.server import RedisServer
 
     with RedisServer(flavor="valkey") as server:
         env = {**os.environ, "BENCH_REDIS_URL": server.url, "PYTHONPATH": str(HERE)}

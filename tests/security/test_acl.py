@@ -69,6 +69,41 @@ def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(
     ] == []
 
 
+def test_a_workflow_runs_and_is_read_with_minimal_acl_users(
+    server: RedisServer, queue_name: str
+) -> None:
+    """Workflows across two slots (outbox entries, numbered starts), their status and a
+    cancel, with the documented rules only."""
+    producer_url = _user(server.url, "durq-producer-wf", PRODUCER, "p-secret-3")
+    worker_url = _user(server.url, "durq-worker-wf", WORKER, "w-secret-3")
+    producer = durq.App(producer_url)
+    other = f"{queue_name}-b"
+
+    @producer.task(queue=queue_name)
+    def square(x: int) -> int:
+        return x * x
+
+    @producer.task(queue=other)
+    def total(values: list[int]) -> int:
+        return sum(values)
+
+    handle = durq.group([square.s(i) for i in range(4)]).then(total.s()).enqueue()
+    stopped = durq.group([square.s(i) for i in range(3)]).then(total.s()).enqueue()
+    assert stopped.cancel() is durq.CancelStatus.CANCELLED
+    worker_app = durq.App(worker_url)
+    worker_app.tasks = producer.tasks
+    worker = Worker(worker_app, WorkerConfig(queues=[queue_name, other], burst=True),
+                    handle_signals=False)  # fmt: skip
+    asyncio.run(worker.run())
+    assert handle.result(timeout=5) == 14
+    info, gone = handle.status(), stopped.status()
+    assert info is not None and info.state == "completed"
+    assert gone is not None and gone.counts == {"cancelled": 4}
+    producer.close()
+    worker_app.close()
+    assert [e for e in _denials(server.url) if e[b"username"].startswith(b"durq-")] == []
+
+
 def test_the_producer_user_cannot_touch_keys_outside_durq(
     server: RedisServer, queue_name: str
 ) -> None:

@@ -225,13 +225,16 @@ local function wf_build()
   -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends
   -- cancelled; its steps stop, and its running steps get the cancel flag of job control
   -- (lib/control.lua): their workers stop them, their release ends them cancelled.
+  -- A workflow submitted by a durq version without runs (its header has none) does not
+  -- progress under this one: a cancel ends it (its waiters get the outcome), and its
+  -- steps, which this version cannot find, run on as plain jobs.
   local function wf_abort(home, wid)
     local h = redis.call('HMGET', home .. 'wf:' .. wid, 'state', 'run')
-    if h[1] ~= 'running' or not h[2] then return end
-    local w = wf_ctx(home, wid, h[2])
+    if h[1] ~= 'running' then return end
+    local w = wf_ctx(home, wid, h[2] or '')
     local err = '{"reason":"cancelled","at":' .. string.format('%d', E.now) .. '}'
     local ttl = wf_close(w, 'cancelled', '{"ok":false,"error":' .. err .. '}', err)
-    wf_stopper().begin(w, 'K', ttl)
+    if h[2] then wf_stopper().begin(w, 'K', ttl) end
   end
 
   local wf_completed_many -- forward: member -> fire -> target -> member ...
@@ -300,22 +303,26 @@ local function wf_build()
       if not at then return end
     end
     local k, pos = wf_cursor(at)
-    local parts, bytes, read, more = {}, 0, {}, true
-    while more and fire_left > 0 and bytes < CHUNK_BYTES do
+    local parts, bytes, read, more, full = {}, 0, {}, true, false
+    while more and not full and fire_left > 0 do
       local members, after
-      members, after, more = wf_list_next(w.ws, 'B' .. b, k, pos, math.min(100, fire_left))
+      members, after, more = wf_list_next(w.ws, 'B' .. b, k, pos, math.min(20, fire_left))
       if #members == 0 then break end
       local fields = {}
       for i = 1, #members do fields[i] = 'r' .. members[i] end
       local values = redis.call('HMGET', w.ws, unpack(fields))
       for i = 1, #members do
         local value = values[i] or 'null'
+        if #parts > 0 and bytes + #value > CHUNK_BYTES then
+          full, more = true, true -- this one and the rest: in the next call
+          break
+        end
         parts[#parts + 1] = value
         bytes = bytes + #value
         read[#read + 1] = fields[i]
+        fire_left = fire_left - 1
+        k, pos = after[i][1], after[i][2]
       end
-      fire_left = fire_left - #members
-      k, pos = after[#after][1], after[#after][2]
     end
     wf_hdel(w.ws, read)
     local part = table.concat(parts, ',')
