@@ -13,6 +13,7 @@ import redis
 import durq
 from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
+from worker.support import running_worker
 
 from .acl_rules import FUNCTIONS_ONLY, PRODUCER, SCRIPT_COMMANDS, WORKER
 
@@ -92,16 +93,14 @@ def test_a_workflow_runs_and_is_read_with_minimal_acl_users(
     assert stopped.cancel() is durq.CancelStatus.CANCELLED
     worker_app = durq.App(worker_url)
     worker_app.tasks = producer.tasks
-    worker = Worker(worker_app, WorkerConfig(queues=[queue_name, other], burst=True),
-                    handle_signals=False)  # fmt: skip
-    asyncio.run(worker.run())
-    assert handle.result(timeout=5) == 14
+    with running_worker(worker_app, queues=[queue_name, other]):
+        assert handle.result(timeout=10) == 14
     info, gone = handle.status(), stopped.status()
     assert info is not None and info.state == "completed"
     assert gone is not None and gone.counts == {"cancelled": 4}
     producer.close()
     worker_app.close()
-    assert [e for e in _denials(server.url) if e[b"username"].startswith(b"durq-")] == []
+    assert [e for e in _denials(server.url) if str(e[b"username"]).startswith("b'durq-")] == []
 
 
 def test_the_producer_user_cannot_touch_keys_outside_durq(

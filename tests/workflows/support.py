@@ -166,25 +166,27 @@ class Front:
         return self.app.async_queue(name)
 
 
-def courier(queue: Any, *, rounds: int = 10_000) -> list[bytes]:
+def courier(queue: Any, *, rounds: int = 10_000, run: Any = None) -> list[bytes]:
     """Be the courier of the blocking ``queue``'s workflow outbox until it is empty (or
-    ``rounds`` fetches): apply every entry, release it. The entries, in order."""
+    ``rounds`` fetches): apply every entry, release it (each op through ``run``, by
+    default ``queue.run``). The entries, in order."""
     from durq.codec import PayloadCodec
     from durq.keys import OutboxKeys
     from durq.protocol import lifecycle
     from durq.protocol import workflows as wf
 
+    run = run or queue.run
     box = OutboxKeys(queue.keys.name, queue.keys.namespace, queue.keys.shard_count)
     seen: list[bytes] = []
     for _ in range(rounds):
-        jobs, _, _ = queue.run(lifecycle.fetch(box, PayloadCodec(), 100, 30.0))
+        jobs, _, _ = run(lifecycle.fetch(box, PayloadCodec(), 100, 30.0))
         if not jobs:
             break
         for job in jobs:
-            reply = queue.run(_deliver(wf.deliver_call(job.data)))
+            reply = run(_deliver(wf.deliver_call(job.data)))
             assert reply == b"OK", reply
             seen.append(job.data)
-        queue.run(lifecycle.release(box, jobs))
+        run(lifecycle.release(box, jobs))
     return seen
 
 

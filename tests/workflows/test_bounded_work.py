@@ -23,12 +23,12 @@ import durq
 from durq import workflows
 from durq.codec import PayloadCodec
 from durq.dev.server import RedisServer
-from durq.keys import OutboxKeys
 from durq.message import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import Op, Pipeline, ScriptCall
+from workflows.support import courier
 
 pytestmark = pytest.mark.slow
 
@@ -128,17 +128,8 @@ class Big:
         return durq.WorkflowHandle(app, "big", sub.id, run=run)
 
     def courier(self, rounds: int = 100_000) -> list[bytes]:
-        box = OutboxKeys("big")
-        seen: list[bytes] = []
-        for _ in range(rounds):
-            jobs, _, _ = self.run(lifecycle.fetch(box, PayloadCodec(), 100, 30.0))
-            if not jobs:
-                break
-            for job in jobs:
-                assert self.run(_deliver(job.data)) == b"OK"
-                seen.append(job.data)
-            self.run(lifecycle.release(box, jobs))
-        return seen
+        entries: list[bytes] = courier(self.queue, rounds=rounds, run=self.run)
+        return entries
 
     def take(self, n: int) -> list[durq.Job]:
         jobs: list[durq.Job] = self.run(lifecycle.dequeue(self.queue.keys, PayloadCodec(), n, 60))
@@ -163,11 +154,6 @@ class Big:
     def close(self) -> None:
         self.client.close()
         self.app.close()
-
-
-def _deliver(entry: bytes) -> Op[Any]:
-    reply = yield wf.deliver_call(entry)
-    return reply
 
 
 def _cpu_pressure() -> float:

@@ -182,7 +182,7 @@ local function wf_build()
   E.here = function(prefix) return wf_tag(prefix) == WF_SLOT end
 
   local function wf_q()
-    wf_queue = wf_queue or wf_queue_build()
+    wf_queue = wf_queue or wf_queue_build(wf_hmget)
     return wf_queue
   end
 

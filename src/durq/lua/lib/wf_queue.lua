@@ -14,18 +14,9 @@
 
 -- Workflow steps in the queue the K_* keys name (lib/bind_prefix.lua points them at each
 -- queue of the slot in turn): starting them (linked to their workflow) and stopping
--- them. Made on first use by the engine (lib/fan_in.lua).
-local function wf_queue_build()
+-- them. Made on first use by the engine (lib/fan_in.lua), which lends its `hmget`.
+local function wf_queue_build(hmget)
   local JSON_CODEC = 1 -- durq.codec.Codec.JSON
-
-  local function hmget(key, fields)
-    local out = {}
-    for i = 1, #fields, 1000 do
-      local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
-      for j = 1, #part do out[#out + 1] = part[j] end
-    end
-    return out
-  end
 
   local function wf_reset_helpers()
     counts, ready_delta, ready_groups = {}, {}, {}
