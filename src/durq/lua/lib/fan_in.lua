@@ -25,19 +25,20 @@
 --                    (JSON, for status), error; once ended, the summary (with a TTL)
 --   wfs:<run>:<wid>  hash: the structure of that run:
 --     t<n>  the target of node n: "m:<b>" member of barrier b | "s:<x>" start node x | "e"
---     L<x>  the leaves that starting node x starts (comma separated; absent: x itself)
---     B<b>  the members of barrier b, in order; N<b> how many are still open
+--     L<x>  the leaves that starting node x starts (comma separated, in parts of 100:
+--           L<x>, L<x>:2... ; absent: x itself)
+--     B<b>  the members of barrier b, in order (in parts too); N<b> how many are open
 --     p<n>  the parked spec of leaf n, not started yet: NUL-separated queue prefix, group,
 --           priority, max attempts, delay ms, mutable ('1': the input goes first),
 --           payload head and tail (the input is spliced between them), expiry ('',
 --           'in:<ms after its start>' or 'at:<epoch ms>')
---     L0    the first steps; c<x>, i<x>  where starting node x continues (a byte offset
---           into L<x>) and its input (large starts)
+--     L0    the first steps; c<x>, i<x>  where starting node x continues (a cursor
+--           "<part>:<byte>", or "end") and its input (large starts)
 --     r<n>  the result (JSON) of member n until its barrier fires; a<b> where the
 --           gathering of barrier b's results continues (large groups), F the barriers
 --           being gathered (their partial lists are in wfa:<run>:<b>:<wid>, strings)
 --     w<n>  the reason of a dead member waited for (policy "wait")
---     Q<k>, Q, P  the steps by queue, STOP_CHUNK per chunk, to stop them (see wf_stop_*)
+--     Q<k>, Q, P  the steps by queue, in chunks, to stop them (lib/fan_in_stop.lua)
 --     s<prefix>   the numbered 'S' entries sent to that queue (lib/wf_seq.lua)
 --     stop, x     while stopping: 'X' (failed) or 'K' (cancelled), and the next chunk
 --   wfd:<run>:<wid>  set: the nodes whose completion counted
@@ -50,11 +51,11 @@
 -- entry delivered again) count once. A report for another run (an older submission of
 -- the same id) finds another run in the header and changes nothing.
 -- No call does work that grows with the workflow: a start enqueues at most START_CHUNK
--- steps, a fire gathers at most FIRE_CHUNK results, a stop ends at most STOP_CHUNK steps
--- (chunked by the client at submit); each continues through the home queue's outbox
--- ('R', 'F', 'E' entries), from a cursor in the structure.
--- Steps started in this slot are enqueued at the end (fan_in_flush); steps and
--- completions for another slot leave through the outbox of the script's own queue.
+-- steps, a fire gathers at most FIRE_CHUNK results, a stop ends about 50 steps (chunked
+-- by the client at submit); each continues through the home queue's outbox ('R', 'F',
+-- 'E' entries), from a cursor in the structure. Steps started in this slot are enqueued
+-- at the end (fan_in_flush, lib/wf_queue.lua); steps and completions for another slot
+-- leave through the outbox of the script's own queue, starts numbered (lib/wf_seq.lua).
 
 -- The engine is built on first use: its closures cost nothing to the releases of a queue
 -- that has no workflow steps (Lua re-creates every function of a script on each call).
