@@ -43,7 +43,9 @@ __all__ = [
     "shard_tag",
     "split_shard",
     "vector_of",
+    "workflow_done_key",
     "workflow_key",
+    "workflow_structure_key",
 ]
 
 MAX_SHARDS = 256
@@ -289,8 +291,20 @@ def vector_of(prefix: str) -> tuple[str, ...]:
 
 
 def workflow_key(prefix: str, workflow_id: str) -> str:
-    """The hash of workflow ``workflow_id`` in its home queue (prefix ``prefix``)."""
+    """The header of workflow ``workflow_id`` in its home queue (prefix ``prefix``): its
+    state, run, plan; once it ended, its summary."""
     return f"{prefix}wf:{workflow_id}"
+
+
+def workflow_structure_key(prefix: str, workflow_id: str, run: str) -> str:
+    """The structure of run ``run`` of workflow ``workflow_id`` (lua/lib/fan_in.lua): the
+    run is a fixed-length tag, so no two workflow ids share a key."""
+    return f"{prefix}wfs:{run}:{workflow_id}"
+
+
+def workflow_done_key(prefix: str, workflow_id: str, run: str) -> str:
+    """The set of the nodes of run ``run`` of workflow ``workflow_id`` that completed."""
+    return f"{prefix}wfd:{run}:{workflow_id}"
 
 
 @dataclass(frozen=True)

@@ -37,15 +37,17 @@ import orjson
 from durq import tracing
 from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
+from durq._sync.sharded import shard_index
 from durq.codec import check_json
 from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
 from durq.handle import Cancelled, JobFailed
-from durq.keys import QueueKeys, check_job_id, shard_name
+from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
 from durq.message import build_call, decode_result
 from durq.models import CancelStatus
 from durq.protocol import workflows as wf
-from durq.protocol.args import delay_ms, new_ids
+from durq.protocol.args import PRIORITY_RANGE, delay_ms, int_in, new_ids
 from durq.protocol.calls import Op
+from durq.protocol.control import expiry
 from durq.protocol.status import Status
 from durq.protocol.workflows import StepInfo, WorkflowInfo
 from durq.task import Call, Task
@@ -110,12 +112,14 @@ class _Flow:
         on_failure: str = "fail",
         result_ttl: float | None = None,
     ) -> WorkflowHandle:
-        """Check the workflow and submit it (one script call, in the home queue's
-        slot); returns its handle. Enqueueing an ``id`` that exists changes nothing.
+        """Check the workflow and submit it (one round trip to the home queue's slot);
+        returns its handle. Enqueueing an ``id`` that exists changes nothing; once it
+        is gone (``result_ttl`` after it ended), the same ``id`` runs again.
 
         Args:
             id: the workflow id (random by default); its steps' job ids are
-                ``<id>.<node>``.
+                ``<id>.<run>.<node>`` (``handle.step_id(node)``), the run being a tag
+                drawn for each submission.
             on_failure: what a dead-lettered step does: ``"fail"`` (the workflow ends
                 failed and its unstarted steps are cancelled), ``"ignore"`` (the step
                 counts as done; its error takes its result's place, see ``step_error``)
@@ -128,12 +132,16 @@ class _Flow:
             q = app.queue(name)
             if not q._registered:
                 q.register()
+        for name in sub.sharded:
+            s = app.sharded_queue(name)
+            if not s._registered:
+                s.register()
 
-        def attempt() -> bool:
+        def attempt() -> tuple[bool, str]:
             return queue.run(sub.op())
 
-        created = sync_retrying(attempt, app.enqueue_retry_for)
-        return WorkflowHandle(app, sub.home_queue, sub.id, created=created)
+        created, run = sync_retrying(attempt, app.enqueue_retry_for)
+        return WorkflowHandle(app, sub.home_queue, sub.id, created=created, run=run)
 
     async def aenqueue(
         self,
@@ -149,12 +157,16 @@ class _Flow:
             q = app.async_queue(name)
             if not q._registered:
                 await q.register()
+        for name in sub.sharded:
+            s = app.async_sharded_queue(name)
+            if not s._registered:
+                await s.register()
 
-        async def attempt() -> bool:
+        async def attempt() -> tuple[bool, str]:
             return await queue.run(sub.op())
 
-        created = await async_retrying(attempt, app.enqueue_retry_for)
-        return WorkflowHandle(app, sub.home_queue, sub.id, created=created)
+        created, run = await async_retrying(attempt, app.enqueue_retry_for)
+        return WorkflowHandle(app, sub.home_queue, sub.id, created=created, run=run)
 
 
 class Chain(_Flow):
@@ -201,14 +213,27 @@ def _name(step: Any) -> str:
 class WorkflowHandle:
     """What ``enqueue`` returns: the workflow's id and home queue, its result, its status."""
 
-    def __init__(self, app: App, queue: str, id: str, *, created: bool = True) -> None:
+    def __init__(
+        self, app: App, queue: str, id: str, *, created: bool = True, run: str | None = None
+    ) -> None:
         self.app = app
         self.queue = queue
         self.id = id
         self.created = created  # False: a workflow with this id existed already
+        self.run = run  # the tag of its submission (None: not known to this handle)
 
     def __repr__(self) -> str:
         return f"<WorkflowHandle {self.queue}/{self.id}>"
+
+    def step_id(self, node: int) -> str:
+        """The job id of step ``node`` (its number in ``status().steps``):
+        ``<id>.<run>.<node>``. Needs the run: a handle made by ``enqueue`` has it."""
+        if self.run is None:
+            raise InvalidArgument(
+                "this handle does not know the workflow's run: read the step ids from "
+                "status().steps"
+            )
+        return wf.step_job_id(self.id, self.run, node)
 
     def result(self, timeout: float = 30.0) -> Any:
         """Wait up to ``timeout`` seconds (without polling) for the workflow's result:
@@ -286,15 +311,18 @@ class _Submission:
         keys: dict[str, QueueKeys],
     ) -> None:
         self.id = id
+        self.run = wf.new_run()  # the same on a retry of this submission
         self.policy = policy
         self.ttl_ms = ttl_ms
         self.compiled = compiled
         self.home_queue = compiled.home_queue
         self.home_keys = keys[compiled.home_queue]
-        self.queues = sorted(keys)
+        # the queues to register: plain ones, and sharded ones by their name (not a shard's)
+        self.queues = sorted(n for n, k in keys.items() if not k.shard_count)
+        self.sharded = sorted({split_shard(n)[0] for n, k in keys.items() if k.shard_count})
 
-    def op(self) -> Op[bool]:
-        return wf.submit(self.home_keys, self.id, self.policy, self.ttl_ms, self.compiled)
+    def op(self) -> Op[tuple[bool, str]]:
+        return wf.submit(self.home_keys, self.id, self.run, self.policy, self.ttl_ms, self.compiled)
 
 
 def _prepare(
@@ -304,7 +332,7 @@ def _prepare(
         raise InvalidArgument(f"on_failure must be one of {', '.join(wf.POLICIES)}, not {policy!r}")
     app = _app_of(root, set())
     wid = new_ids(1)[0] if workflow_id is None else check_job_id(workflow_id)
-    check_job_id(f"{wid}.{wf.MAX_NODES}")  # its steps' ids must be valid too
+    check_job_id(wf.step_job_id(wid, wf.new_run(), wf.MAX_NODES))  # its steps' ids too
     ttl = app.result_ttl if result_ttl is None else result_ttl
     ttl_ms = delay_ms(ttl, "result_ttl")
     builder = _Builder(app, wid)
@@ -374,11 +402,7 @@ class _Builder:
                 f"task {task.name!r} is not registered on the App: its workers would dead-letter it"
             )
         o = call.options
-        if o.id is not None or o.key is not None or o.replace:
-            raise InvalidArgument(
-                f"{task.name}: a workflow step takes no id, key or replace option (its id "
-                "is the workflow's, the step's number appended)"
-            )
+        _check_step_options(task.name, o)
         receives = gets_input and not call.immutable
         args = list(call.args)
         problem = task.arguments_problem([None, *args] if receives else args, call.kwargs)
@@ -395,7 +419,10 @@ class _Builder:
         queue = o.queue or task.queue
         count = app.shards.get(queue, 0)
         if count:
-            queue = shard_name(queue, secrets.randbelow(count))
+            # routed as ShardedQueue routes a job: by its group (so that the group's limit
+            # and rate hold across the queue), else anywhere
+            index = shard_index(o.group, count) if o.group else secrets.randbelow(count)
+            queue = shard_name(queue, index)
         keys = self.keys.get(queue)
         if keys is None:
             keys = self.keys[queue] = QueueKeys(queue, app.namespace, count)
@@ -411,6 +438,7 @@ class _Builder:
         head = b"[" + orjson.dumps(task.name) + b",["
         rest = payload[len(head) :]
         tail = rest if rest.startswith(b"]") else b"," + rest
+        delay = delay_ms(o.delay) if o.delay is not None else 0
         return wf.StepSpec(
             queue=queue,
             prefix=keys.prefix,
@@ -419,11 +447,49 @@ class _Builder:
             head=head,
             tail=tail,
             mutable=not call.immutable,
-            group=o.group or "",
-            priority=o.priority or 0,
+            group=check_group(o.group) if o.group is not None else "",
+            priority=int_in("priority", o.priority, PRIORITY_RANGE)
+            if o.priority is not None
+            else 0,
             max_attempts=task.config.max_attempts or app.max_attempts,
-            delay_ms=delay_ms(o.delay) if o.delay else 0,
+            delay_ms=delay,
+            expires=_step_expiry(task.name, o.expires, delay),
         )
+
+
+# Per-job options a step cannot take, and why (the others: queue, group, priority,
+# delay, expires; max_attempts, timeout and the backoff come from the task)
+_REFUSED = {
+    "id": "its id is the workflow's, with its run and node number appended",
+    "key": "its id is its dedup key already (the workflow's, with its run and node)",
+    "replace": "a step has no dedup key to replace",
+    "ttl": "throttling needs a dedup key, which a step has not",
+    "debounce": "debouncing needs a dedup key, which a step has not",
+    "max_wait": "it bounds a debounce, which needs a dedup key, which a step has not",
+    "keep_last": "keep-last needs a dedup key, which a step has not",
+}
+
+
+def _check_step_options(task: str, options: Any) -> None:
+    for name, why in _REFUSED.items():
+        value = getattr(options, name)
+        if value is not None and value is not False:
+            raise InvalidArgument(
+                f"{task}: a workflow step takes no {name} option ({name}={value!r}): {why}"
+            )
+
+
+def _step_expiry(task: str, value: Any, delay: int) -> str:
+    """A step's ``expires`` as the engine stores it: seconds count from the step's start
+    (when it becomes a job: at once for a first step, when its input is ready for a
+    later one); a datetime is a fixed time."""
+    if value is None:
+        return ""
+    try:
+        expires_in, expires_at = expiry(value, delay)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{task}: {exc}") from None
+    return f"at:{expires_at}" if expires_at else f"in:{expires_in}"
 
 
 # -- result types -----------------------------------------------------------------------

@@ -21,10 +21,41 @@ from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
 from helpers import eventually
 from worker.support import Durq
-from workflows.conftest import log, wapp
+from workflows.conftest import front, log, wapp
 from workflows.support import KillingFleet, leftovers, runs
 
-__all__ = ["log", "wapp"]
+# issue 30: the crossings of workflows with group slots, resubmission, late outbox
+# entries and step options, on the cluster (their steps in queues of other slots)
+from workflows.test_group_slots import test_a_workflow_that_ends_early_gives_its_group_slot_back
+from workflows.test_resubmit import (
+    test_a_report_of_an_earlier_run_changes_nothing,
+    test_a_workflow_id_runs_again_once_its_summary_expired,
+)
+from workflows.test_sharded import (
+    sapp,
+    test_a_step_with_a_group_goes_to_its_group_s_shard,
+    test_a_workflow_on_a_sharded_queue_registers_it_by_its_name,
+)
+from workflows.test_start_entries import (
+    test_a_start_consumed_by_a_failure_starts_nothing_however_late,
+    test_a_start_delivered_again_after_the_dedup_window_starts_nothing,
+)
+from workflows.test_step_options import test_a_step_that_expires_before_it_starts_never_runs
+
+__all__ = [
+    "front",
+    "log",
+    "sapp",
+    "test_a_report_of_an_earlier_run_changes_nothing",
+    "test_a_start_consumed_by_a_failure_starts_nothing_however_late",
+    "test_a_start_delivered_again_after_the_dedup_window_starts_nothing",
+    "test_a_step_that_expires_before_it_starts_never_runs",
+    "test_a_step_with_a_group_goes_to_its_group_s_shard",
+    "test_a_workflow_on_a_sharded_queue_registers_it_by_its_name",
+    "test_a_workflow_id_runs_again_once_its_summary_expired",
+    "test_a_workflow_that_ends_early_gives_its_group_slot_back",
+    "wapp",
+]
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault]
 
@@ -72,7 +103,7 @@ def test_a_group_across_slots_under_kills(
         pytest.fail(f"no result: {handle.status()}\n{durq_cli.outputs()[-5000:]}")
     fleet.stop_killing()  # the survivors deliver what a killed courier left
     callbacks = runs(log, "callback")
-    assert {c["job"] for c in callbacks} == {f"{handle.id}.{n + 3}"}
+    assert {c["job"] for c in callbacks} == {handle.step_id(n + 3)}
     assert all(c["results"] == [i * i for i in range(n)] for c in callbacks)
     assert fleet.kills >= 2, "the run was too short to be interrupted"
     eventually(
@@ -211,7 +242,7 @@ def test_a_purge_across_slots_fails_the_waiting_workflow_once(wapp: durq.App, lo
     assert [e[:2] for e in forward(far, OutboxKeys(far_queue))] == [b"D\0"]  # the death
     info = handle.status()
     assert info is not None and info.state == "running"
-    assert [f"{handle.id}.{n}" for n in info.dead] == [step.id]
+    assert [handle.step_id(n) for n in info.dead] == [step.id]
     assert far.purge(step.id) == 1
     assert far.purge(step.id) == 0
     [entry] = forward(far, OutboxKeys(far_queue), times=2)

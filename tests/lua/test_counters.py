@@ -37,7 +37,7 @@ def _counters_written() -> set[str]:
     # 'cancelled' (its callers: wf_end, wf_fail, wf_abort)
     if re.search(r"'wf_' \.\. state", code):
         found |= {"wf_completed", "wf_failed"}
-        if "wf_close(home, wid, wk, 'cancelled'" in code:
+        if "wf_close(w, 'cancelled'" in code:
             found.add("wf_cancelled")
     if re.search(r"\bcount\(why, ", code):
         found |= {"cancelled", "expired"}

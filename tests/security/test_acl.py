@@ -12,6 +12,7 @@ import redis
 import durq
 from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
+from worker.support import running_worker
 
 from .acl_rules import ADMIN, PRODUCER, SCRIPT_COMMANDS, WORKER
 from .users import acl_user as _user
@@ -49,6 +50,39 @@ def test_a_producer_and_a_worker_with_minimal_acl_users_process_jobs(
     producer.close()
     worker_app.close()
     assert denials(server.url, "durq-producer", "durq-worker", "durq-admin") == []
+
+
+def test_a_workflow_runs_and_is_read_with_minimal_acl_users(
+    server: RedisServer, queue_name: str
+) -> None:
+    """Workflows across two slots (outbox entries, numbered starts), their status and a
+    cancel, with the documented rules only."""
+    producer_url = _user(server.url, "durq-producer-wf", PRODUCER, "p-secret-3")
+    worker_url = _user(server.url, "durq-worker-wf", WORKER, "w-secret-3")
+    producer = durq.App(producer_url)
+    other = f"{queue_name}-b"
+
+    @producer.task(queue=queue_name)
+    def square(x: int) -> int:
+        return x * x
+
+    @producer.task(queue=other)
+    def total(values: list[int]) -> int:
+        return sum(values)
+
+    handle = durq.group([square.s(i) for i in range(4)]).then(total.s()).enqueue()
+    stopped = durq.group([square.s(i) for i in range(3)]).then(total.s()).enqueue()
+    assert stopped.cancel() is durq.CancelStatus.CANCELLED
+    worker_app = durq.App(worker_url)
+    worker_app.tasks = producer.tasks
+    with running_worker(worker_app, queues=[queue_name, other]):
+        assert handle.result(timeout=10) == 14
+    info, gone = handle.status(), stopped.status()
+    assert info is not None and info.state == "completed"
+    assert gone is not None and gone.counts == {"cancelled": 4}
+    producer.close()
+    worker_app.close()
+    assert [e for e in _denials(server.url) if str(e[b"username"]).startswith("b'durq-")] == []
 
 
 def test_the_producer_user_cannot_touch_keys_outside_durq(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,7 @@ import redis
 import durq
 from worker.fixtures import durq_cli, exec_log
 from workflows.apps import build
+from workflows.support import Front
 
 __all__ = ["durq_cli", "exec_log"]
 
@@ -35,3 +36,10 @@ def raw(redis_url: str) -> Iterator[redis.Redis]:
     client = redis.Redis.from_url(redis_url)
     yield client
     client.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+async def front(request: pytest.FixtureRequest, wapp: durq.App) -> AsyncIterator[Front]:
+    """The front end a test drives the workflow API through (both, in turn)."""
+    yield Front(wapp, str(request.param))
+    await wapp.aclose()

@@ -13,8 +13,9 @@ import redis
 # keys a queue keeps whatever it ran (counters, tombstones, dead letters and their
 # reasons, superseded records until a dequeue passes them, and the one-member wake
 # marker: an offer sets it, and a worker that fetched the job without blocking and then
-# stopped leaves it for the next idle consumer)
-_QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake")
+# stopped leaves it for the next idle consumer; the numbering of workflow start entries
+# between queues, lua/lib/wf_seq.lua, which does not grow with workflows)
+_QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake", "wfq", "wfi")
 
 
 def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> list[str]:
@@ -33,10 +34,16 @@ def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> l
                     continue
             elif name in _QUEUE_KEYS:
                 continue
+            elif name.startswith("wfi:") and raw.scard(key) <= 1:
+                continue  # at most the number of an entry applied out of order
             elif name.startswith(("ring:", "wfo:ring:")) and raw.pttl(key) > 0:
                 continue  # a worker's own wake marker (worker/alarm.py): it expires
-            elif name.startswith(("result:", "wf:")) and ":o:" not in name:
+            elif name.startswith(("result:", "wf:")):
                 wid = name.split(":", 1)[1]
+                if wid in workflow_ids and raw.pttl(key) > 0:
+                    continue
+            elif name.startswith("wfd:"):  # a failed or cancelled run's done set: its TTL
+                wid = name.split(":", 2)[2]
                 if wid in workflow_ids and raw.pttl(key) > 0:
                     continue
             found.append(key.decode())
@@ -123,3 +130,66 @@ class KillingFleet:
         self.stop_killing()
         for proc in self.procs:
             proc.kill()
+
+
+class Front:
+    """One front end of the workflow API behind coroutines: ``sync`` (``enqueue``,
+    ``cancel``, ``status``, ``result`` and the blocking ``Queue``) or ``async``
+    (``aenqueue``, ``acancel``, ``astatus``, ``aresult`` and the ``AsyncQueue``)."""
+
+    def __init__(self, app: Any, kind: str) -> None:
+        self.app = app
+        self.kind = kind
+
+    async def enqueue(self, flow: Any, **options: Any) -> Any:
+        if self.kind == "sync":
+            return flow.enqueue(**options)
+        return await flow.aenqueue(**options)
+
+    async def cancel(self, handle: Any) -> Any:
+        return handle.cancel() if self.kind == "sync" else await handle.acancel()
+
+    async def status(self, handle: Any) -> Any:
+        return handle.status() if self.kind == "sync" else await handle.astatus()
+
+    async def result(self, handle: Any, timeout: float) -> Any:
+        if self.kind == "sync":
+            return handle.result(timeout)
+        return await handle.aresult(timeout)
+
+    def queue(self, name: str) -> Any:
+        """The queue ``name`` in this front end (a blocking one seen as coroutines)."""
+        from engine.support import Blocking
+
+        if self.kind == "sync":
+            return Blocking(self.app.queue(name))
+        return self.app.async_queue(name)
+
+
+def courier(queue: Any, *, rounds: int = 10_000, run: Any = None) -> list[bytes]:
+    """Be the courier of the blocking ``queue``'s workflow outbox until it is empty (or
+    ``rounds`` fetches): apply every entry, release it (each op through ``run``, by
+    default ``queue.run``). The entries, in order."""
+    from durq.codec import PayloadCodec
+    from durq.keys import OutboxKeys
+    from durq.protocol import lifecycle
+    from durq.protocol import workflows as wf
+
+    run = run or queue.run
+    box = OutboxKeys(queue.keys.name, queue.keys.namespace, queue.keys.shard_count)
+    seen: list[bytes] = []
+    for _ in range(rounds):
+        jobs, _, _ = run(lifecycle.fetch(box, PayloadCodec(), 100, 30.0))
+        if not jobs:
+            break
+        for job in jobs:
+            reply = run(_deliver(wf.deliver_call(job.data)))
+            assert reply == b"OK", reply
+            seen.append(job.data)
+        run(lifecycle.release(box, jobs))
+    return seen
+
+
+def _deliver(call: Any) -> Any:
+    reply = yield call
+    return reply

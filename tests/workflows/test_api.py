@@ -24,7 +24,7 @@ def test_a_group_then_a_callback(wapp: durq.App, log: str, raw: redis.Redis) -> 
         assert handle.result(10) == 20
     [callback] = runs(log, "callback")
     assert callback["results"] == [i * i for i in range(20)]
-    assert callback["job"] == f"{handle.id}.{len(range(20)) + 3}"
+    assert callback["job"] == handle.step_id(len(range(20)) + 3)
     info = handle.status()
     assert info is not None and info.state == "completed"
     assert set(info.counts) == {"done"}

@@ -81,7 +81,7 @@ def _cases(app: durq.App, log: str) -> dict[str, tuple[Callable[[], Any], str]]:
         ),
         "a step with an id": (
             lambda: durq.group([sq.options(id="x").s(log, 1)]).enqueue(),
-            "no id, key",
+            "takes no id option",
         ),
         "not a step": (lambda: durq.chain(sq.s(log, 1), "total").enqueue(), "not str"),  # type: ignore[arg-type]
         "a bad workflow id": (lambda: durq.group([sq.s(log, 1)]).enqueue(id=""), "job id"),

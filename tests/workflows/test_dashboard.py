@@ -43,7 +43,7 @@ def test_workflow_pages_show_steps_and_where_it_waits(
                      "waits for a replay", "collect", "waiting"):  # fmt: skip
             assert text in page.text, text
         Path(flag).touch()
-        wapp.queue(q).replay(f"{handle.id}.4")
+        wapp.queue(q).replay(handle.step_id(4))
         handle.result(10)
     page = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": handle.id})
     assert "completed" in page.text and "It ended." in page.text

@@ -18,7 +18,7 @@ from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
 from helpers import eventually
 from worker.support import running_worker
-from workflows.support import leftovers, runs
+from workflows.support import courier, leftovers, runs
 
 
 def _take(queue: durq.Queue, lease: float = 30.0) -> durq.Job:
@@ -149,7 +149,7 @@ def test_a_start_delivered_twice_enqueues_once(wapp: durq.App, log: str) -> None
     home.run(_apply(entry.data))
     home.run(_apply(entry.data))
     step = _take(far)
-    assert step.id == f"{handle.id}.4" and step.payload[1] == [5]
+    assert step.id == handle.step_id(4) and step.payload[1] == [5]
     assert far.dequeue() is None
     far.release_many([step], results=[encode_result(5)])
     assert _forward(far) == 1  # its completion, to the home's slot
@@ -166,7 +166,31 @@ def test_a_replay_after_ignore_counts_nothing_twice(wapp: durq.App, log: str) ->
     queue = wapp.queue(wapp.default_queue)
     with running_worker(wapp, queues=[wapp.default_queue]):
         assert handle.result(10) == 2
-        assert queue.replay(f"{handle.id}.3") == 1  # it dies again: nothing to count
+        assert queue.replay(handle.step_id(3)) == 1  # it dies again: nothing to count
         time.sleep(0.3)
     assert len(runs(log, "callback")) == 1
     assert orjson.loads(orjson.dumps(runs(log, "callback")[0]["results"]))[1] == 1
+
+
+def test_large_payloads_start_and_gather_over_several_calls(wapp: durq.App, log: str) -> None:
+    """A call starts at most 256 KB of payload and gathers at most 256 KB of results
+    (lua/lib/fan_in.lua CHUNK_BYTES): a group of 40 steps of 20 KB each starts over
+    several calls, and its 40 results of 20 KB each are gathered over several calls."""
+    t = wapp.tasks
+    blob = "x" * 20_000
+    handle = (
+        durq.group([t["echo"].s(f"{i}:{blob}") for i in range(40)])
+        .then(t["collect"].s(log))
+        .enqueue()
+    )
+    queue = wapp.queue(wapp.default_queue)
+    started = courier(queue)  # the starts the commit did not get to
+    assert started and all(e.startswith(b"R\0") for e in started)
+    steps = queue.dequeue_many(100)
+    assert len(steps) == 40
+    queue.release_many(steps, results=[encode_result(s.payload[1][0]) for s in steps])
+    gathered = courier(queue)
+    assert len(gathered) >= 2 and all(e.startswith(b"F\0") for e in gathered)
+    assert _callback_input(queue) == [f"{i}:{blob}" for i in range(40)]
+    info = handle.status()
+    assert info is not None and info.waiting_on == {}

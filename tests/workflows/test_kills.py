@@ -57,7 +57,7 @@ def test_a_group_of_1000_under_kills_calls_back_once(
         pytest.fail(f"no result; status {handle.status()}\n{_outputs(durq_cli)}")
     fleet.stop_killing()  # the survivors deliver what a killed courier left
     callbacks = runs(log, "callback")
-    assert {c["job"] for c in callbacks} == {f"{handle.id}.{n + 3}"}  # one callback job
+    assert {c["job"] for c in callbacks} == {handle.step_id(n + 3)}  # one callback job
     assert all(c["results"] == [i * i for i in range(n)] for c in callbacks)
     ran = {r["key"] for r in runs(log) if r["key"] != "callback"}
     assert len(ran) == n

@@ -38,7 +38,7 @@ def test_fail_ends_the_workflow_and_cancels_the_rest(
         with pytest.raises(durq.WorkflowFailed, match="bad2 gives up"):
             chained.result(10)
     error = failed.value.error
-    assert error["reason"] == "child_failed" and error["job"] == f"{handle.id}.3"
+    assert error["reason"] == "child_failed" and error["job"] == handle.step_id(3)
     assert error["error"]["reason"] == "failed"
     assert runs(log, "callback") == []
     info = handle.status()
@@ -95,7 +95,7 @@ def test_wait_waits_for_a_replay(
         with pytest.raises(TimeoutError):
             handle.result(0.3)
         Path(flag).touch()
-        assert queue.replay(f"{handle.id}.4") == 1
+        assert queue.replay(handle.step_id(4)) == 1
         assert handle.result(10) == 2
     [callback] = runs(log, "callback")
     assert callback["results"] == [9, "late"]

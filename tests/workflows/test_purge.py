@@ -69,8 +69,8 @@ def test_a_purged_dead_step_fails_its_waiting_workflow(
         assert list(info.dead) == [4] and info.state == "running"
         with pytest.raises(TimeoutError):
             handle.result(0.2)
-        assert queue.purge(f"{handle.id}.4") == 1
-        inner = _raises_promptly(handle, "purged", f"{handle.id}.4")
+        assert queue.purge(handle.step_id(4)) == 1
+        inner = _raises_promptly(handle, "purged", handle.step_id(4))
     assert inner["dead"]["reason"] == "failed" and "late: no " in inner["dead"]["message"]
     ended = handle.status()
     assert ended is not None and ended.state == "failed" and not ended.dead
@@ -91,7 +91,7 @@ def test_a_dead_step_evicted_by_dead_cap_fails_its_waiting_workflow(
         [dead] = _waiting(handle).dead
         # another dead letter: the cap evicts the step's
         other = durq.chain(t["dies"].s(log, "other")).enqueue()
-        inner = _raises_promptly(handle, "evicted", f"{handle.id}.{dead}")
+        inner = _raises_promptly(handle, "evicted", handle.step_id(dead))
         with pytest.raises(durq.WorkflowFailed, match="other gives up"):
             other.result(10)
     assert inner["dead"]["reason"] == "failed"
@@ -117,7 +117,7 @@ def test_a_purge_in_another_slot_fails_the_workflow_through_the_outbox(
     with running_worker(wapp, queues=[home_queue, other]):
         info = _waiting(handle)
         [dead] = info.dead
-        step = f"{handle.id}.{dead}"
+        step = handle.step_id(dead)
         assert far.purge(step) == 1
         inner = _raises_promptly(handle, "purged", step)
     assert inner["dead"]["reason"] == "failed"
@@ -140,7 +140,7 @@ def test_a_purge_applied_twice_and_its_entry_delivered_twice_count_once(
     handle, queue = _group_waiting_on_step_4(wapp, log, tmp_path)
     with running_worker(wapp):
         _waiting(handle)
-    step = f"{handle.id}.4"
+    step = handle.step_id(4)
     # nothing is delivered from here on: the entry is applied by hand, twice
     assert queue.purge(step) == 1
     assert queue.purge([step, step]) == 0

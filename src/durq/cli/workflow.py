@@ -14,9 +14,10 @@ from durq.cli.admin import _known_queues, _redis_errors, _when, console
 from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
-from durq.keys import check_job_id, workflow_key
+from durq.keys import NamespaceKeys, check_job_id, shard_name, split_shard, workflow_key
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Command, Op
+from durq.protocol.namespace import shard_counts
 from durq.protocol.status import Status
 from durq.protocol.workflows import WorkflowInfo
 from durq.redaction import Redact
@@ -35,10 +36,26 @@ def _exists(key: str) -> Op[bool]:
 
 
 def _find(workflow_id: str, queue: str | None, url: str | None, namespace: str) -> Queue:
-    """The home queue of the workflow: ``queue``, or the registered queue holding it."""
-    names = [queue] if queue else _known_queues(url, namespace)
-    for name in names:
-        q = Queue(name, url, namespace=namespace)
+    """The home queue of the workflow: ``queue`` (a queue, or a shard ``name~i`` of a
+    sharded queue), or the registered queue holding it (a sharded queue's steps spread
+    over its shards, and so do the homes of its workflows)."""
+    with Queue("default", url, namespace=namespace) as probe:
+        counts: dict[str, int] = probe.run(shard_counts(NamespaceKeys(namespace)))
+    if queue:
+        base, index = split_shard(queue)
+        homes = [(queue, counts.get(base, 0) if index is not None else 0)]
+    else:
+        homes = [
+            home
+            for n in _known_queues(url, namespace)
+            for home in (
+                [(shard_name(n, i), counts[n]) for i in range(counts[n])]
+                if n in counts
+                else [(n, 0)]
+            )
+        ]
+    for name, shards in homes:
+        q = Queue(name, url, namespace=namespace, shard_count=shards)
         if q.run(_exists(workflow_key(q.keys.prefix, workflow_id))):
             return q
         q.close()

@@ -33,7 +33,10 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
          (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
          Handing out a group turn's plain jobs is a fixed number of commands whatever
          their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
-         keys); jobs under job control and stale ids cost commands of their own.
+         keys); jobs under job control and stale ids cost commands of their own. While a
+         workflow that failed or was cancelled stops its steps in this queue (a guard,
+         lib/wf_stop.lua), a popped step of it ends cancelled instead of starting, for the
+         cost of WF_STOP_COST skipped ids; one EXISTS per call tells whether any is.
 ]]
 --- @include "lib/status"
 --- @include "lib/keys"
@@ -57,10 +60,12 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/types"
 --- @include "lib/typed_read"
 --- @include "lib/schedules_due"
+--- @include "lib/wf_stop"
 
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
+local WF_STOP_COST = 20 -- a guarded workflow step (lib/wf_stop.lua) counts as this many
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -166,6 +171,9 @@ end
 
 local budget = SKIP_MAX
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
+-- whether a workflow that ended early is stopping steps of this queue (lib/wf_stop.lua):
+-- one EXISTS per call that pops jobs, read when the first one is popped
+local stopping = nil
 
 -- The dedup keys of started jobs, `keyed` = {key, id, ...}: each is freed if its job
 -- still holds it, with one HMGET and one HDEL for all (pcall: garbage in K_KEYS must not
@@ -194,7 +202,19 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     -- (lib/record_peek.lua) without rec_decode's table and copies: about 1 us per job
     local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
       flags, kpos, klen = rec_peek(raw)
-    if state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
+    local stop, wid = nil, nil
+    if state == ST_PENDING then
+      if stopping == nil then stopping = redis.call('EXISTS', K_PREFIX .. WF_GUARDS) == 1 end
+      if stopping then stop, wid = wf_guard(id) end
+    end
+    if stop and not handed_ids[id] then
+      -- a step of a workflow that failed or was cancelled, whose stop has not reached it:
+      -- it ends as the stop would end it (a few commands: it counts for WF_STOP_COST)
+      handed_ids[id] = true
+      budget = budget - WF_STOP_COST
+      ready_add(g, -1)
+      wf_stop_unstarted(id, rec_decode(raw), now, stop, wid, false)
+    elseif state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
       handed_ids[id] = true
       if counted then flags = bit.bor(flags, FLAG_SLOT) end
       -- as rec_encode of the record updated below (state, attempts, deliveries, deq)

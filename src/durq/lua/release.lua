@@ -12,8 +12,9 @@ Effects  a released job's id stays taken until its dedup window (from its enqueu
          a result is stored at <prefix>result:<id> (a one-element list) with its TTL;
          under a max_active (flow control) one idle consumer is woken for the freed place.
          A workflow step's result goes to its workflow instead (lib/fan_in.lua): counted
-         in the parent's open set here when the workflow's home shares this slot, else
-         forwarded through this queue's outbox.
+         here, by membership in its run's set of completed nodes, when the workflow's
+         home shares this slot, else forwarded through this queue's outbox; a group that
+         fires gathers at most 500 results in this call (the rest through the outbox).
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before any
          change: K_JOBS and K_CONF are checked by their reads (before the first write),
          the others with TYPE: 3, plus 4 when it frees slots, 8 when job control ends

@@ -1,15 +1,17 @@
 --[[ workflow_cancel: a running workflow is no longer wanted (WorkflowHandle.cancel).
 Run in the workflow's home slot. The workflow ends in the terminal state cancelled, with
 the error {"reason": "cancelled", "at": ms} as its result (a waiter gets it now), and
-its callback never runs. Its steps (lib/fan_in.lua wf_abort): parked ones (not started)
-are dropped; pending, delayed or backing-off ones end cancelled, as cancel.lua ends a
-job that did not start (listed ones are skipped when dequeue reaches them), and are
-never delivered; running ones are flagged as cancel.lua flags a running job
-(FLAG_CANCEL, a hint on <prefix>cancel), so their workers stop them and their release
-ends them cancelled, never completed. Steps in queues of another slot are cancelled
-through this queue's workflow outbox ('K' entries, workflow_deliver.lua): idempotent,
-delivered at least once; a start still in an outbox finds a tombstone and starts
-nothing.
+its callback never runs. Its steps (lib/fan_in.lua wf_abort, wf_stop_*): parked ones
+(not started) never start; pending, delayed or backing-off ones end cancelled, as
+cancel.lua ends a job that did not start (listed ones are skipped when dequeue reaches
+them), and are never delivered; running ones are flagged as cancel.lua flags a running
+job (FLAG_CANCEL, a hint on <prefix>cancel), so their workers stop them and their
+release ends them cancelled, never completed. This call stops the first STOP_CHUNK
+steps and puts up a guard in each queue of this slot (lib/wf_stop.lua: dequeue ends a
+guarded step it pops); the next chunks follow through this queue's outbox ('E'
+entries). Steps in queues of another slot are cancelled through the outbox too ('K'
+entries, workflow_deliver.lua): idempotent, delivered at least once; a start still on
+its way there is consumed ('Q' entries, lib/wf_seq.lua) and starts nothing.
 KEYS     the home queue's key vector (lib/keys.lua)
 ARGV[1]  the workflow id
 Returns  {status, state}: CANCELLED (it ran: it ended cancelled now), FINISHED (it had
@@ -17,8 +19,8 @@ Returns  {status, state}: CANCELLED (it ran: it ended cancelled now), FINISHED (
          its summary expired; state '') (lib/status.lua)
 Errors   DURQ_WRONGTYPE when the workflow's key holds another Redis type, before any
          change
-Cost     O(steps) commands in this slot, plus one outbox entry per 1,000 steps of each
-         queue of another slot; like the policy "fail", which cancels the same steps
+Cost     O(STOP_CHUNK + queues of the workflow) commands; like the policy "fail",
+         which stops the same steps
 ]]
 --- @include "lib/status"
 --- @include "lib/type_check"

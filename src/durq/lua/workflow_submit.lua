@@ -1,57 +1,56 @@
 --[[ workflow_submit: create a workflow in its home queue's slot and start its first steps.
-The client sends, in one round trip: HSETs of the workflow's structure (lib/fan_in.lua:
-targets, barriers, parked steps) into a staging hash of its own (with a TTL), then this
-call, which makes the staging hash the workflow (RENAME, O(1)), creates the open sets
-of its barriers and starts the first of its first steps (enqueued at once when their
-queue shares the home's slot, else handed to the home queue's outbox, delivered from
-there at least once by workflow_deliver.lua), then, for a workflow with more first
-steps than START_CHUNK, 'R' orders of workflow_deliver that start the rest. Each call is
-short; this one is the commit: a client that dies before it leaves a staging hash that
-expires, one that dies after it a workflow that runs to its end (an outbox entry
-continues the first steps the client did not start).
+The client sends, in one round trip: HSETs of the workflow's header (its plan) and of
+its structure (lib/fan_in.lua: targets, barriers and their open counts, parked steps,
+stop chunks) into staging hashes of its own (with a TTL), then this call, which makes
+them the workflow's header and the structure of this run (RENAME, O(1) each) and starts
+the first of its first steps (enqueued at once when their queue shares the home's slot,
+else handed to the home queue's outbox, delivered from there at least once by
+workflow_deliver.lua), then, for a workflow with more first steps than START_CHUNK, 'R'
+orders of workflow_deliver that start the rest. Each call is short; this one is the
+commit: a client that dies before it leaves staging hashes that expire, one that dies
+after it a workflow that runs to its end (an outbox entry continues the first steps the
+client did not start).
 KEYS     the home queue's key vector (lib/keys.lua)
-ARGV[1]  wid: the workflow id (its steps' job ids are <wid>.<node>)
+ARGV[1]  wid: the workflow id (its steps' job ids are <wid>.<run>.<node>)
 ARGV[2]  policy: fail | ignore | wait
 ARGV[3]  ttl_ms: how long the result and summary are kept once it ended
-ARGV[4]  plan: JSON, the structure as shown by status
-ARGV[5]  Q: JSON object, queue prefix -> the leaf nodes of that queue
-ARGV[6]  bars: the barrier nodes, comma separated
-ARGV[7]  the staging hash holding the structure fields (t<n>, L<x>, B<b>, p<n>, L0)
-Returns  {CREATED} or {EXISTS} when a workflow with this id exists (or ended less than
-         its ttl ago): nothing changed.
-Errors   DURQ_ARG when the staging hash is missing (it expired: submit again). A step
+ARGV[4]  run: this submission's tag (8 characters, drawn by the client)
+ARGV[5]  the staging hash of the header (plan)
+ARGV[6]  the staging hash of the structure (t<n>, L<x>, B<b>, N<b>, p<n>, L0, Q<k>, Q, P)
+Returns  {CREATED, run}, or {EXISTS, the existing run} when a workflow with this id
+         exists (or ended less than its ttl ago): nothing changed (the staging goes).
+Errors   DURQ_ARG when a staging hash is missing (it expired: submit again). A step
          whose queue's keys hold another Redis type is handed to the outbox, which
          retries it until they are repaired, so never DURQ_WRONGTYPE (its shared helper
          is included, not called).
-Cost     O(barriers + members / 1000) commands, plus a few per START_CHUNK steps started.
+Cost     O(1) commands, plus a few per START_CHUNK steps started.
 ]]
 --- @include "lib/status"
 --- @include "lib/fan_in"
 
-local wid, policy, staged = ARGV[1], ARGV[2], ARGV[7]
+local wid, policy, ttl, run, head, body = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local wk = K_PREFIX .. 'wf:' .. wid
 if redis.call('EXISTS', wk) == 1 then
-  redis.call('DEL', staged)
-  return {S_EXISTS}
+  redis.call('UNLINK', head, body)
+  return {S_EXISTS, redis.call('HGET', wk, 'run') or ''}
 end
-if redis.call('EXISTS', staged) == 0 then
+if redis.call('EXISTS', head) == 0 or redis.call('EXISTS', body) == 0 then
+  redis.call('UNLINK', head, body)
   return redis.error_reply('DURQ_ARG the staged workflow ' .. wid .. ' is gone: submit again')
 end
 local now = now_ms()
 local engine = wf_engine()
 engine.set_now(now)
-redis.call('RENAME', staged, wk)
+local w = engine.ctx(K_PREFIX, wid, run)
+w.policy = policy
+redis.call('RENAME', head, wk)
 redis.call('PERSIST', wk)
-redis.call('HSET', wk, 'state', 'running', 'policy', policy, 'ttl', ARGV[3], 'created', now,
-  'plan', ARGV[4], 'Q', ARGV[5], 'bars', ARGV[6])
-for b in string.gmatch(ARGV[6], '[^,]+') do
-  local members = wf_split(redis.call('HGET', wk, 'B' .. b), ',')
-  for c = 1, #members, 1000 do
-    redis.call('SADD', wk .. ':o:' .. b, unpack(members, c, math.min(c + 999, #members)))
-  end
-end
+redis.call('HSET', wk, 'state', 'running', 'policy', policy, 'ttl', ttl, 'created', now,
+  'run', run)
+redis.call('RENAME', body, w.ws)
+redis.call('PERSIST', w.ws)
 redis.call('ZADD', K_PREFIX .. 'wfr', now, wid)
 redis.pcall('HINCRBY', K_STATS, 'wf_started', 1)
-engine.start(K_PREFIX, wid, wk, '0', nil, true)
+engine.start(w, '0', nil, true)
 fan_in_flush()
-return {S_CREATED}
+return {S_CREATED, run}

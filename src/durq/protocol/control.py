@@ -32,6 +32,7 @@ __all__ = [
     "cancel",
     "cancel_channel",
     "control_fields",
+    "expiry",
     "parse_control",
     "parse_progress",
     "progress_json",
@@ -75,9 +76,10 @@ def _positive_ms(name: str, value: Any) -> int:
     return ms
 
 
-def _expiry(value: Any, delay: int) -> tuple[int, int]:
+def expiry(value: Any, delay: int) -> tuple[int, int]:
     """(expires_in_ms, expires_at_ms) of ``expires``: seconds from now, or a datetime
-    (a naive one is local time). The job must be able to start before it expires."""
+    (a naive one is local time). The job must be able to start before it expires
+    (``delay``, in ms, after now). Workflow steps use it too."""
     if isinstance(value, datetime.datetime):
         at = value.timestamp()
         left = at - time.time()
@@ -155,7 +157,7 @@ def control_fields(
         delay, key, replace = int(row[2]), str(row[7]), row[8] == 1
         mode, window, max_wait = _mode(m, key, delay, replace)
         if m.expires is not None:
-            expires_in, expires_at = _expiry(m.expires, window if mode == "deb" else delay)
+            expires_in, expires_at = expiry(m.expires, window if mode == "deb" else delay)
         else:
             expires_in, expires_at = 0, 0
         out.append((expires_in, expires_at, mode, window, max_wait, ttl))

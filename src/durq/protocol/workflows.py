@@ -8,12 +8,17 @@ of the enclosing group's barrier, start the next element of the enclosing chain,
 the workflow) and parks every step that does not start at once, with its payload split
 around the place where its input goes. The engine that runs it is in Lua
 (``lua/lib/fan_in.lua``); this module only prepares and reads.
+
+Each submission draws a *run* tag: the steps' job ids are ``<workflow id>.<run>.<node>``
+and the workflow's structure lives under keys named by the run, so a workflow id
+submitted again once its summary expired starts afresh, whatever its earlier steps left.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import secrets
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -22,7 +27,13 @@ import orjson
 
 from durq import lua
 from durq.errors import InvalidArgument
-from durq.keys import QueueKeys, vector_of, workflow_key
+from durq.keys import (
+    QueueKeys,
+    vector_of,
+    workflow_done_key,
+    workflow_key,
+    workflow_structure_key,
+)
 from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
@@ -43,16 +54,36 @@ __all__ = [
     "deliver_call",
     "entry_target",
     "info",
+    "new_run",
     "running",
+    "step_job_id",
     "submit",
 ]
 
 POLICIES = ("fail", "ignore", "wait")
 MAX_NODES = 100_000
-START_CHUNK = 500  # steps started per script call (lua/lib/fan_in.lua)
+# Work per script call, so that none runs long at MAX_NODES (lua/lib/fan_in.lua, which
+# has the same numbers): steps started, results gathered when a group fires, steps
+# stopped when a workflow fails or is cancelled.
+START_CHUNK = 100
+FIRE_CHUNK = 500
+STOP_CHUNK = 50
 _STAGE_FIELDS = 1000  # structure fields per HSET of a submission
+_READ_FIELDS = 100  # fields per HMGET of status()
+_PART = 100  # items per field of a long list of the structure (lua/lib/fan_in.lua)
+_PLAN_BYTES = 262_144  # bytes of the plan per field
 _STAGE_TTL_MS = 600_000
 _SEP = b"\0"
+
+
+def new_run() -> str:
+    """A submission's run tag: 8 hex characters (see the module's docstring)."""
+    return secrets.token_hex(4)
+
+
+def step_job_id(workflow_id: str, run: str, node: int) -> str:
+    """The job id of node ``node`` of run ``run`` of workflow ``workflow_id``."""
+    return f"{workflow_id}.{run}.{node}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +104,7 @@ class StepSpec:
     priority: int = 0
     max_attempts: int = 5
     delay_ms: int = 0
+    expires: str = ""  # "" | "in:<ms after the step's start>" | "at:<epoch ms>"
 
 
 @dataclass(frozen=True)
@@ -100,7 +132,6 @@ class Compiled:
     home_queue: str
     plan: Any
     fields: list[tuple[str, Arg]] = field(default_factory=list)
-    bars: list[int] = field(default_factory=list)
     by_queue: dict[str, list[int]] = field(default_factory=dict)
     first: list[int] = field(default_factory=list)  # the steps that start at once
     steps: int = 0
@@ -136,6 +167,15 @@ def _leaves(node: NodeSpec, out: list[StepSpec]) -> list[StepSpec]:
     return out
 
 
+def _parts(name: str, items: list[int]) -> list[tuple[str, Arg]]:
+    """A list the engine walks with a cursor, in fields of at most _PART items
+    (``name``, ``name:2``, ...): a call reads the part it needs, never the whole list."""
+    return [
+        (name if i == 0 else f"{name}:{i // _PART + 1}", ",".join(map(str, items[i : i + _PART])))
+        for i in range(0, len(items), _PART)
+    ]
+
+
 def compile_workflow(root: NodeSpec) -> Compiled:
     """Number the nodes, assign targets, park what does not start at once."""
     root = _flatten(root)
@@ -164,13 +204,13 @@ def compile_workflow(root: NodeSpec) -> Compiled:
                     b"1" if mutable else b"0",
                     node.head if mutable else node.payload,
                     node.tail if mutable else b"",
+                    node.expires.encode(),
                 )
             )  # fmt: skip
             out.fields.append((f"p{n}", spec))
             plan = {"k": "step", "n": n, "task": node.task, "queue": node.queue, "p": node.prefix}
             return n, [n], plan
         if isinstance(node, GroupSpec):
-            out.bars.append(n)
             members: list[int] = []
             starts: list[int] = []
             plans = []
@@ -180,8 +220,9 @@ def compile_workflow(root: NodeSpec) -> Compiled:
                 members.append(done)
                 starts.extend(first)
                 plans.append(plan)
-            out.fields.append((f"B{n}", ",".join(map(str, members))))
-            out.fields.append((f"L{n}", ",".join(map(str, starts))))
+            out.fields += _parts(f"B{n}", members)
+            out.fields.append((f"N{n}", len(members)))
+            out.fields += _parts(f"L{n}", starts)
             return n, starts, {"k": "group", "n": n, "c": plans}
         # a chain (numbered, though no field names it): element i completes into the
         # start of element i + 1, which is that element's own node (a step, or a group
@@ -193,48 +234,60 @@ def compile_workflow(root: NodeSpec) -> Compiled:
 
     done, out.first, out.plan = walk(root, False)
     out.fields.append((f"t{done}", "e"))
-    out.fields.append(("L0", ",".join(map(str, out.first))))  # started by the submit
+    out.fields += _parts("L0", out.first)  # started by the submit
+    # what stopping it (a failure, a cancel) goes through, STOP_CHUNK steps per call:
+    # Q<k> = prefix, whether it is that queue's last chunk, its steps; P the queues
+    chunks: list[bytes] = []
+    for prefix, leaves in out.by_queue.items():
+        for i in range(0, len(leaves), STOP_CHUNK):
+            last = b"1" if i + STOP_CHUNK >= len(leaves) else b"0"
+            part = ",".join(map(str, leaves[i : i + STOP_CHUNK])).encode()
+            chunks.append(_SEP.join((prefix.encode(), last, part)))
+    out.fields += [(f"Q{k}", chunk) for k, chunk in enumerate(chunks, 1)]
+    out.fields.append(("Q", len(chunks)))
+    out.fields.append(("P", _SEP.join(p.encode() for p in out.by_queue)))
     return out
 
 
 def submit(
-    home: QueueKeys, workflow_id: str, policy: str, ttl_ms: int, compiled: Compiled
-) -> Op[bool]:
-    """Create the workflow, in one round trip to its home slot: HSETs of its structure
-    into a staging hash, the commit (workflow_submit.lua), then one call per further
-    START_CHUNK first steps. False when a workflow with this id exists already (nothing
-    changed)."""
+    home: QueueKeys, workflow_id: str, run: str, policy: str, ttl_ms: int, compiled: Compiled
+) -> Op[tuple[bool, str]]:
+    """Create the workflow, in one round trip to its home slot: HSETs of its header and
+    structure into staging keys, the commit (workflow_submit.lua), then one call per
+    further START_CHUNK first steps. Returns (created, run): created False when a
+    workflow with this id exists already (nothing changed; run is that one's)."""
     if policy not in POLICIES:
         raise InvalidArgument(f"on_failure must be one of {', '.join(POLICIES)}, not {policy!r}")
-    wk = workflow_key(home.prefix, workflow_id)
-    staged = f"{wk}:new:{os.urandom(6).hex()}"  # this submission's own
-    calls: list[ScriptCall | Command] = []
+    staged = f"{home.prefix}wfn:{os.urandom(6).hex()}"  # this submission's own
+    head, body = f"{staged}:h", f"{staged}:s"
+    # the plan (status' view of the structure), in fields of at most _PLAN_BYTES: no
+    # command reads or writes much at once
+    plan = orjson.dumps(compiled.plan)
+    parts = [plan[i : i + _PLAN_BYTES] for i in range(0, len(plan), _PLAN_BYTES)]
+    calls: list[ScriptCall | Command] = [
+        Command(("HSET", head, "plan", parts[0], "plans", len(parts))),
+        Command(("PEXPIRE", head, _STAGE_TTL_MS)),
+    ]
+    calls += [Command(("HSET", head, f"plan{i}", part)) for i, part in enumerate(parts[1:], 2)]
     for i in range(0, len(compiled.fields), _STAGE_FIELDS):
         chunk = compiled.fields[i : i + _STAGE_FIELDS]
-        calls.append(Command(("HSET", staged, *(v for pair in chunk for v in pair))))
+        calls.append(Command(("HSET", body, *(v for pair in chunk for v in pair))))
         if not i:  # a client dying before the commit leaves nothing that stays
-            calls.append(Command(("PEXPIRE", staged, _STAGE_TTL_MS)))
-    args: list[Arg] = [
-        workflow_id,
-        policy,
-        ttl_ms,
-        orjson.dumps(compiled.plan),
-        orjson.dumps(compiled.by_queue),
-        ",".join(map(str, compiled.bars)),
-        staged,
-    ]
+            calls.append(Command(("PEXPIRE", body, _STAGE_TTL_MS)))
+    args: list[Arg] = [workflow_id, policy, ttl_ms, run, head, body]
     commit = len(calls)
     calls.append(ScriptCall(lua.load("workflow_submit"), home.vector, args))
     # the rest of the first steps, in calls of their own (no script runs long); if this
     # client dies before they ran, the outbox entry the submit wrote continues them
-    resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0"))
+    resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0", run.encode()))
     more = (len(compiled.first) - 1) // START_CHUNK
     calls += [deliver_call(resume) for _ in range(more)]
     replies = yield Pipeline(tuple(calls))
     for reply in replies:
         if isinstance(reply, Exception):
             raise reply
-    return Status(replies[commit][0]) is Status.CREATED
+    status, used = replies[commit]
+    return Status(status) is Status.CREATED, used.decode()
 
 
 def cancel(home: QueueKeys, workflow_id: str) -> Op[tuple[Status, str | None]]:
@@ -265,9 +318,10 @@ def deliver_call(entry: bytes) -> ScriptCall:
 @dataclass(frozen=True)
 class StepInfo:
     """One step of a workflow: its node number, task, queue, job id and state
-    (``waiting``: not started yet; ``cancelled``: its workflow failed or was cancelled
-    before it ran, or it was stopped; ``done``: finished and gone; else its job's
-    state: pending, active, dead...)."""
+    (``waiting``: not started yet; ``starting``: its start is on its way to its queue,
+    in another slot; ``cancelled``: its workflow failed or was cancelled before it ran,
+    or it was stopped; ``done``: finished and gone; else its job's state: pending,
+    active, dead...)."""
 
     node: int
     task: str
@@ -280,7 +334,8 @@ class StepInfo:
 class WorkflowInfo:
     """A workflow as stored: ``state`` is running, completed, failed or cancelled; ``waiting_on``
     maps each open group (node) to how many of its members are still open; ``dead``
-    lists the steps whose death the workflow waits out (policy "wait")."""
+    lists the steps whose death the workflow waits out (policy "wait"); ``run`` is the
+    tag of its submission, part of its steps' job ids."""
 
     id: str
     queue: str
@@ -293,6 +348,7 @@ class WorkflowInfo:
     waiting_on: dict[int, int]
     dead: dict[int, Any]
     plan: Any
+    run: str = ""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -318,23 +374,34 @@ def _bars(plan: Any, out: list[int]) -> list[int]:
 
 def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
     """Read workflow ``workflow_id`` of home queue ``home`` (None if unknown or expired):
-    one round trip to its home, then one per queue of its steps."""
+    a few round trips to its home (commands of at most a thousand fields each), then
+    one per queue of its steps."""
     wk = workflow_key(home.prefix, workflow_id)
     head = yield Command(
-        ("HMGET", wk, "state", "policy", "created", "finished", "error", "plan", "cancelled")
+        ("HMGET", wk, "state", "policy", "created", "finished", "error", "plan", "run", "plans")
     )
     if head[0] is None:
         return None
-    plan = orjson.loads(head[5] or b"{}")
+    more = [f"plan{i}" for i in range(2, int(head[7] or 1) + 1)]
+    rest = yield from _chunked(("HMGET", wk), more, 1)
+    plan = orjson.loads(b"".join([head[5] or b"{}", *rest]))
     leaves = _walk_steps(plan, [])
     state = head[0].decode()
+    run = (head[6] or b"").decode()
     parked: list[Any] = [None] * len(leaves)
     dead: dict[int, Any] = {}
     open_counts: dict[int, int] = {}
+    done: list[bool] = [False] * len(leaves)
     if state == "running" and leaves:
-        parked, dead, open_counts = yield from _progress(wk, leaves, _bars(plan, []))
-    cancelled = set((head[6] or b"").decode().split(","))
-    states = yield from _step_states(workflow_id, leaves, parked, cancelled)
+        ws = workflow_structure_key(home.prefix, workflow_id, run)
+        parked, dead, open_counts = yield from _progress(ws, leaves, _bars(plan, []))
+    if state != "completed" and leaves:
+        # a step without a record completed (and counted), or did not (yet)
+        wd = workflow_done_key(home.prefix, workflow_id, run)
+        nodes = [str(s["n"]) for s in leaves]
+        done = [bool(x) for x in (yield from _chunked(("SMISMEMBER", wd), nodes))]
+    ids = [step_job_id(workflow_id, run, s["n"]) for s in leaves]
+    states = yield from _step_states(ids, leaves, parked, done, state)
     return WorkflowInfo(
         id=workflow_id,
         queue=home.name,
@@ -344,47 +411,64 @@ def info(home: QueueKeys, workflow_id: str) -> Op[WorkflowInfo | None]:
         finished_at=int(head[3]) / 1000 if head[3] else None,
         error=orjson.loads(head[4]) if head[4] else None,
         steps=[
-            StepInfo(s["n"], s["task"], s["queue"], f"{workflow_id}.{s['n']}", states[i])
-            for i, s in enumerate(leaves)
+            StepInfo(s["n"], s["task"], s["queue"], ids[i], states[i]) for i, s in enumerate(leaves)
         ],
         waiting_on=open_counts,
         dead=dead,
         plan=plan,
+        run=run,
     )
 
 
-def _progress(
-    wk: str, leaves: list[dict[str, Any]], bars: list[int]
-) -> Op[tuple[list[Any], dict[int, Any], dict[int, int]]]:
-    """A running workflow's parked steps, dead steps waited for, open barriers."""
-    fields = [f"p{s['n']}" for s in leaves] + [f"w{s['n']}" for s in leaves]
-    calls: list[Command | ScriptCall] = [Command(("HMGET", wk, *fields))]
-    calls += [Command(("SCARD", f"{wk}:o:{b}")) for b in bars]
-    replies = yield Pipeline(tuple(calls))
+def _chunked(command: tuple[str, ...], args: list[str], size: int = _READ_FIELDS) -> Op[list[Any]]:
+    """``command`` with ``args`` appended, in pipelined commands of at most ``size``
+    arguments each (no one command runs long); the replies joined."""
+    calls = tuple(Command((*command, *args[i : i + size])) for i in range(0, len(args), size))
+    if not calls:
+        return []
+    replies = yield Pipeline(calls)
+    out: list[Any] = []
     for reply in replies:
         if isinstance(reply, Exception):
             raise reply
-    values = replies[0]
+        out.extend(reply)
+    return out
+
+
+def _progress(
+    ws: str, leaves: list[dict[str, Any]], bars: list[int]
+) -> Op[tuple[list[Any], dict[int, Any], dict[int, int]]]:
+    """A running workflow's parked steps, dead steps waited for, open barriers."""
+    fields = [f"p{s['n']}" for s in leaves] + [f"w{s['n']}" for s in leaves]
+    fields += [f"N{b}" for b in bars]
+    values = yield from _chunked(("HMGET", ws), fields)
+    n = len(leaves)
     dead = {
         s["n"]: orjson.loads(reason)
-        for s, reason in zip(leaves, values[len(leaves) :], strict=True)
+        for s, reason in zip(leaves, values[n : 2 * n], strict=True)
         if reason is not None
     }
-    open_counts = {b: int(n) for b, n in zip(bars, replies[1:], strict=True) if int(n)}
-    return values[: len(leaves)], dead, open_counts
+    open_counts = {b: int(v) for b, v in zip(bars, values[2 * n :], strict=True) if v and int(v)}
+    # a parked spec is only tested for presence: its payload is not kept
+    return [v is not None or None for v in values[:n]], dead, open_counts
 
 
 def _step_states(
-    workflow_id: str, leaves: list[dict[str, Any]], parked: list[Any], cancelled: set[str]
+    ids: list[str], leaves: list[dict[str, Any]], parked: list[Any], done: list[bool], state: str
 ) -> Op[list[str]]:
-    """Each step's state: from its job record, one request per queue (one slot each)."""
+    """Each step's state: from its job record, a few requests per queue (one slot
+    each). A step with neither record nor parked spec finished (its record is gone) if
+    it counted; if not: its workflow ended early and it never ran (``cancelled``), or
+    the workflow runs and its start is on its way to its queue (``starting``), unless
+    its tombstone says it finished (its completion is then on its way back)."""
     by_queue: dict[str, list[int]] = {}
     for i, s in enumerate(leaves):
         by_queue.setdefault(s["p"], []).append(i)
-    states: list[str] = ["done"] * len(leaves)
+    gone = {"running": "starting", "completed": "done"}.get(state, "cancelled")
+    states: list[str] = [gone] * len(leaves)
     for prefix, indexes in by_queue.items():
-        ids = [f"{workflow_id}.{leaves[i]['n']}" for i in indexes]
-        records = yield Command(("HMGET", prefix + "jobs", *ids))
+        records = yield from _chunked(("HMGET", prefix + "jobs"), [ids[i] for i in indexes])
+        unknown: list[int] = []
         for i, raw in zip(indexes, records, strict=True):
             rec = parse_record(raw, errors="replace") if raw is not None else None
             if parked[i] is not None:
@@ -394,8 +478,15 @@ def _step_states(
                 # superseded (its record stays for the dedup window): cancelled all the same
                 name = STATE_NAMES[rec.state]
                 states[i] = "cancelled" if name == "superseded" else name
-            elif str(leaves[i]["n"]) in cancelled:
-                states[i] = "cancelled"
+            elif done[i]:
+                states[i] = "done"
+            elif state == "running":
+                unknown.append(i)
+        if unknown:
+            tombs = yield from _chunked(("ZMSCORE", prefix + "done"), [ids[i] for i in unknown])
+            for i, tomb in zip(unknown, tombs, strict=True):
+                if tomb is not None:
+                    states[i] = "done"
     return states
 
 

@@ -13,76 +13,68 @@
 --- @include "lib/enqueue_one"
 --- @include "lib/outbox"
 --- @include "lib/wf_link"
+--- @include "lib/wf_seq"
+--- @include "lib/wf_stop"
+--- @include "lib/wf_queue"
+--- @include "lib/fan_in_stop"
 
 -- Workflows (durq.workflows): the fan-in engine. A workflow lives in its home queue's
--- slot, under <home prefix>wf:<wid>, a hash holding its state and structure:
---   state, policy, created, finished, ttl, plan (JSON, for status), Q (JSON: queue
---   prefix -> leaf nodes, for cancelling), bars (the barriers, comma separated)
---   t<n>  the target of node n: "m:<b>" member of barrier b | "s:<x>" start node x | "e"
---   L<x>  the leaves that starting node x starts (comma separated; absent: x itself)
---   B<b>  the members of barrier b, in order (a group's children)
---   p<n>  the parked spec of leaf n, not started yet: NUL-separated queue prefix, group,
---         priority, max attempts, delay ms, mutable ('1': the input goes first), payload
---         head and tail (the input is spliced between them)
---   L0    the first steps (started by the submit)
---   c<x>, i<x>  where starting node x continues, and its input (large starts: wf_start)
---   r<n>  the recorded result (JSON) of member n until its barrier fires
---   w<n>  the reason of a dead member waited for (policy "wait")
--- and <home prefix>wf:<wid>:o:<b>, the set of barrier b's open members. A member's
--- completion is counted by membership: SREM, and only when it returned 1 the result is
--- recorded (HSETNX) and, once the set is empty, the barrier fires (its target runs with
--- the members' results as a JSON list, in order). A start consumes the parked specs (a
--- start applied twice finds none). Every step is therefore idempotent, and completions
--- delivered twice (a step run twice, an outbox entry delivered again) count once.
--- <home prefix>wfr lists running workflows (zset, by start time).
--- Steps started in this slot are enqueued at the end (fan_in_flush); steps and
--- completions for another slot leave through the outbox of the script's own queue.
+-- slot. Each submission draws a run tag (fixed length); its steps' job ids are
+-- "<wid>.<run>.<node>" (the "sid" below is "<wid>.<run>"). Keys, under the home prefix:
+--   wf:<wid>         hash: the header: state, policy, run, created, finished, ttl, plan
+--                    (JSON, for status), error; once ended, the summary (with a TTL)
+--   wfs:<run>:<wid>  hash: the structure of that run:
+--     t<n>  the target of node n: "m:<b>" member of barrier b | "s:<x>" start node x | "e"
+--     L<x>  the leaves that starting node x starts (comma separated, in parts of 100:
+--           L<x>, L<x>:2... ; absent: x itself)
+--     B<b>  the members of barrier b, in order (in parts too); N<b> how many are open
+--     p<n>  the parked spec of leaf n, not started yet: NUL-separated queue prefix, group,
+--           priority, max attempts, delay ms, mutable ('1': the input goes first),
+--           payload head and tail (the input is spliced between them), expiry ('',
+--           'in:<ms after its start>' or 'at:<epoch ms>')
+--     L0    the first steps; c<x>, i<x>  where starting node x continues (a cursor
+--           "<part>:<byte>", or "end") and its input (large starts)
+--     r<n>  the result (JSON) of member n until its barrier fires; a<b> where the
+--           gathering of barrier b's results continues (large groups), F the barriers
+--           being gathered (their partial lists are in wfa:<run>:<b>:<wid>, strings)
+--     w<n>  the reason of a dead member waited for (policy "wait")
+--     Q<k>, Q, P  the steps by queue, in chunks, to stop them (lib/fan_in_stop.lua)
+--     s<prefix>   the numbered 'S' entries sent to that queue (lib/wf_seq.lua)
+--     stop, x     while stopping: 'X' (failed) or 'K' (cancelled), and the next chunk
+--   wfd:<run>:<wid>  set: the nodes whose completion counted
+--   wfr              zset: the running workflows, by start time
+-- A completion counts by membership: SADD to the done set, and only when that added it
+-- is the result recorded and its barrier's open count lowered; the barrier fires when
+-- the count reaches 0 (its target runs with the members' results as a JSON list, in
+-- order). A start consumes the parked specs (a start applied twice finds none). So every
+-- step is idempotent, and completions delivered twice (a step run twice, an outbox
+-- entry delivered again) count once. A report for another run (an older submission of
+-- the same id) finds another run in the header and changes nothing.
+-- No call does work that grows with the workflow: a start enqueues at most START_CHUNK
+-- steps, a fire gathers at most FIRE_CHUNK results, a stop ends about 50 steps (chunked
+-- by the client at submit); each continues through the home queue's outbox ('R', 'F',
+-- 'E' entries), from a cursor in the structure. Steps started in this slot are enqueued
+-- at the end (fan_in_flush, lib/wf_queue.lua); steps and completions for another slot
+-- leave through the outbox of the script's own queue, starts numbered (lib/wf_seq.lua).
 
 -- The engine is built on first use: its closures cost nothing to the releases of a queue
 -- that has no workflow steps (Lua re-creates every function of a script on each call).
 local function wf_build()
   local WF_SELF = KEYS[1]                       -- the prefix of the script's own queue
   local WF_SLOT = string.match(KEYS[1], '{(.-)}')
-  local JSON_CODEC = 1                          -- durq.codec.Codec.JSON
+  local START_CHUNK = 100 -- durq.protocol.workflows.START_CHUNK
+  local FIRE_CHUNK = 500 -- durq.protocol.workflows.FIRE_CHUNK (results per call)
+  local CHUNK_BYTES = 262144 -- payload bytes started, result bytes gathered, per call
 
-  local wf_now = nil
+  local E = {now = nil} -- what lib/fan_in_stop.lua shares (filled in below)
+  local wf_queue, wf_stops_run = nil, nil -- lib/wf_queue.lua, lib/fan_in_stop.lua: on use
+  local fire_left = FIRE_CHUNK                  -- results this call may still gather
   local wf_local, wf_local_order = {}, {}       -- prefix -> steps to enqueue in this slot
-  local wf_remote, wf_remote_order = {}, {}     -- prefix -> steps for another slot
-  local wf_stops, wf_stops_order = {}, {}       -- prefix -> {wid, id} steps to cancel
+  local wf_remote, wf_remote_order = {}, {}     -- prefix + run -> steps for another slot
+  local wf_stops, wf_stops_order = {}, {}       -- kind + prefix -> steps to cancel there
 
   local function wf_tag(prefix)
     return string.match(prefix, '{(.-)}')
-  end
-
-  local function wf_bucket(prefix, same, other, same_order, other_order)
-    local map, order = other, other_order
-    if wf_tag(prefix) == WF_SLOT then map, order = same, same_order end
-    local list = map[prefix]
-    if not list then
-      list = {}
-      map[prefix] = list
-      order[#order + 1] = prefix
-    end
-    return list
-  end
-
-  -- item = {id, payload, delay_ms, priority, max_attempts, group, link}
-  local function wf_enqueue(prefix, item)
-    local list = wf_bucket(prefix, wf_local, wf_remote, wf_local_order, wf_remote_order)
-    list[#list + 1] = item
-  end
-
-  -- Cancel step `id` of workflow wid in queue prefix; `stop` (the workflow was
-  -- cancelled): a running step is flagged to stop too (see wf_cancel_one).
-  local function wf_cancel(prefix, wid, id, stop)
-    local mk = (stop and 'K' or 'X') .. prefix
-    local list = wf_stops[mk]
-    if not list then
-      list = {}
-      wf_stops[mk] = list
-      wf_stops_order[#wf_stops_order + 1] = mk
-    end
-    list[#list + 1] = {wid, id, stop}
   end
 
   local function wf_hmget(key, fields)
@@ -100,209 +92,317 @@ local function wf_build()
     end
   end
 
-  -- A workflow ended: its result is stored like a job's (<home>result:<wid>, a one-element
-  -- list, so waiters block on it), a summary (state, times, plan, error) stays as long, and
-  -- everything else goes: structure, open sets, leftovers of a failed run.
-  local function wf_close(home, wid, wk, state, raw, err, cancelled)
-    local keep = redis.call('HMGET', wk, 'policy', 'created', 'plan', 'ttl', 'bars')
-    local ttl = tonumber(keep[4]) or 3600000
-    for b in string.gmatch(keep[5] or '', '[^,]+') do redis.call('DEL', wk .. ':o:' .. b) end
-    redis.call('DEL', wk)
-    redis.call('HSET', wk, 'state', state, 'policy', keep[1] or 'fail', 'created', keep[2] or 0,
-      'finished', wf_now, 'plan', keep[3] or '[]', 'ttl', ttl)
-    if err then redis.call('HSET', wk, 'error', err) end
-    if cancelled and #cancelled > 0 then
-      redis.call('HSET', wk, 'cancelled', table.concat(cancelled, ','))
+  -- Long lists of the structure (L<x>, B<b>) are stored in parts of 100 items: field
+  -- `name`, then `name:2`, `name:3`... A cursor {k, pos} points at byte pos of part k.
+  -- The next items of list `name` (at most n) from the cursor, the cursor after each,
+  -- and whether more follow the last.
+  local function wf_list_next(key, name, k, pos, n)
+    local items, after = {}, {}
+    local part = redis.call('HGET', key, k == 1 and name or (name .. ':' .. k))
+    while part and #items < n do
+      if pos > #part then
+        k, pos = k + 1, 1
+        part = redis.call('HGET', key, name .. ':' .. k)
+      else
+        local comma = string.find(part, ',', pos, true)
+        local stop = comma and comma - 1 or #part
+        items[#items + 1] = string.sub(part, pos, stop)
+        pos = stop + 2
+        after[#after + 1] = {k, pos}
+      end
     end
-    redis.call('PEXPIRE', wk, ttl)
-    local rk = home .. 'result:' .. wid
+    local more = part and (pos <= #part
+      or redis.call('HEXISTS', key, name .. ':' .. (k + 1)) == 1)
+    return items, after, more and true or false
+  end
+
+  -- A cursor as stored ("k:pos"), and back ({1, 1} for none).
+  local function wf_cursor(raw)
+    local k, pos = string.match(raw or '', '^(%d+):(%d+)$')
+    if not k then return 1, 1 end
+    return tonumber(k), tonumber(pos)
+  end
+
+  -- A workflow's run: its keys and step ids.
+  local function wf_ctx(home, wid, run)
+    return {home = home, wid = wid, run = run, sid = wid .. '.' .. run,
+      wk = home .. 'wf:' .. wid, ws = home .. 'wfs:' .. run .. ':' .. wid,
+      wd = home .. 'wfd:' .. run .. ':' .. wid}
+  end
+
+  -- Run `run` of workflow wid (at home, in this slot) and its state: nil when the
+  -- workflow is unknown, expired, or another run of the same id.
+  local function wf_open(home, wid, run)
+    local h = redis.call('HMGET', home .. 'wf:' .. wid, 'state', 'run', 'policy')
+    if not h[1] or h[2] ~= run then return nil end
+    local w = wf_ctx(home, wid, run)
+    w.policy = h[3] or 'fail'
+    return w, h[1]
+  end
+
+  -- Steps of run w to start in queue `prefix` of another slot (or of this one, once its
+  -- keys turned out broken): numbered 'S' entries will carry them (wf_send_starts).
+  local function wf_send_later(prefix, item, w)
+    local key = prefix .. '\0' .. w.ws
+    local bucket = wf_remote[key]
+    if not bucket then
+      bucket = {prefix, w, {}}
+      wf_remote[key] = bucket
+      wf_remote_order[#wf_remote_order + 1] = key
+    end
+    bucket[3][#bucket[3] + 1] = item
+  end
+
+  -- item = {id, payload, delay_ms, priority, max_attempts, group, link, expiry, run w}
+  local function wf_enqueue(prefix, item, w)
+    if wf_tag(prefix) ~= WF_SLOT then return wf_send_later(prefix, item, w) end
+    local list = wf_local[prefix]
+    if not list then
+      list = {}
+      wf_local[prefix] = list
+      wf_local_order[#wf_local_order + 1] = prefix
+    end
+    item[9] = w
+    list[#list + 1] = item
+  end
+
+  -- Step `id` of workflow wid in queue prefix is to stop: kind 'X' (its workflow
+  -- failed) or 'K' (cancelled: a running step is flagged to stop too).
+  local function wf_stops_of(kind, prefix)
+    local mk = kind .. prefix
+    local bucket = wf_stops[mk]
+    if not bucket then
+      bucket = {kind = kind, prefix = prefix, items = {}, clear = {}}
+      wf_stops[mk] = bucket
+      wf_stops_order[#wf_stops_order + 1] = mk
+    end
+    return bucket
+  end
+
+  E.hmget, E.stops_of = wf_hmget, wf_stops_of
+  E.here = function(prefix) return wf_tag(prefix) == WF_SLOT end
+
+  local function wf_q()
+    wf_queue = wf_queue or wf_queue_build(wf_hmget)
+    return wf_queue
+  end
+
+  local function wf_stopper()
+    wf_stops_run = wf_stops_run or wf_stop_build(E)
+    return wf_stops_run
+  end
+
+  -- The run ended: its result is stored like a job's (<home>result:<wid>, a one-element
+  -- list, so waiters block on it), the header becomes its summary; both are kept ttl.
+  local function wf_close(w, state, raw, err)
+    local ttl = tonumber(redis.call('HGET', w.wk, 'ttl')) or 3600000
+    redis.call('HSET', w.wk, 'state', state, 'finished', E.now)
+    if err then redis.call('HSET', w.wk, 'error', err) end
+    redis.call('PEXPIRE', w.wk, ttl)
+    local rk = w.home .. 'result:' .. w.wid
     redis.call('DEL', rk)
     redis.call('RPUSH', rk, raw)
     redis.call('PEXPIRE', rk, ttl)
-    redis.call('ZREM', home .. 'wfr', wid)
-    redis.pcall('HINCRBY', home .. 'stats', 'wf_' .. state, 1)
+    redis.call('ZREM', w.home .. 'wfr', w.wid)
+    redis.pcall('HINCRBY', w.home .. 'stats', 'wf_' .. state, 1)
+    return ttl
   end
 
-  local function wf_end(home, wid, wk, v)
-    if redis.call('HGET', wk, 'state') ~= 'running' then return end
-    wf_close(home, wid, wk, 'completed', '{"ok":true,"value":' .. v .. '}', nil)
+  local function wf_end(w, v)
+    wf_close(w, 'completed', '{"ok":true,"value":' .. v .. '}', nil)
+    redis.call('UNLINK', w.ws, w.wd) -- O(1) here: large values are freed aside
+    w.ended = true
   end
 
-  -- The steps of a workflow that ends early: parked ones (never started) are listed,
-  -- to be shown as cancelled; the others are cancelled in their queues (`stop`: running
-  -- ones are flagged to stop too). Returns the parked leaves.
-  local function wf_stop_steps(wid, wk, stop)
-    local q = redis.call('HGET', wk, 'Q')
-    local parked = {}
-    if q then
-      for prefix, leaves in pairs(cjson.decode(q)) do
-        local fields = {}
-        for i = 1, #leaves do fields[i] = 'p' .. tostring(leaves[i]) end
-        local specs = wf_hmget(wk, fields)
-        for i = 1, #leaves do
-          local leaf = tostring(leaves[i])
-          if specs[i] then
-            parked[#parked + 1] = leaf
-          else
-            wf_cancel(prefix, wid, wid .. '.' .. leaf, stop)
-          end
-        end
-      end
-    end
-    return parked
+  -- Policy "fail": the run ends failed with the reason; its steps stop (a running one
+  -- finishes, and its completion finds the run ended).
+  local function wf_fail(w, n, reason)
+    local err = '{"reason":"child_failed","step":' .. n .. ',"job":'
+      .. cjson.encode(w.sid .. '.' .. n) .. ',"error":' .. reason .. '}'
+    local ttl = wf_close(w, 'failed', '{"ok":false,"error":' .. err .. '}', err)
+    wf_stopper().begin(w, 'X', ttl)
   end
 
-  -- Policy "fail": the workflow ends failed with the reason; its parked steps are
-  -- dropped (shown cancelled), and its steps that did not start end cancelled in their
-  -- queues; a running one finishes, and its completion finds the workflow ended (see
-  -- wf_cancel_one).
-  local function wf_fail(home, wid, wk, n, reason)
-    if redis.call('HGET', wk, 'state') ~= 'running' then return end
-    local err = '{"reason":"child_failed","step":' .. n .. ',"job":' .. cjson.encode(wid .. '.' .. n)
-      .. ',"error":' .. reason .. '}'
-    local parked = wf_stop_steps(wid, wk, false)
-    wf_close(home, wid, wk, 'failed', '{"ok":false,"error":' .. err .. '}', err, parked)
+  -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends
+  -- cancelled; its steps stop, and its running steps get the cancel flag of job control
+  -- (lib/control.lua): their workers stop them, their release ends them cancelled.
+  -- A workflow submitted by a durq version without runs (its header has none) does not
+  -- progress under this one: a cancel ends it (its waiters get the outcome), and its
+  -- steps, which this version cannot find, run on as plain jobs.
+  local function wf_abort(home, wid)
+    local h = redis.call('HMGET', home .. 'wf:' .. wid, 'state', 'run')
+    if h[1] ~= 'running' then return end
+    local w = wf_ctx(home, wid, h[2] or '')
+    local err = '{"reason":"cancelled","at":' .. string.format('%d', E.now) .. '}'
+    local ttl = wf_close(w, 'cancelled', '{"ok":false,"error":' .. err .. '}', err)
+    if h[2] then wf_stopper().begin(w, 'K', ttl) end
   end
 
-  -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends cancelled.
-  -- Its callback and other parked steps never start, its pending steps are cancelled,
-  -- and its running steps get the cancel flag of job control (lib/control.lua): their
-  -- workers stop them, and their release ends them cancelled. A step's report that
-  -- still arrives finds the workflow ended and changes nothing.
-  local function wf_abort(home, wid, wk)
-    if redis.call('HGET', wk, 'state') ~= 'running' then return end
-    local err = '{"reason":"cancelled","at":' .. string.format('%d', wf_now) .. '}'
-    local parked = wf_stop_steps(wid, wk, true)
-    wf_close(home, wid, wk, 'cancelled', '{"ok":false,"error":' .. err .. '}', err, parked)
-  end
+  local wf_completed_many -- forward: member -> fire -> target -> member ...
 
-  local wf_target -- forward: member -> fire -> target -> member ...
-
-  -- Start node x of the workflow with input v (JSON; nil: none, the first steps): enqueue
-  -- its parked leaves, at most START_CHUNK per call so that no script runs long. The rest
+  -- Start node x of the run with input v (JSON; nil: none, the first steps): enqueue its
+  -- parked leaves, at most START_CHUNK (and CHUNK_BYTES of payload) per call. The rest
   -- continues from a cursor (c<x>, with the input kept in i<x>): through an outbox entry
   -- ('R') when `continue` is set, or by the client's own calls right after a submit.
-  local START_CHUNK = 500 -- durq.protocol.workflows.START_CHUNK
-  local function wf_start(home, wid, wk, x, v, continue)
-    local list = redis.call('HGET', wk, 'L' .. x)
-    local leaves = list and wf_split(list, ',') or {x}
-    local from = 1
-    if #leaves > START_CHUNK then from = tonumber(redis.call('HGET', wk, 'c' .. x)) or 1 end
-    local to = math.min(from + START_CHUNK - 1, #leaves)
-    if from > to then return end
+  local function wf_start(w, x, v, continue)
+    local listed = redis.call('HEXISTS', w.ws, 'L' .. x) == 1
+    local leaves, after, more = {x}, {{1, 1}}, false
+    local at = '1:1'
+    if listed then
+      at = redis.call('HGET', w.ws, 'c' .. x) or at
+      if at == 'end' then return end
+      local k, pos = wf_cursor(at)
+      leaves, after, more = wf_list_next(w.ws, 'L' .. x, k, pos, START_CHUNK)
+    end
     local fields = {}
-    for i = from, to do fields[#fields + 1] = 'p' .. leaves[i] end
-    local specs = wf_hmget(wk, fields)
-    local policy, taken = nil, {}
+    for i = 1, #leaves do fields[i] = 'p' .. leaves[i] end
+    local specs = #fields > 0 and wf_hmget(w.ws, fields) or {}
+    local taken, bytes, nxt = {}, 0, nil
     for i = 1, #fields do
       local spec = specs[i]
       if spec then
-        local leaf = leaves[from + i - 1]
-        taken[#taken + 1] = fields[i]
-        policy = policy or redis.call('HGET', wk, 'policy')
         local f = wf_split(spec, '\0')
         local payload = f[7] .. ((f[6] == '1' and v) or '') .. f[8]
-        wf_enqueue(f[1], {wid .. '.' .. leaf, payload, tonumber(f[5]), tonumber(f[3]),
-          tonumber(f[4]), f[2], wf_link(home, wid, leaf, policy)})
+        if #taken > 0 and bytes + #payload > CHUNK_BYTES then
+          more = true
+          break
+        end
+        bytes = bytes + #payload
+        taken[#taken + 1] = fields[i]
+        wf_enqueue(f[1], {w.sid .. '.' .. leaves[i], payload, tonumber(f[5]), tonumber(f[3]),
+          tonumber(f[4]), f[2], wf_link(w.home, w.wid, leaves[i], w.policy, w.run), f[9] or ''},
+          w)
       end
+      nxt = after[i]
     end
-    if #taken > 0 then wf_hdel(wk, taken) end
-    if to < #leaves then
-      redis.call('HSET', wk, 'c' .. x, to + 1)
-      if v then redis.call('HSET', wk, 'i' .. x, v) end
+    if #taken > 0 then wf_hdel(w.ws, taken) end
+    if not listed then return end
+    if more then
+      redis.call('HSET', w.ws, 'c' .. x, nxt[1] .. ':' .. nxt[2])
+      if v and at == '1:1' then redis.call('HSET', w.ws, 'i' .. x, v) end
       if continue then
-        outbox_push(WF_SELF, 'r:' .. wid .. '.' .. x .. ':' .. to,
-          table.concat({'R', home, wid, x, '1'}, '\0'), wf_now)
+        outbox_push(w.home, 'r:' .. w.sid .. '.' .. x .. ':' .. at,
+          table.concat({'R', w.home, w.wid, x, '1', w.run}, '\0'), E.now)
       end
-    elseif from > 1 then
-      -- done: a late 'R' finds the cursor past the end (the field goes when it ends)
-      redis.call('HSET', wk, 'c' .. x, #leaves + 1)
-      redis.call('HDEL', wk, 'i' .. x)
+    elseif at ~= '1:1' then
+      -- done: a late 'R' finds the cursor at the end (the field goes with the run)
+      redis.call('HSET', w.ws, 'c' .. x, 'end')
+      redis.call('HDEL', w.ws, 'i' .. x)
     end
-  end
-
-  -- Continue starting node x (an 'R' order): with the input kept when it began.
-  local function wf_resume(home, wid, x, continue)
-    local wk = home .. 'wf:' .. wid
-    if redis.call('HGET', wk, 'state') ~= 'running' then return end
-    wf_start(home, wid, wk, x, redis.call('HGET', wk, 'i' .. x), continue)
   end
 
   -- Barrier b has no open member left: its target runs with the members' results, in
-  -- order, as a JSON list; the results are consumed (they travel on in that input).
-  local function wf_fire(home, wid, wk, b)
-    local members = wf_split(redis.call('HGET', wk, 'B' .. b) or '', ',')
-    local fields = {}
-    for i = 1, #members do fields[i] = 'r' .. members[i] end
-    local values = wf_hmget(wk, fields)
-    for i = 1, #members do
-      if not values[i] then values[i] = 'null' end
+  -- order, as a JSON list; the results are consumed (they travel on in that input). At
+  -- most FIRE_CHUNK results (CHUNK_BYTES) are gathered per call: a larger list is built
+  -- up in a string over calls ('F' entries), then used. `first`: called by the count
+  -- that reached 0 (else by an 'F' entry, which finds a<b> unless it is done).
+  local function wf_fire(w, b, first)
+    local ak = w.home .. 'wfa:' .. w.run .. ':' .. b .. ':' .. w.wid
+    local at = '1:1'
+    if not first then
+      at = redis.call('HGET', w.ws, 'a' .. b)
+      if not at then return end
     end
-    wf_hdel(wk, fields)
-    wf_target(home, wid, wk, b, '[' .. table.concat(values, ',') .. ']')
-  end
-
-  -- Member n of barrier b completed with v: counted once, by leaving the open set; only
-  -- then is its result recorded. Returns true when it was counted now (the caller checks
-  -- whether the set is empty: once per barrier and batch, see wf_completed_many).
-  local function wf_member(wk, b, n, v)
-    if redis.call('SREM', wk .. ':o:' .. b, n) == 0 then return false end
-    redis.call('HSETNX', wk, 'r' .. n, v)
-    return true
-  end
-
-  local function wf_fire_if_done(home, wid, wk, b)
-    if redis.call('SCARD', wk .. ':o:' .. b) == 0 then wf_fire(home, wid, wk, b) end
-  end
-
-  -- Apply target t (the field t<n>) of node n with value v.
-  local function wf_apply(home, wid, wk, n, t, v)
-    local kind, arg = string.sub(t, 1, 1), string.sub(t, 3)
-    if kind == 'm' then
-      if wf_member(wk, arg, n, v) then wf_fire_if_done(home, wid, wk, arg) end
-    elseif kind == 's' then
-      wf_start(home, wid, wk, arg, v, true)
-    else
-      wf_end(home, wid, wk, v)
-    end
-  end
-
-  wf_target = function(home, wid, wk, n, v)
-    local t = redis.call('HGET', wk, 't' .. n)
-    if t then wf_apply(home, wid, wk, n, t, v) end -- none: the workflow ended, or is unknown
-  end
-
-  -- Nodes of workflow wid (at home, in this slot) completed: items {node, value, waited}.
-  -- One HMGET for their targets; members of one barrier are counted one by one (SREM,
-  -- then HSETNX) and the barrier checked once.
-  local function wf_completed_many(home, wid, items)
-    local wk = home .. 'wf:' .. wid
-    local fields, waited = {}, {}
-    for i = 1, #items do
-      fields[i] = 't' .. items[i][1]
-      if items[i][3] then waited[#waited + 1] = 'w' .. items[i][1] end
-    end
-    if #waited > 0 then wf_hdel(wk, waited) end
-    local targets = wf_hmget(wk, fields)
-    local touched, order = {}, {}
-    for i = 1, #items do
-      local t, n, v = targets[i], items[i][1], items[i][2]
-      if t and string.sub(t, 1, 1) == 'm' then
-        local b = string.sub(t, 3)
-        if wf_member(wk, b, n, v) and not touched[b] then
-          touched[b] = true
-          order[#order + 1] = b
+    local k, pos = wf_cursor(at)
+    local parts, bytes, read, more, full = {}, 0, {}, true, false
+    while more and not full and fire_left > 0 do
+      local members, after
+      members, after, more = wf_list_next(w.ws, 'B' .. b, k, pos, math.min(20, fire_left))
+      if #members == 0 then break end
+      local fields = {}
+      for i = 1, #members do fields[i] = 'r' .. members[i] end
+      local values = redis.call('HMGET', w.ws, unpack(fields))
+      for i = 1, #members do
+        local value = values[i] or 'null'
+        if #parts > 0 and bytes + #value > CHUNK_BYTES then
+          full, more = true, true -- this one and the rest: in the next call
+          break
         end
-      elseif t then
-        wf_apply(home, wid, wk, n, t, v)
+        parts[#parts + 1] = value
+        bytes = bytes + #value
+        read[#read + 1] = fields[i]
+        fire_left = fire_left - 1
+        k, pos = after[i][1], after[i][2]
       end
     end
-    for i = 1, #order do wf_fire_if_done(home, wid, wk, order[i]) end
+    wf_hdel(w.ws, read)
+    local part = table.concat(parts, ',')
+    if more then
+      -- more to gather (or this call gathered enough already): keep this part, continue
+      -- in a call of its own
+      if part ~= '' then redis.call('APPEND', ak, (at ~= '1:1' and ',' or '') .. part) end
+      local nxt = k .. ':' .. pos
+      redis.call('HSET', w.ws, 'a' .. b, nxt)
+      if first then
+        local firing = redis.call('HGET', w.ws, 'F')
+        redis.call('HSET', w.ws, 'F', firing and (firing .. ',' .. b) or b)
+      end
+      outbox_push(w.home, 'f:' .. w.sid .. '.' .. b .. ':' .. nxt,
+        table.concat({'F', w.home, w.wid, w.run, b}, '\0'), E.now)
+      return
+    end
+    local v = '[' .. part .. ']'
+    if not first then
+      local acc = redis.call('GET', ak) or ''
+      if acc ~= '' then v = '[' .. acc .. (part ~= '' and ',' or '') .. part .. ']' end
+      redis.call('UNLINK', ak)
+      redis.call('HDEL', w.ws, 'a' .. b)
+    end
+    local t = redis.call('HGET', w.ws, 't' .. b)
+    if t then wf_completed_many(w, {{b, v, false}}, {t}) end
   end
 
-  -- Node n of workflow wid (at home, in this slot) completed with result v (JSON).
-  local function wf_completed(home, wid, n, v, waited)
-    wf_completed_many(home, wid, {{n, v, waited}})
+  -- Nodes of running run w completed: items {node, value, waited}, `targets` their t<n>
+  -- (nil: read here). Each counts once, by membership in the done set; the members of
+  -- one barrier lower its open count once per call.
+  wf_completed_many = function(w, items, targets)
+    if not targets then
+      local fields, waited = {}, {}
+      for i = 1, #items do
+        fields[i] = 't' .. items[i][1]
+        if items[i][3] then waited[#waited + 1] = 'w' .. items[i][1] end
+      end
+      if #waited > 0 then wf_hdel(w.ws, waited) end
+      targets = wf_hmget(w.ws, fields)
+    end
+    local lowered, order = {}, {}
+    for i = 1, #items do
+      local t, n, v = targets[i], items[i][1], items[i][2]
+      if w.ended then return end
+      if t and redis.call('SADD', w.wd, n) == 1 then
+        local kind, arg = string.sub(t, 1, 1), string.sub(t, 3)
+        if kind == 'm' then
+          redis.call('HSET', w.ws, 'r' .. n, v)
+          if not lowered[arg] then
+            lowered[arg] = 0
+            order[#order + 1] = arg
+          end
+          lowered[arg] = lowered[arg] + 1
+        elseif kind == 's' then
+          wf_start(w, arg, v, true)
+        else
+          wf_end(w, v)
+        end
+      end
+    end
+    for i = 1, #order do
+      local b = order[i]
+      if w.ended then return end
+      if redis.call('HINCRBY', w.ws, 'N' .. b, -lowered[b]) <= 0 then wf_fire(w, b, true) end
+    end
+  end
+
+  -- Completions of run `run` of workflow wid (at home, in this slot): counted while it
+  -- runs; once it ended early, only noted for status() (a step running at its end
+  -- finishes); ignored for another run.
+  local function wf_completed(home, wid, run, items)
+    local w, state = wf_open(home, wid, run)
+    if not w then return end
+    if state == 'running' then
+      wf_completed_many(w, items)
+    elseif redis.call('EXISTS', w.wd) == 1 then -- the summary's: it has its TTL
+      for i = 1, #items do redis.call('SADD', w.wd, items[i][1]) end
+    end
   end
 
   -- Whether a dead step can still be replayed: not when it was cancelled or expired, nor
@@ -315,18 +415,17 @@ local function wf_build()
       or string.find(reason, '"reason":"expired"', 1, true))
   end
 
-  -- Node n died with reason (JSON): the workflow's policy decides.
-  local function wf_died(home, wid, n, reason)
-    local wk = home .. 'wf:' .. wid
-    local st = redis.call('HMGET', wk, 'state', 'policy')
-    if st[1] ~= 'running' then return end
-    if st[2] == 'ignore' then
-      wf_target(home, wid, wk, n, '{"durq_error":' .. reason .. '}')
-    elseif st[2] == 'wait' and wf_replayable(reason) then
+  -- Node n of run `run` died with reason (JSON): the workflow's policy decides.
+  local function wf_died(home, wid, run, n, reason)
+    local w, state = wf_open(home, wid, run)
+    if not w or state ~= 'running' then return end
+    if w.policy == 'ignore' then
+      wf_completed_many(w, {{n, '{"durq_error":' .. reason .. '}', false}})
+    elseif w.policy == 'wait' and wf_replayable(reason) then
       -- a dead step can be replayed; one that cannot any more fails the workflow
-      redis.call('HSET', wk, 'w' .. n, reason)
+      redis.call('HSET', w.ws, 'w' .. n, reason)
     else
-      wf_fail(home, wid, wk, n, reason)
+      wf_fail(w, n, reason)
     end
   end
 
@@ -342,223 +441,105 @@ local function wf_build()
 
   -- release.lua, inside the fenced release: steps released by the holder of their lease,
   -- {id, token, link, result} each. The links go; the completions are applied here, per
-  -- workflow, when its home shares this slot, else they leave through this queue's outbox.
+  -- run, when its home shares this slot, else they leave through this queue's outbox.
   local function wf_released(done, now)
     if #done == 0 then return end
-    wf_now = now
+    E.now = now
     local ids = {}
     for i = 1, #done do ids[i] = done[i][1] end
     wf_hdel(K_PREFIX .. WF_LINKS, ids)
-    local by_wf, order = {}, {}
+    local by_run, order = {}, {}
     for i = 1, #done do
       local id, token, link, raw = done[i][1], done[i][2], done[i][3], done[i][4]
-      local home, wid, node, policy = wf_parse_link(link)
+      local home, wid, node, policy, run = wf_parse_link(link)
       if home then
         local v = wf_value(raw)
         if wf_tag(home) == WF_SLOT then
-          local key = home .. '\t' .. wid
-          local list = by_wf[key]
+          local key = home .. '\t' .. wid .. '\t' .. run
+          local list = by_run[key]
           if not list then
-            list = {home, wid, {}}
-            by_wf[key] = list
+            list = {home, wid, run, {}}
+            by_run[key] = list
             order[#order + 1] = key
           end
-          list[3][#list[3] + 1] = {node, v, policy == 'wait'}
+          list[4][#list[4] + 1] = {node, v, policy == 'wait'}
         else
           outbox_push(K_PREFIX, 'c:' .. id .. ':' .. token,
-            table.concat({'C', home, wid, node, policy, v}, '\0'), now)
+            table.concat({'C', home, wid, node, policy, v, run}, '\0'), now)
         end
       end
     end
     for i = 1, #order do
-      local w = by_wf[order[i]]
-      wf_completed_many(w[1], w[2], w[3])
+      local r = by_run[order[i]]
+      wf_completed(r[1], r[2], r[3], r[4])
     end
   end
 
-  local function wf_reset_helpers()
-    counts, ready_delta, ready_groups = {}, {}, {}
-    touched, touched_list, need_wake = {}, {}, false
-    earliest_due, conf_cache = nil, nil
-    control_fns = nil -- lib/control names its keys from the prefix when it is built
+  -- The numbered 'S' entries that start `items` of run w in queue `prefix` (lib/wf_seq.lua),
+  -- sent from this queue's outbox; the run notes their numbers, so that stopping it
+  -- consumes those still on their way.
+  local function wf_send_starts(prefix, w, items)
+    local sent = {}
+    for c = 1, #items, START_CHUNK do
+      local seq = wf_seq_next(WF_SELF, prefix)
+      local parts = {'S', prefix, WF_SELF, seq}
+      for i = c, math.min(c + START_CHUNK - 1, #items) do
+        local it = items[i]
+        parts[#parts + 1] = table.concat({it[1], it[6], it[4], it[5], it[3], it[8], it[7], it[2]},
+          '\0')
+      end
+      outbox_push(WF_SELF, 's:' .. items[c][1], table.concat(parts, '\0'), E.now or now_ms())
+      sent[#sent + 1] = WF_SELF .. '\t' .. seq
+    end
+    local field = 's' .. prefix
+    local before = redis.call('HGET', w.ws, field)
+    redis.call('HSET', w.ws, field, (before and (before .. ',') or '') .. table.concat(sent, ','))
   end
-
-  -- Cancel a step of workflow wid in the queue K_* name: only while it is linked (not
-  -- finished). A step that did not start (pending, delayed, backing off) ends cancelled,
-  -- as cancel.lua ends such a job: state, reason (by the workflow), counter `cancelled`,
-  -- a listed id skipped when dequeue reaches it; under policy "fail" (not `stop`) it also
-  -- counts in wf_steps_cancelled. Its link goes first, so its end does not report to the
-  -- workflow, and a cancel applied again finds nothing to do. A running step: under
-  -- "fail" it finishes, and its release reports to the ended workflow, which ignores
-  -- it; with `stop` (the workflow was cancelled) it is flagged as cancel.lua flags it: its
-  -- worker stops it and its release ends it cancelled. A step not enqueued yet (its start
-  -- is still in an outbox) gets a tombstone, so that the start skips it.
-  local function wf_cancel_one(wid, id, now, stop)
-    local lk = K_PREFIX .. WF_LINKS
-    if redis.call('HEXISTS', lk, id) == 0 then
-      if redis.call('HEXISTS', K_JOBS, id) == 0 then
-        redis.call('ZADD', K_DONE, 'NX', now + get_conf().dedup_window, id)
-      end
-      return
-    end
-    local r = rec_decode(redis.call('HGET', K_JOBS, id))
-    if r and r.state == ST_ACTIVE then
-      if stop and bit.band(r.flags, FLAG_CANCEL) == 0 then
-        r.flags = bit.bor(r.flags, FLAG_CANCEL)
-        redis.call('HSET', K_JOBS, id, rec_encode(r))
-        -- a hint only, as in cancel.lua: the flag is the truth
-        redis.pcall('PUBLISH', K_PREFIX .. 'cancel', id)
-      end
-      return
-    end
-    redis.call('HDEL', lk, id)
-    if not r or (r.state ~= ST_PENDING and r.state ~= ST_DELAYED) then return end
-    local listed = false
-    if r.state == ST_DELAYED then
-      redis.call('ZREM', K_DELAYED, id)
-    elseif r.prio ~= 0 then
-      redis.pcall('ZREM', ready_prio(r.group), id)
-      ready_add(r.group, -1)
-    else
-      listed = true
-      ready_add(r.group, -1)
-    end
-    local message = 'its workflow was cancelled'
-    if not stop then
-      message = 'its workflow failed'
-      count('wf_steps_cancelled', 1)
-    end
-    control().end_unstarted(id, r, now, ST_CANCELLED, nil, listed,
-      {by = 'workflow ' .. wid, message = message})
-  end
-
-  -- Enqueue steps without delay or priority into the queue K_* name, linked to their
-  -- workflow: a few commands per batch (as enqueue_plain.lua does), not per step. An id
-  -- that exists or is still taken (tombstone) is a start applied before: skipped.
-  local function wf_push_plain(now, items)
-    if #items == 0 then return end
-    local ids = {}
-    for i = 1, #items do ids[i] = items[i][1] end
-    local recs = wf_hmget(K_JOBS, ids)
-    local tombs = {}
-    for i = 1, #ids, 1000 do
-      local part = redis.call('ZMSCORE', K_DONE, unpack(ids, i, math.min(i + 999, #ids)))
-      for j = 1, #part do tombs[#tombs + 1] = part[j] end
-    end
-    local by_group, groups, fields, links, stale, heads, seen = {}, {}, {}, {}, {}, {}, {}
-    for i = 1, #items do
-      local it, t = items[i], tombs[i] and tonumber(tombs[i])
-      if not recs[i] and not seen[it[1]] and not (t and t > now) then
-        seen[it[1]] = true
-        if t then stale[#stale + 1] = it[1] end
-        local g = it[6]
-        if not by_group[g] then
-          by_group[g] = {}
-          groups[#groups + 1] = g
-        end
-        local list = by_group[g]
-        list[#list + 1] = it[1]
-        local hk = it[5] .. ':' .. g
-        heads[hk] = heads[hk] or rec_new(ST_PENDING, 0, JSON_CODEC, it[5], now, g, '', '')
-        fields[#fields + 1] = it[1]
-        fields[#fields + 1] = heads[hk] .. it[2]
-        links[#links + 1] = it[1]
-        links[#links + 1] = it[7]
-      end
-    end
-    if #fields == 0 then return end
-    for i = 1, #stale, 1000 do
-      redis.call('ZREM', K_DONE, unpack(stale, i, math.min(i + 999, #stale)))
-    end
-    for _, g in ipairs(groups) do
-      local list = by_group[g]
-      for i = 1, #list, 1000 do
-        redis.call('RPUSH', ready_list(g), unpack(list, i, math.min(i + 999, #list)))
-      end
-      ready_add(g, #list)
-      touch(g)
-    end
-    for i = 1, #fields, 2000 do
-      redis.call('HSET', K_JOBS, unpack(fields, i, math.min(i + 1999, #fields)))
-      redis.call('HSET', K_PREFIX .. WF_LINKS, unpack(links, i, math.min(i + 1999, #links)))
-    end
-    count('enqueued', #fields / 2)
-  end
-
-  local WF_QUEUE_PARTS = {'jobs', 'done', 'rr', 'rrset', 'conf', 'delayed', 'glimit', 'gactive',
-    'reasons', 'stats'}
 
   -- Apply what the engine decided: enqueue the steps started in this slot (and link them),
-  -- cancel, and push outbox entries for the other slots. Call last: it rebinds K_*.
+  -- stop steps, and push outbox entries for the other slots. Call last: it rebinds K_*.
   local function wf_flush()
     if #wf_local_order + #wf_stops_order + #wf_remote_order == 0 then return end
-    local now = wf_now or now_ms()
+    local now = E.now or now_ms()
     for _, prefix in ipairs(wf_local_order) do
       bind_prefix(prefix)
-      wf_reset_helpers()
+      wf_q().reset()
       local items = wf_local[prefix]
-      local problem = keys_error(WF_QUEUE_PARTS)
-      for i = 1, #items do
-        problem = problem or group_error(items[i][6])
-      end
-      if problem then
+      if wf_q().problem(items) then
         -- never a half-applied step: the outbox retries it until the keys are repaired
-        local list = wf_remote[prefix]
-        if not list then
-          list = {}
-          wf_remote[prefix] = list
-          wf_remote_order[#wf_remote_order + 1] = prefix
-        end
-        for i = 1, #items do list[#list + 1] = items[i] end
+        for i = 1, #items do wf_send_later(prefix, items[i], items[i][9]) end
       else
-        local plain = {}
-        for i = 1, #items do
-          local it = items[i]
-          if it[3] == 0 and it[4] == 0 then
-            plain[#plain + 1] = it
-          else
-            local status = enqueue_one(now, it[1], it[2], it[3], it[4], it[5], JSON_CODEC, it[6],
-              '', '0')
-            if status == S_CREATED then redis.call('HSET', prefix .. WF_LINKS, it[1], it[7]) end
-          end
-        end
-        wf_push_plain(now, plain)
+        wf_q().enqueue(now, items)
         offer_touched()
         flush_counters()
         wake_if_needed()
       end
     end
     for _, mk in ipairs(wf_stops_order) do
-      local items = wf_stops[mk]
-      local kind, prefix = string.sub(mk, 1, 1), string.sub(mk, 2)
-      local here = wf_tag(prefix) == WF_SLOT
+      local b = wf_stops[mk]
+      local here = wf_tag(b.prefix) == WF_SLOT
       if here then
-        bind_prefix(prefix)
-        wf_reset_helpers()
-        here = not keys_error(WF_QUEUE_PARTS) -- else the outbox retries it until repaired
+        bind_prefix(b.prefix)
+        wf_q().reset()
+        here = not keys_error(wf_q().parts) -- else the outbox retries it until repaired
       end
       if here then
-        for i = 1, #items do wf_cancel_one(items[i][1], items[i][2], now, items[i][3]) end
+        for i = 1, #b.items do wf_q().stop_one(b.items[i][1], b.items[i][2], now, b.kind) end
+        for i = 1, #b.clear do redis.call('HDEL', K_PREFIX .. WF_GUARDS, b.clear[i]) end
+        -- a step backing off gave its group's slot back: offer the group, wake a worker
+        offer_touched()
         flush_counters()
-      else
-        for c = 1, #items, 1000 do
-          local parts = {kind, prefix, items[c][1]}
-          for i = c, math.min(c + 999, #items) do parts[#parts + 1] = items[i][2] end
-          outbox_push(WF_SELF, string.lower(kind) .. ':' .. items[c][2], table.concat(parts, '\0'),
-            now)
-        end
+        wake_if_needed()
+      elseif #b.items > 0 then
+        local parts = {b.kind, b.prefix, b.items[1][1]}
+        for i = 1, #b.items do parts[#parts + 1] = b.items[i][2] end
+        outbox_push(WF_SELF, string.lower(b.kind) .. ':' .. b.items[1][2],
+          table.concat(parts, '\0'), now)
       end
     end
-    for _, prefix in ipairs(wf_remote_order) do
-      local items = wf_remote[prefix]
-      for c = 1, #items, 500 do
-        local parts = {'S', prefix}
-        for i = c, math.min(c + 499, #items) do
-          local it = items[i]
-          parts[#parts + 1] = table.concat({it[1], it[6], it[4], it[5], it[3], it[7], it[2]}, '\0')
-        end
-        outbox_push(WF_SELF, 's:' .. items[c][1], table.concat(parts, '\0'), now)
-      end
+    for _, key in ipairs(wf_remote_order) do
+      local bucket = wf_remote[key]
+      wf_send_starts(bucket[1], bucket[2], bucket[3])
     end
     wf_local, wf_local_order, wf_remote, wf_remote_order = {}, {}, {}, {}
     wf_stops, wf_stops_order = {}, {}
@@ -566,9 +547,25 @@ local function wf_build()
 
   return {
     released = wf_released, flush = wf_flush, completed = wf_completed, died = wf_died,
-    resume = wf_resume, enqueue = wf_enqueue, cancel = wf_cancel, start = wf_start,
-    abort = function(home, wid) wf_abort(home, wid, home .. 'wf:' .. wid) end,
-    set_now = function(now) wf_now = now end,
+    abort = wf_abort, enqueue_here = function(now, items) wf_q().enqueue(now, items) end,
+    start_problem = function(items) return wf_q().problem(items) end,
+    open = wf_open, ctx = wf_ctx, start = wf_start,
+    resume = function(home, wid, run, x, continue)
+      local w, state = wf_open(home, wid, run)
+      if w and state == 'running' then
+        wf_start(w, x, redis.call('HGET', w.ws, 'i' .. x), continue)
+      end
+    end,
+    fire = function(home, wid, run, b)
+      local w, state = wf_open(home, wid, run)
+      if w and state == 'running' then wf_fire(w, b, false) end
+    end,
+    stop_next = function(home, wid, run) wf_stopper().next(wf_ctx(home, wid, run)) end,
+    cancel = function(kind, prefix, wid, id)
+      local bucket = wf_stops_of(kind, prefix)
+      bucket.items[#bucket.items + 1] = {wid, id}
+    end,
+    set_now = function(now) E.now = now end,
   }
 end
 
@@ -593,8 +590,8 @@ local function fan_in_released(done, now)
   if #done > 0 then wf_engine().released(done, now) end
 end
 
--- Apply what the engine decided (steps to enqueue or cancel in this slot, outbox
--- entries for others). Call last: it rebinds K_*.
+-- Apply what the engine decided (steps to enqueue or stop in this slot, outbox entries
+-- for others). Call last: it rebinds K_*.
 local function fan_in_flush()
   if WF then WF.flush() end
 end

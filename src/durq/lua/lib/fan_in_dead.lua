@@ -12,14 +12,14 @@ local function fan_in_dead(id, r, now)
   local lk = K_PREFIX .. WF_LINKS
   local link = redis.call('HGET', lk, id)
   if not link then return end
-  local home, wid, node, policy = wf_parse_link(link)
+  local home, wid, node, policy, run = wf_parse_link(link)
   if not home then return end
   if policy ~= 'wait' or r.state == ST_CANCELLED or r.state == ST_EXPIRED then
     redis.call('HDEL', lk, id)
   end
   local reason = redis.call('HGET', K_REASONS, id) or '{}'
   outbox_push(K_PREFIX, 'd:' .. id .. ':' .. r.deliveries,
-    table.concat({'D', home, wid, node, reason}, '\0'), now)
+    table.concat({'D', home, wid, node, reason, run}, '\0'), now)
 end
 
 -- The dead letter `id` is deleted for good: `why` 'purged' (purge.lua) or 'evicted'
@@ -35,7 +35,7 @@ local function fan_in_gone(id, why, now)
   local link = redis.call('HGET', lk, id)
   if not link then return end
   redis.call('HDEL', lk, id)
-  local home, wid, node = wf_parse_link(link)
+  local home, wid, node, _, run = wf_parse_link(link)
   if not home then return end
   local dead = redis.call('HGET', K_REASONS, id) or '{}'
   if string.sub(dead, 1, 1) ~= '{' then dead = cjson.encode(dead) end -- not durq's: a string
@@ -45,5 +45,6 @@ local function fan_in_gone(id, why, now)
   end
   local reason = '{"reason":"' .. why .. '","at":' .. string.format('%d', now) .. ',"message":"'
     .. message .. '","dead":' .. dead .. '}'
-  outbox_push(K_PREFIX, 'g:' .. id, table.concat({'D', home, wid, node, reason}, '\0'), now)
+  outbox_push(K_PREFIX, 'g:' .. id, table.concat({'D', home, wid, node, reason, run}, '\0'),
+    now)
 end

@@ -1,17 +1,18 @@
 -- How a started workflow step finds its workflow: <queue prefix>wfl, a hash
---   job id -> "<home prefix>\t<workflow id>\t<node>\t<failure policy>"
+--   job id -> "<home prefix>\t<workflow id>\t<node>\t<failure policy>\t<run>"
 -- written when the step is enqueued and removed when its completion (or death) leaves
 -- for the workflow, so a step that runs twice reports once. The workflow itself lives in
--- its home queue's slot (lib/fan_in.lua).
+-- its home queue's slot (lib/fan_in.lua); <run> names the submission it belongs to, so a
+-- report meant for an earlier submission of the same workflow id changes nothing.
 local WF_LINKS = 'wfl'
 
-local function wf_link(home, wid, node, policy)
-  return home .. '\t' .. wid .. '\t' .. node .. '\t' .. policy
+local function wf_link(home, wid, node, policy, run)
+  return home .. '\t' .. wid .. '\t' .. node .. '\t' .. policy .. '\t' .. run
 end
 
--- home, wid, node, policy (nils for a link that is not one)
+-- home, wid, node, policy, run (nils for a link that is not one)
 local function wf_parse_link(link)
-  return string.match(link, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
+  return string.match(link, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
 end
 
 -- Split s at every occurrence of the plain string sep.

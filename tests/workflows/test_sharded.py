@@ -1,0 +1,83 @@
+"""Workflows on a sharded queue (found in the review of issue 30): a step with a group
+goes to that group's shard, as ``ShardedQueue`` routes the group's jobs, so the group's
+limit holds across the queue; the sharded queue is registered by its name (not its
+shards as queues of their own); ``durq workflow show`` and ``cancel`` find a workflow
+whose home is a shard; and ``status()`` shows a step whose start is still on its way
+to another shard as ``starting``, not ``done``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import durq
+from durq._sync.sharded import shard_index
+from durq.keys import NamespaceKeys, shard_name
+from durq.protocol.namespace import queue_names, shard_counts
+from worker.support import Durq, running_worker
+from workflows.apps import build
+from workflows.support import Front, courier
+
+SHARDS = 4
+
+
+@pytest.fixture
+def sapp(redis_url: str, queue_name: str) -> Iterator[durq.App]:
+    """The workflow test App with a sharded queue (this test's queue name + "-s")."""
+    app = build(redis_url, default_queue=queue_name, shards={f"{queue_name}-s": SHARDS})
+    yield app
+    app.close()
+
+
+async def test_a_step_with_a_group_goes_to_its_group_s_shard(
+    sapp: durq.App, log: str, queue_name: str
+) -> None:
+    name = f"{queue_name}-s"
+    front = Front(sapp, "async")
+    sq = sapp.tasks["square"].options(queue=name, group="tenant-7")
+    steps = [sq.s(log, i) for i in range(8)]
+    handle = await front.enqueue(durq.group(steps))
+    info = await front.status(handle)
+    assert info is not None
+    home = shard_name(name, shard_index("tenant-7", SHARDS))
+    assert {s.queue for s in info.steps} == {home}  # where the group's plain jobs go
+    # so the group's limit holds across the queue: one of its jobs at a time
+    sharded = sapp.sharded_queue(name)
+    sharded.shards[shard_index("tenant-7", SHARDS)].configure(group_limit=1)
+    plain = sharded.enqueue(["square", [log, 9], {}], group="tenant-7")
+    assert plain.queue == home
+    shard = sharded.shards[shard_index("tenant-7", SHARDS)]
+    assert shard.dequeue() is not None
+    assert shard.dequeue() is None
+    await sapp.aclose()
+
+
+def test_a_workflow_on_a_sharded_queue_registers_it_by_its_name(
+    sapp: durq.App, log: str, queue_name: str, durq_cli: Durq
+) -> None:
+    name = f"{queue_name}-s"
+    sq = sapp.tasks["square"].options(queue=name)
+    collect = sapp.tasks["collect"].options(queue=name)
+    handle = durq.group([sq.s(log, i) for i in range(12)]).then(collect.s(log)).enqueue()
+    space = NamespaceKeys("durq")
+    queue = sapp.queue(handle.queue)
+    names = queue.run(queue_names(space))
+    assert name in names and not any(n.startswith(f"{name}~") for n in names)
+    assert queue.run(shard_counts(space))[name] == SHARDS
+    # steps in other shards than the home wait for their start (an outbox entry)
+    info = handle.status()
+    assert info is not None and "done" not in info.counts
+    assert info.counts.get("starting", 0) > 0, info.counts
+    courier(queue)
+    info = handle.status()
+    assert info is not None and set(info.counts) == {"pending", "waiting"}
+    # the CLI finds it in its shard, among the registered queues
+    shown = durq_cli.run("workflow", "show", handle.id, url=sapp.url)
+    assert shown.code == 0 and "running" in shown.stdout, shown
+    shown = durq_cli.run("workflow", "show", handle.id, "-q", handle.queue, url=sapp.url)
+    assert shown.code == 0 and "running" in shown.stdout, shown
+    cancelled = durq_cli.run("workflow", "cancel", handle.id, url=sapp.url)
+    assert cancelled.code == 0 and "cancelled" in cancelled.stdout, cancelled
+    with running_worker(sapp, queues=[name]), pytest.raises(durq.Cancelled):
+        handle.result(5)

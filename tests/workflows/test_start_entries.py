@@ -1,0 +1,84 @@
+"""Starts of steps in another slot ('S' outbox entries) are applied once, whenever they
+come back (issue 30, bug 4): a courier applies an entry and dies before releasing it;
+the step runs and finishes, its record and tombstone go (the dedup window lapses);
+the entry comes back after its lease and is applied again. Before, the step (here the
+callback) was enqueued and ran a second time. Its number (lua/lib/wf_seq.lua) says it
+was applied, however late it comes. The same for a start that a failure consumed."""
+
+from __future__ import annotations
+
+import time
+
+import durq
+from durq.codec import PayloadCodec
+from durq.keys import OutboxKeys
+from durq.message import encode_result
+from durq.protocol import lifecycle
+from durq.protocol import workflows as wf
+from durq.protocol.calls import Op
+from workflows.support import Front, courier
+
+
+def _apply(entry: bytes) -> Op[object]:
+    reply = yield wf.deliver_call(entry)
+    return reply
+
+
+async def test_a_start_delivered_again_after_the_dedup_window_starts_nothing(
+    wapp: durq.App, log: str, front: Front
+) -> None:
+    t = wapp.tasks
+    home_name, far_name = wapp.default_queue, f"{wapp.default_queue}-b"  # two slots
+    home, far = wapp.queue(home_name), wapp.queue(far_name)
+    far.configure(dedup_window=0.2)
+    flow = durq.group([t["square"].s(log, 1), t["square"].s(log, 2)])
+    handle = await front.enqueue(flow.then(t["collect"].options(queue=far_name).s(log)))
+    assert handle.queue == home_name
+    for _ in range(2):
+        job = home.dequeue()
+        assert job is not None
+        home.release_many([job], results=[encode_result(1)])
+    # the callback's start waits in the home's outbox: a courier takes it (a short
+    # lease), applies it, and dies before releasing it
+    [entry], _, _ = home.run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
+    assert entry.data.startswith(b"S\0")
+    assert home.run(_apply(entry.data)) == b"OK"
+    callback = far.dequeue()
+    assert callback is not None
+    far.release_many([callback], results=[encode_result(2)])
+    courier(far)  # its completion reaches the workflow
+    assert await front.result(handle, 5) == 2
+    time.sleep(0.6)  # the callback's tombstone lapsed, and the courier's lease
+    # the entry comes back, to another courier
+    assert courier(home) == [entry.data]
+    assert far.dequeue() is None, "the callback was enqueued a second time"
+    assert far.stats().enqueued == 1
+
+
+async def test_a_start_consumed_by_a_failure_starts_nothing_however_late(
+    wapp: durq.App, log: str, front: Front
+) -> None:
+    """A start still on its way when the workflow fails is consumed: applied long after
+    (the failure's own entries gone, tombstones lapsed), it starts nothing."""
+    t = wapp.tasks
+    home_name, far_name = wapp.default_queue, f"{wapp.default_queue}-b"
+    home, far = wapp.queue(home_name), wapp.queue(far_name)
+    far.configure(dedup_window=0.2)
+    members = [t["square"].s(log, 1), t["square"].s(log, 2), t["square"].s(log, 3)]
+    flow = durq.chain(durq.group(members), t["echo"].options(queue=far_name).s())
+    handle = await front.enqueue(durq.group([flow, t["square"].s(log, 4)]))
+    jobs = [job for _ in range(4) if (job := home.dequeue()) is not None]
+    assert len(jobs) == 4
+    home.release_many(jobs[:3], results=[encode_result(1)] * 3)  # starts echo, far
+    [start], _, _ = home.run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
+    assert start.data.startswith(b"S\0")
+    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Status.DEAD
+    courier(home)  # the death, and what the failure sends
+    info = await front.status(handle)
+    assert info is not None and info.state == "failed"
+    time.sleep(0.6)
+    assert courier(home) == [start.data]  # its courier died: it comes back
+    assert far.dequeue() is None and far.stats().enqueued == 0
+    info = await front.status(handle)
+    assert info is not None
+    assert [s.state for s in info.steps] == ["done"] * 3 + ["cancelled", "dead"]
