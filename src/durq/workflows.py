@@ -538,7 +538,7 @@ def _check_type(task: Task[Any, Any], produced: Any) -> None:
 
 
 def _accepts(wanted: Any, produced: Any) -> bool:
-    if wanted in (Any, object):
+    if wanted in (Any, object) or produced is Any:  # Any: undeclared, so not checked
         return True
     origin = typing.get_origin(wanted) or wanted
     if origin in (Union, types.UnionType):

@@ -78,7 +78,8 @@ def test_dashboard_page_actions_and_metrics(app: durq.App, redis_url: str) -> No
     q = app.default_queue
     # the shared server holds every test's queues: cover them all, not the first 200
     live = LiveServer(create_app(redis_url, max_queues=10_000)).start()
-    with httpx.Client(base_url=live.url) as client:
+    # /metrics reads every queue of the shared server: thousands late in a full run
+    with httpx.Client(base_url=live.url, timeout=120) as client:
         page = client.get("/schedules")
         assert page.status_code == 200
         assert "hb" in page.text and "every 30 s" in page.text
