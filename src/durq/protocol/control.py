@@ -100,6 +100,28 @@ def _expiry(value: Any, delay: int) -> tuple[int, int]:
     return ms, 0
 
 
+def _debounce_expiry(value: Any, max_wait: int) -> tuple[int, int]:
+    """The expiry of a debounced job (as ``_expiry``). Each enqueue of a burst moves the
+    job's start, up to ``max_wait`` ms after the burst's first enqueue (this one): an
+    expiry that the start may pass would drop the burst's newest arguments unrun, so it
+    must come after the latest start, which needs a ``max_wait``."""
+    if not max_wait:
+        raise InvalidArgument(
+            "expires with debounce needs max_wait: each enqueue of a burst moves the job's "
+            "start, which could then pass the expiry and drop the burst's newest arguments "
+            "unrun; give max_wait= (the latest start) shorter than expires"
+        )
+    expires_in, expires_at = _expiry(value, 0)
+    left = expires_in or expires_at - time.time() * 1000
+    if left <= max_wait:
+        raise InvalidArgument(
+            f"expires={value!r} is not after max_wait ({max_wait / 1000} s): a burst of "
+            "enqueues may move the debounced start up to max_wait after its first enqueue, "
+            "past the expiry, and its newest arguments would be dropped unrun"
+        )
+    return expires_in, expires_at
+
+
 def _mode(m: Message, key: str, delay: int, replace: bool) -> tuple[str, int, int]:
     """(mode, window_ms, max_wait_ms) of a message's dedup mode."""
     modes = [
@@ -154,8 +176,10 @@ def control_fields(
             continue
         delay, key, replace = int(row[2]), str(row[7]), row[8] == 1
         mode, window, max_wait = _mode(m, key, delay, replace)
-        if m.expires is not None:
-            expires_in, expires_at = _expiry(m.expires, window if mode == "deb" else delay)
+        if m.expires is not None and mode == "deb":
+            expires_in, expires_at = _debounce_expiry(m.expires, max_wait)
+        elif m.expires is not None:
+            expires_in, expires_at = _expiry(m.expires, delay)
         else:
             expires_in, expires_at = 0, 0
         out.append((expires_in, expires_at, mode, window, max_wait, ttl))
