@@ -66,6 +66,9 @@ local PROMOTE_MAX = 1000
 local PROMOTE_SLICE = 100 -- due delayed jobs read at a time
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
 local SKIP_MIN = 20     -- ... of which this many whatever the budget
+local TURN_MAX = 200    -- jobs one group turn hands out at most (a sole group takes turns)
+local SERVE_MIN = 100   -- jobs handed out whatever the budget, if asked for and ready
+local SERVE_MS = 2      -- ... and more only until the call has run this long (lib/budget.lua)
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -381,13 +384,15 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
 end
 
 -- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
--- those of group_settings. Returns how many were handed out and the length of K_RR
--- after (nil under flow control, whose parking moves groups in and out of K_RR).
+-- those of group_settings. Returns how many were handed out, the length of K_RR after
+-- (nil under flow control, whose parking moves groups in and out of K_RR), and whether
+-- the call stopped short of `want` for its budget (SERVE_MIN, SERVE_MS) with groups left.
 local function serve(want, now, deadline, out, listed, limited, weighted, prioritized)
   local hargs, zargs = {}, {}
   local handed = 0
   local skipped = 0 -- groups skipped in a row
-  while handed < want and budget > 0 do
+  local turns, cut = 0, false
+  while handed < want and budget > 0 and not cut do
     listed = listed or redis.call('LLEN', K_RR)
     if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
         and not (flow_ctl and flow_ctl.only_parked_listed()) then
@@ -408,10 +413,15 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
-      if handed >= want then
+      -- the clock is read every 4 turns (a turn costs 5-15 us, a read about 1)
+      if not cut and handed >= SERVE_MIN and turns % 4 == 0 and turns > 0 then
+        cut = budget_spent(SERVE_MS)
+      end
+      if handed >= want or cut then
         front[#front + 1] = g -- not served this call: keeps its place at the head
       else
-        local quota = want - handed
+        turns = turns + 1
+        local quota = math.min(want - handed, TURN_MAX)
         if not sole then
           local w = 1
           if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
@@ -425,7 +435,11 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
         if more then keep[#keep + 1] = g elseif not parked then drop[#drop + 1] = g end
       end
     end
-    for j = #front, 1, -1 do redis.call('LPUSH', K_RR, front[j]) end
+    if #front > 0 then -- back at the head, in their order
+      local back = {}
+      for j = #front, 1, -1 do back[#back + 1] = front[j] end
+      redis.call('LPUSH', K_RR, unpack(back))
+    end
     if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
     if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
     local served = listed
@@ -440,8 +454,8 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     if skipped >= served or listed == 0 then break end -- all skipped, or none left
   end
   commit(hargs, zargs)
-  if flow_ctl then return handed, nil end
-  return handed, listed
+  if flow_ctl then return handed, nil, cut end
+  return handed, listed, cut
 end
 
 local function next_ms(now)
@@ -506,9 +520,9 @@ problem = guard()
 if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed, listed_after = serve(flow_ctl and flow_ctl.begin(now, want) or want, now,
-  deadline, out, listed, limited, weighted, prioritized)
-left = left or budget <= 0
+local handed, listed_after, cut = serve(flow_ctl and flow_ctl.begin(now, want) or want,
+  now, deadline, out, listed, limited, weighted, prioritized)
+left = left or budget <= 0 or cut
 if left then
   -- upkeep (or stale ids) left for the next call: this consumer comes back at once, and
   -- another idle one is woken in case this one has no free slot

@@ -17,7 +17,16 @@ from durq.errors import InvalidArgument
 from durq.keys import OutboxKeys, QueueKeys, check_group, check_job_id
 from durq.models import GroupInfo, JobInfo, JobState, QueueStats
 from durq.protocol.args import job_ids, natural, positive_int
-from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, script_call, text
+from durq.protocol.calls import (
+    MAX_BATCH,
+    Arg,
+    Command,
+    Op,
+    chunk_of,
+    script_call,
+    send_all,
+    text,
+)
 from durq.protocol.control import FLAG_CANCEL, PARKED, parse_control, parse_progress
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
@@ -47,18 +56,18 @@ _STATE = {code: JobState(name) for code, name in STATE_NAMES.items()}
 
 def _bulk_dead(name: str, keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
     done = 0
+    size = chunk_of(name)
     if ids is not None:
         wanted = job_ids(ids)
-        for i in range(0, len(wanted), MAX_BATCH):
-            reply = yield script_call(name, keys, ("ids", 0, *wanted[i : i + MAX_BATCH]))
+        for i in range(0, len(wanted), size):
+            reply = yield script_call(name, keys, ("ids", 0, *wanted[i : i + size]))
             done += sum(1 for s in reply[1::2] if s == Status.OK)
         return done
-    for _ in range(100_000):  # "all": bounded calls until a short page
-        reply = yield script_call(name, keys, ("oldest", MAX_BATCH))
+    while True:  # "all": bounded calls until a short page
+        reply = yield script_call(name, keys, ("oldest", size))
         done += sum(1 for s in reply[1::2] if s == Status.OK)
-        if len(reply) // 2 < MAX_BATCH or not any(s == Status.OK for s in reply[1::2]):
-            break
-    return done
+        if len(reply) // 2 < size or not any(s == Status.OK for s in reply[1::2]):
+            return done
 
 
 def replay(keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
@@ -201,9 +210,15 @@ def outbox_stats(keys: QueueKeys) -> Op[QueueStats]:
 def groups(
     keys: QueueKeys, limit: int = 20, names: Sequence[str] = ()
 ) -> Op[tuple[int, list[GroupInfo]]]:
-    """The largest groups by ready jobs (or the groups named) and how many there are."""
-    limit = min(positive_int("limit", limit), MAX_BATCH)
-    reply = yield script_call("groups", keys, (limit, *(check_group(n) for n in names)))
+    """The largest groups by ready jobs (or the groups named) and how many there are: at
+    most ``chunk_of("groups")`` (500) of the largest; names given are looked up in calls
+    of that many, in one round trip."""
+    size = chunk_of("groups")
+    limit = min(positive_int("limit", limit), size)
+    wanted = [check_group(n) for n in names]
+    chunks = [wanted[i : i + size] for i in range(0, len(wanted), size)] or [[]]
+    replies = yield from send_all([script_call("groups", keys, (limit, *c)) for c in chunks])
+    reply = [replies[0][0], *(v for r in replies for v in r[1:])]
     items = [
         GroupInfo(
             name=text(reply[i]),
@@ -234,8 +249,12 @@ def configure(
     for scope, table in (("limit", limits), ("weight", weights)):
         for g, value in (table or {}).items():
             args += [scope, check_group(g), "" if value is None else natural(scope, value)]
+    # several calls for many settings (in one round trip, applied in order)
+    size = 3 * chunk_of("configure")
     if args:
-        yield script_call("configure", keys, args)
+        yield from send_all(
+            [script_call("configure", keys, args[i : i + size]) for i in range(0, len(args), size)]
+        )
 
 
 _KEY_TYPES = {

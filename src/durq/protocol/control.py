@@ -20,7 +20,7 @@ from durq.errors import InvalidArgument
 from durq.keys import QueueKeys, check_job_id
 from durq.models import CancelResult, CancelStatus, JobState, Message, Progress
 from durq.protocol.args import MAX_DELAY, delay_ms, job_ids, seconds
-from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, script_call
+from durq.protocol.calls import Arg, Command, Op, chunk_of, script_call
 from durq.protocol.record import STATE_NAMES
 from durq.protocol.status import Status
 
@@ -203,8 +203,9 @@ def cancel(keys: QueueKeys, ids: str | Sequence[str], result_ttl: float) -> Op[l
     wanted = job_ids(ids)
     ttl = delay_ms(result_ttl, "result_ttl")
     out: list[CancelResult] = []
-    for start in range(0, len(wanted), MAX_BATCH):
-        chunk = wanted[start : start + MAX_BATCH]
+    size = chunk_of("cancel")
+    for start in range(0, len(wanted), size):
+        chunk = wanted[start : start + size]
         reply = yield script_call("cancel", keys, (ttl, *chunk))
         for i, job_id in enumerate(chunk):
             status, state = Status(reply[2 * i]), int(reply[2 * i + 1])

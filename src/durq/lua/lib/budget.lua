@@ -28,8 +28,8 @@ local function budget_start()
   budget_from = budget_clock()
 end
 
--- True once the call has spent its budget.
-local function budget_spent()
+-- True once the call has run its budget, or `ms` when given.
+local function budget_spent(ms)
   if not budget_from then budget_start() end
-  return budget_clock() - budget_from > BUDGET_MS
+  return budget_clock() - budget_from > (ms or BUDGET_MS)
 end
