@@ -96,7 +96,7 @@ class Topic:
 
     def subscribe(self, subscriber: str) -> str:
         """Add a subscription (idempotent); returns the name of its queue. A topic takes
-        at most ``durq.protocol.lifecycle.MAX_SUBSCRIBERS`` (100; InvalidArgument)."""
+        at most ``durq.protocol.lifecycle.MAX_SUBSCRIBERS`` (50; InvalidArgument)."""
         name = self.keys.subscription(subscriber)
         self._driver.run(lifecycle.subscribe(self.keys, subscriber))
         self._driver.run(namespace.add_queue(NamespaceKeys(self.keys.namespace), name))

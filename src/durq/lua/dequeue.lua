@@ -31,9 +31,10 @@ Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, 
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
          and per tick fired, and one ZRANGEBYSCORE when none is due. The upkeep (leases,
-         delayed jobs, ticks, stale ids) stops once the call ran BUDGET_MS (1 ms) of
+         delayed jobs, ticks, stale ids) stops once the call ran BUDGET_MS (0.5 ms) of
          server time, past its first item of each kind: a backlog of any size (a catch-up
-         after downtime) is spread over calls.
+         after downtime) is spread over calls. Past SERVE_MIN jobs, serving stops once the
+         call ran SERVE_MS (1 ms): the consumer comes back for the rest.
          Handing out a group turn's plain jobs is a fixed number of commands whatever
          their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
          keys); jobs under job control and stale ids cost commands of their own.
@@ -66,9 +67,10 @@ local PROMOTE_MAX = 1000
 local PROMOTE_SLICE = 100 -- due delayed jobs read at a time
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
 local SKIP_MIN = 20     -- ... of which this many whatever the budget
-local TURN_MAX = 200    -- jobs one group turn hands out at most (a sole group takes turns)
-local SERVE_MIN = 100   -- jobs handed out whatever the budget, if asked for and ready
-local SERVE_MS = 2      -- ... and more only until the call has run this long (lib/budget.lua)
+local TURN_MAX = 100    -- jobs one group turn hands out at most (a sole group takes turns)
+local SERVE_MIN = 50    -- jobs handed out whatever the budget, if asked for and ready
+local SERVE_MS = 1      -- ... and more only until the call has run this long (lib/budget.lua)
+local SERVE_CHECK = 25  -- the clock is read once this many more jobs were handed out
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -360,7 +362,7 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   end
   local got = 0
   if #ids > 0 then got = take(g, ids, now, deadline, out, hargs, zargs, counted) end
-  if flow_ctl then flow_ctl.group_started(g, got) end
+  if flow_ctl then flow_ctl.group_started(g, got, now) end
   if garbage then return got, true, true end
   local more = prio > #ids
   if not more and #ids == quota then
@@ -391,7 +393,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
   local hargs, zargs = {}, {}
   local handed = 0
   local skipped = 0 -- groups skipped in a row
-  local turns, cut = 0, false
+  local turns, cut, check_at = 0, false, SERVE_MIN
   while handed < want and budget > 0 and not cut do
     listed = listed or redis.call('LLEN', K_RR)
     if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
@@ -413,8 +415,10 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
-      -- the clock is read every 4 turns (a turn costs 5-15 us, a read about 1)
-      if not cut and handed >= SERVE_MIN and turns % 4 == 0 and turns > 0 then
+      -- the clock is read every 4 turns or SERVE_CHECK jobs (a job or a turn costs
+      -- 2-15 us, a read about 1)
+      if not cut and (handed >= check_at or (handed >= SERVE_MIN and turns % 4 == 3)) then
+        check_at = handed + SERVE_CHECK
         cut = budget_spent(SERVE_MS)
       end
       if handed >= want or cut then

@@ -46,26 +46,27 @@ Arg: TypeAlias = str | bytes | int | float
 #: the most items one script call handles; a larger batch is several calls
 MAX_BATCH = 1000
 #: the items per call of the scripts whose items cost more: each size keeps one call near
-#: 2 ms of server time in the costliest case of its options (about 10-20 us an item: a
-#: dedup key, a control mode, a group turn, a record rewritten), far under the 10 ms any
-#: call may take (docs/design.md, "Cost of each operation"; tests/lua/test_script_bounds.py
-#: drives each at its limit under the server's SLOWLOG). A larger batch is several calls
-#: in one round trip, as over MAX_BATCH
+#: 1 ms of server time in the costliest case of its options (5-20 us an item: a dedup
+#: key, a control mode, a group, a record rewritten), 2-3 ms on a busy 2-core machine,
+#: far under the 10 ms any call may take (docs/design.md, "Cost of each operation";
+#: tests/lua/test_script_bounds.py drives each at its limit under the server's SLOWLOG).
+#: A larger batch is several calls in one round trip, as over MAX_BATCH
 CHUNK: dict[str, int] = {
-    "enqueue": 200,
-    "enqueue_control": 100,
-    "enqueue_plain_grouped": 250,  # enqueue_plain with groups (1,000 ungrouped jobs: ~2 ms)
-    "release": 250,
-    "requeue": 200,
-    "defer": 250,
-    "extend": 500,
-    "rate_limited": 200,
-    "cancel": 200,
-    "replay": 200,
-    "purge": 250,
-    "configure": 250,  # settings
-    "groups": 500,
-    "schedule_list": 100,  # schedules listed
+    "enqueue_plain": 500,
+    "enqueue_plain_grouped": 125,  # enqueue_plain with groups: a group costs commands
+    "enqueue": 100,
+    "enqueue_control": 50,
+    "release": 125,
+    "requeue": 64,
+    "defer": 64,
+    "extend": 250,
+    "rate_limited": 100,
+    "cancel": 100,
+    "replay": 100,
+    "purge": 125,
+    "configure": 125,  # settings
+    "groups": 250,
+    "schedule_list": 50,  # schedules listed
 }
 
 

@@ -239,8 +239,9 @@ def enqueue_encoded(
             return [EnqueueResult(job_id, _PLAIN_STATUS[reply[0]])]
         calls.append(call)
     # a plain row: id, data, delay 0, priority 0, max_attempts, codec, group, key, replace
-    for start in range(0, len(jobs) if len(jobs) > 1 else 0, MAX_BATCH):
-        chunk = jobs[start : start + MAX_BATCH]
+    size = chunk_of("enqueue_plain")
+    for start in range(0, len(jobs) if len(jobs) > 1 else 0, size):
+        chunk = jobs[start : start + size]
         args: list[Arg] = [len(chunk)]
         for job_id, codec_id, data in chunk:
             args += (job_id, data, 0, 0, max_attempts, codec_id, "", "", 0)
@@ -270,8 +271,8 @@ def enqueue_encoded(
 
 
 #: the most subscriptions a topic takes: a publish copies each job into every one of them
-#: in one script call, which must stay short (publish.lua)
-MAX_SUBSCRIBERS = 100
+#: in one script call, which must stay short (publish.lua: about 1 ms for one job to 50)
+MAX_SUBSCRIBERS = 50
 
 
 def subscribe(topic: TopicKeys, subscriber: str) -> Op[None]:
@@ -302,7 +303,7 @@ def publish(
 ) -> Op[dict[str, list[EnqueueResult]]]:
     """Enqueue ``messages`` into every subscription of ``topic``, each message into all of
     them atomically; returns the results per subscriber (empty when the topic has no
-    subscribers). A call publishes as many messages as make about 200 copies (publish.lua):
+    subscribers). A call publishes as many messages as make about 128 copies (publish.lua):
     the first call tells how many, and the rest follow in one more round trip."""
     refuse_for_topics(messages)
     rows = _enqueue_rows(

@@ -10,7 +10,7 @@
 -- descheduled by a busy machine does not cut the work short), or on Redis 6.2, which has
 -- no os library, TIME (a 6.2 script reads it unfrozen: Redis 7 and Valkey give a script
 -- one TIME for its whole run).
-local BUDGET_MS = 1
+local BUDGET_MS = 0.5
 
 --- @per-call (reset at the start of every call: lua/functions.py)
 local budget_from = nil -- the clock (ms) when the call's budget started
