@@ -87,6 +87,24 @@ async def test_past_group_limiter_states_are_dropped_and_the_hash_stays_small(
     assert raw.hlen(q.keys.prefix + "gtat") < 100
 
 
+async def test_removing_the_last_limit_brings_back_more_parked_groups_than_a_call_takes(
+    q: Any,
+) -> None:
+    """Found with issue 30's stress test: configure brings 1,000 parked groups back; the
+    limiter states of those were kept (pauses in the future: parked again at their turn)
+    and the others waited for their own time, a minute here."""
+    await q.configure(group_rate=Rate(1, per=60.0))
+    n = 1100
+    await q.enqueue_many([Message(i, group=f"g{i % n}") for i in range(2 * n)])
+    assert len(await q.dequeue_many(2 * n)) == n  # one each: every group parks
+    await q.configure(group_rate=None)
+    back = 0
+    while jobs := await q.dequeue_many(500):
+        back += len(jobs)
+    assert back == n
+    assert not (await q.limits()).parked
+
+
 async def test_removing_a_groups_rate_brings_it_back_at_once(q: Any) -> None:
     await q.configure(group_rates={"a": Rate(1, per=60.0)})
     await q.enqueue_many(range(3), group="a")

@@ -35,18 +35,20 @@ from durq.dev.server import RedisServer
 from durq.message import encode_result
 from durq.protocol import schedules as schedule_ops
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
-from helpers import start_server
+from helpers import flavor_params, start_server
 
 SLOW_US = 10_000
 ATTEMPTS = 3
 WORKFLOWS = pytest.mark.xfail(strict=False, reason="workflow bounds: branch i30-workflows")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    """A private server that logs every command over SLOW_US (nothing else runs on it)."""
+@pytest.fixture(scope="module", params=flavor_params())
+def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
+    """A private server of each flavor (Valkey runs the scripts as Functions, Redis 6.2
+    by EVALSHA) that logs every command over SLOW_US; nothing else runs on it."""
     server = start_server(
-        extra_args=["--slowlog-log-slower-than", str(SLOW_US), "--slowlog-max-len", "1024"]
+        request.param,
+        extra_args=["--slowlog-log-slower-than", str(SLOW_US), "--slowlog-max-len", "1024"],
     )
     yield server
     server.close()
@@ -135,8 +137,10 @@ def test_a_hundred_schedules_catching_up_after_downtime(server: RedisServer, raw
         for i in range(10):
             raw.hset(q.keys.prefix + f"sch:skip{i}", "wm", now - 120_000)
             # 17 hours of minutes: the stored ticks ran out, the refill brings 1,000 back
-            raw.hset(q.keys.prefix + f"sch:cron{i}", mapping={"wm": now - 61_200_000,
-                                                               "horizon": now - 61_200_000})
+            raw.hset(
+                q.keys.prefix + f"sch:cron{i}",
+                mapping={"wm": now - 61_200_000, "horizon": now - 61_200_000},
+            )
         raw.delete(*(q.keys.prefix + f"sticks:cron{i}" for i in range(10)))
         raw.zadd(q.keys.prefix + "sched", {n: now - 60_000 for n in app.schedules.declared})
         q.dequeue_many(1)  # the cron schedules find their horizon passed: refill
@@ -167,7 +171,13 @@ def test_thousands_of_groups(server: RedisServer, raw: Any) -> None:
             assert drain(q) == n
             q.configure(group_rate=Rate(1000, per=1.0), group_limit=0)
             q.enqueue_many([Message(i, group=f"g{i}", priority=i % 3) for i in range(n)])
-            q.limits(limit=1000)
+            assert drain(q) == n
+            # two jobs a group, one a minute each: every group parks after its first
+            q.configure(group_rate=Rate(1, per=60.0))
+            q.enqueue_many([Message(i, group=f"g{i % n}") for i in range(2 * n)])
+            assert drain(q) == n
+            assert len(q.limits(limit=1000).parked_groups) == 1000
+            q.configure(group_rate=None)  # every parked group back at once
             assert drain(q) == n
             q.stats()
 
@@ -191,7 +201,9 @@ def test_large_batches_of_every_operation(server: RedisServer, raw: Any) -> None
             q.enqueue_many([Message(i, key=f"t{i}", ttl=60) for i in range(n)])
             time.sleep(0.15)
             jobs = q.dequeue_many(3 * n)
-            q.enqueue_many([Message(i, key=f"l{i}", keep_last=True) for i in range(n)])  # follow-ups
+            q.enqueue_many(
+                [Message(i, key=f"l{i}", keep_last=True) for i in range(n)]
+            )  # follow-ups
             q.extend_many(jobs)
             q.release_many(jobs[:n], results=[b'"done"'] * n, keep=60)
             q.requeue_many(jobs[n : 2 * n], delay=0)
@@ -279,9 +291,7 @@ def _workflow_app(server: RedisServer, name: str) -> durq.App:
 
 @WORKFLOWS
 @pytest.mark.parametrize("end", ["cancel", "fail"])
-def test_a_large_workflow_submitted_and_ended(
-    server: RedisServer, raw: Any, end: str
-) -> None:
+def test_a_large_workflow_submitted_and_ended(server: RedisServer, raw: Any, end: str) -> None:
     """A group of 20,000 steps and its callback, cancelled, or failed by one dead step
     under the policy "fail" (the documented most, 100,000 steps, takes 15 s a scenario:
     tests/workflows holds that one)."""

@@ -210,14 +210,18 @@ def outbox_stats(keys: QueueKeys) -> Op[QueueStats]:
 def groups(
     keys: QueueKeys, limit: int = 20, names: Sequence[str] = ()
 ) -> Op[tuple[int, list[GroupInfo]]]:
-    """The largest groups by ready jobs (or the groups named) and how many there are: at
-    most ``chunk_of("groups")`` (500) of the largest; names given are looked up in calls
-    of that many, in one round trip."""
+    """The largest groups by ready jobs, at most MAX_BATCH (or the groups named), and
+    how many there are; read in calls of ``chunk_of("groups")``, in one round trip."""
     size = chunk_of("groups")
-    limit = min(positive_int("limit", limit), size)
+    limit = min(positive_int("limit", limit), MAX_BATCH)
     wanted = [check_group(n) for n in names]
-    chunks = [wanted[i : i + size] for i in range(0, len(wanted), size)] or [[]]
-    replies = yield from send_all([script_call("groups", keys, (limit, *c)) for c in chunks])
+    if wanted:
+        calls = [script_call("groups", keys, (0, 0, *wanted[i : i + size]))
+                 for i in range(0, len(wanted), size)]  # fmt: skip
+    else:
+        calls = [script_call("groups", keys, (min(size, limit - at), at))
+                 for at in range(0, limit, size)]  # fmt: skip
+    replies = yield from send_all(calls)
     reply = [replies[0][0], *(v for r in replies for v in r[1:])]
     items = [
         GroupInfo(

@@ -16,7 +16,11 @@ local group_limiter = {}   -- g -> {rate, base}, for the groups served in this c
 local function flow_begin(now, want)
   local f = get_flow()
   if not f.on then return want end
-  unpark_due(now)
+  if f.release then
+    release_parked(PARK_MAX) -- every limit was removed (lib/park.lua unpark_all)
+  else
+    unpark_due(now)
+  end
   local room = want
   if f.max_active > 0 then
     local free = f.max_active - redis.call('ZCARD', K_ACTIVE)
