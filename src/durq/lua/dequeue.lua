@@ -71,6 +71,7 @@ local TURN_MAX = 100    -- jobs one group turn hands out at most (a sole group t
 local SERVE_MIN = 50    -- jobs handed out whatever the budget, if asked for and ready
 local SERVE_MS = 1      -- ... and more only until the call has run this long (lib/budget.lua)
 local SERVE_CHECK = 25  -- the clock is read once this many more jobs were handed out
+local RELIST_MAX = 1000 -- named groups listed again by the repair of a deleted K_RR
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -385,6 +386,31 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   return got, more, false, false
 end
 
+-- The repair of a deleted K_RR (K_RRSET, which mirrors it, was deleted too): the default
+-- group and the largest named groups with ready jobs (K_GROUPS) are offered again, in a
+-- few variadic commands rather than group_offer's seven each (8 ms for 1000 groups).
+-- Parked groups stay parked: relist_parked put them in K_RRSET first.
+local function relist()
+  group_offer('')
+  local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, RELIST_MAX - 1)
+  if type(named) ~= 'table' or #named == 0 then return end
+  local listed = redis.call('SMISMEMBER', K_RRSET, unpack(named))
+  local limits = redis.call('HMGET', K_GLIMIT, unpack(named))
+  local held = redis.call('HMGET', K_GACTIVE, unpack(named))
+  local default = get_conf().group_limit
+  local add = {}
+  for i = 1, #named do
+    local lim = tonumber(limits[i]) or default
+    if listed[i] == 0 and (lim <= 0 or (tonumber(held[i]) or 0) < lim) then
+      add[#add + 1] = named[i]
+    end
+  end
+  if #add == 0 then return end
+  redis.call('RPUSH', K_RR, unpack(add))
+  redis.call('SADD', K_RRSET, unpack(add))
+  need_wake = true
+end
+
 -- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
 -- those of group_settings. Returns how many were handed out, the length of K_RR after
 -- (nil under flow control, whose parking moves groups in and out of K_RR), and whether
@@ -402,11 +428,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       -- deleted K_RR: without a repair, the groups it listed would never be offered again
       redis.call('DEL', K_RRSET)
       if flow_ctl then flow_ctl.relist_parked() end
-      group_offer('')
-      local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
-      if type(named) == 'table' then
-        for i = 1, #named do group_offer(named[i]) end
-      end
+      relist()
       listed = redis.call('LLEN', K_RR)
     end
     if listed == 0 then break end

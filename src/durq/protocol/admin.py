@@ -162,11 +162,15 @@ def job(keys: QueueKeys, job_id: str) -> Op[JobInfo | None]:
 def dead_letters(
     keys: QueueKeys, offset: int = 0, limit: int = 100
 ) -> Op[tuple[int, list[JobInfo]]]:
-    """A page of dead letters, newest first, and the total number of them."""
+    """A page of dead letters (MAX_BATCH at most), newest first, and the total number of
+    them; read in calls of ``chunk_of("dead_letters")``, in one round trip."""
     if not isinstance(offset, int) or offset < 0:
         raise InvalidArgument("offset must be an int >= 0")
-    limit = min(positive_int("limit", limit), MAX_BATCH)
-    reply = yield script_call("dead_letters", keys, (offset, limit))
+    limit, size = min(positive_int("limit", limit), MAX_BATCH), chunk_of("dead_letters")
+    calls = [script_call("dead_letters", keys, (offset + at, min(size, limit - at)))
+             for at in range(0, limit, size)]  # fmt: skip
+    replies = yield from send_all(calls)
+    reply = [replies[0][0], *(v for r in replies for v in r[1:])]
     items = [
         job_info(text(reply[i]), reply[i + 2], reply[i + 3], died_at=reply[i + 1])
         for i in range(1, len(reply), 4)

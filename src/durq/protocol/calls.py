@@ -66,6 +66,7 @@ CHUNK: dict[str, int] = {
     "purge": 125,
     "configure": 125,  # settings
     "groups": 250,
+    "dead_letters": 250,  # records read
     "schedule_list": 50,  # schedules listed
 }
 
