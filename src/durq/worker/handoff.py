@@ -9,10 +9,11 @@ loop so that neither happens:
 * two threads of its own take turns at running the loop; the one that holds it runs a
   borrowed call (``Handoff.call``) in place of the loop: it stops the loop (after the
   current turn), runs the call, and runs the loop again, without a wake-up;
-* the other thread stands by. When a call has run TAKEOVER seconds, the one standing by
-  runs the loop instead, at once: leases are extended, jobs fetched and finished as
-  before, while the call goes on in the thread that started it. When it ends, its
-  result reaches the loop like a pool thread's, and that thread stands by in turn;
+* the other thread stands by. When a call has run TAKEOVER seconds (up to twice that,
+  see HOT), the one standing by runs the loop instead: leases are extended, jobs
+  fetched and finished as before, while the call goes on in the thread that started
+  it. When it ends, its result reaches the loop like a pool thread's, and that thread
+  stands by in turn;
 * a call is lent only while a thread stands by (``Handoff.ready``): one stuck in a call
   that ran over lends nothing until it is back.
 
@@ -41,6 +42,11 @@ T = TypeVar("T")
 #: seconds a borrowed call may hold the loop's thread before the other thread runs the
 #: loop: 2.5 times the longest run of a task lent the loop (executor.INLINE_BUDGET)
 TAKEOVER = 0.005
+#: seconds after a call the thread standing by keeps looking every TAKEOVER on its own
+#: (so it may notice a call up to TAKEOVER late), so that the next call need not wake
+#: it: waking it cost each call about 10-15 us more (it then contends for the GIL),
+#: the looks cost about as much each, off any job's path; idle, it sleeps
+HOT = 0.1
 
 _BY_LOOP: dict[asyncio.AbstractEventLoop, Handoff] = {}
 
@@ -80,6 +86,7 @@ class Handoff:
         self._call: _Call | None = None  # the borrowed call under way
         self._standing = 0  # threads standing by
         self._sleeping = False  # the one standing by waits for a call to begin
+        self._hot_until = 0.0  # the one standing by looks on its own until then
         self._finished = False  # the worker's coroutine ended
         self.takeovers = 0
 
@@ -138,6 +145,7 @@ class Handoff:
             ok, value = False, exc
         with self._cond:
             self._call = None
+            self._hot_until = time.monotonic() + HOT
             taken = call.taken
             finished = self._finished
         if not taken:
@@ -157,6 +165,9 @@ class Handoff:
                 while not self._finished:
                     call = self._call
                     if call is None:
+                        if time.monotonic() < self._hot_until:  # calls may come soon
+                            self._cond.wait(self.takeover)
+                            continue
                         self._sleeping = True
                         self._cond.wait()
                         self._sleeping = False
