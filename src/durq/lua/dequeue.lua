@@ -33,8 +33,8 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
          and per tick fired, and one ZRANGEBYSCORE when none is due. The upkeep (leases,
          delayed jobs, ticks, stale ids) stops once the call ran BUDGET_MS (0.5 ms) of
          server time, past its first item of each kind: a backlog of any size (a catch-up
-         after downtime) is spread over calls. Past SERVE_MIN jobs, serving stops once the
-         call ran SERVE_MS (1 ms): the consumer comes back for the rest.
+         after downtime) is spread over calls. Past 50 jobs, serving stops once the call
+         ran 1 ms (serve()): the consumer comes back for the rest.
          Handing out a group turn's plain jobs is a fixed number of commands whatever
          their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
          keys); jobs under job control and stale ids cost commands of their own.
@@ -66,12 +66,6 @@ local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
 local PROMOTE_SLICE = 100 -- due delayed jobs read at a time
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
-local SKIP_MIN = 20     -- ... of which this many whatever the budget
-local TURN_MAX = 100    -- jobs one group turn hands out at most (a sole group takes turns)
-local SERVE_MIN = 50    -- jobs handed out whatever the budget, if asked for and ready
-local SERVE_MS = 1      -- ... and more only until the call has run this long (lib/budget.lua)
-local SERVE_CHECK = 25  -- the clock is read once this many more jobs were handed out
-local RELIST_MAX = 1000 -- named groups listed again by the repair of a deleted K_RR
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -263,9 +257,8 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         got = got + 1
       else
         budget = budget - 1
-        if budget < SKIP_MAX - SKIP_MIN and budget > 0 and budget_spent() then
-          budget = 0 -- the call's upkeep budget is spent: the rest of this turn, then stop
-        end
+        -- past 20 of them, the call's upkeep budget spent: the rest of this turn, then stop
+        if budget < SKIP_MAX - 20 and budget > 0 and budget_spent() then budget = 0 end
         if handed_ids[id] then
           -- the same id again: the record is not committed yet, skip it
         elseif r and r.state == ST_SUPERSEDED then
@@ -386,36 +379,16 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   return got, more, false, false
 end
 
--- The repair of a deleted K_RR (K_RRSET, which mirrors it, was deleted too): the default
--- group and the largest named groups with ready jobs (K_GROUPS) are offered again, in a
--- few variadic commands rather than group_offer's seven each (8 ms for 1000 groups).
--- Parked groups stay parked: relist_parked put them in K_RRSET first.
-local function relist()
-  group_offer('')
-  local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, RELIST_MAX - 1)
-  if type(named) ~= 'table' or #named == 0 then return end
-  local listed = redis.call('SMISMEMBER', K_RRSET, unpack(named))
-  local limits = redis.call('HMGET', K_GLIMIT, unpack(named))
-  local held = redis.call('HMGET', K_GACTIVE, unpack(named))
-  local default = get_conf().group_limit
-  local add = {}
-  for i = 1, #named do
-    local lim = tonumber(limits[i]) or default
-    if listed[i] == 0 and (lim <= 0 or (tonumber(held[i]) or 0) < lim) then
-      add[#add + 1] = named[i]
-    end
-  end
-  if #add == 0 then return end
-  redis.call('RPUSH', K_RR, unpack(add))
-  redis.call('SADD', K_RRSET, unpack(add))
-  need_wake = true
-end
-
 -- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
 -- those of group_settings. Returns how many were handed out, the length of K_RR after
 -- (nil under flow control, whose parking moves groups in and out of K_RR), and whether
 -- the call stopped short of `want` for its budget (SERVE_MIN, SERVE_MS) with groups left.
 local function serve(want, now, deadline, out, listed, limited, weighted, prioritized)
+  -- (constants of this function, not of the script: its main function is near Lua's 200
+  -- locals) a turn hands out TURN_MAX jobs at most (a sole group takes several turns);
+  -- past SERVE_MIN jobs handed out, serving stops once the call has run SERVE_MS
+  -- (lib/budget.lua), the clock read every 4 turns or SERVE_CHECK jobs
+  local TURN_MAX, SERVE_MIN, SERVE_MS, SERVE_CHECK = 100, 50, 1, 25
   local hargs, zargs = {}, {}
   local handed = 0
   local skipped = 0 -- groups skipped in a row
@@ -428,7 +401,28 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       -- deleted K_RR: without a repair, the groups it listed would never be offered again
       redis.call('DEL', K_RRSET)
       if flow_ctl then flow_ctl.relist_parked() end
-      relist()
+      -- the default group and the 1000 largest named groups with ready jobs are offered
+      -- again, in a few variadic commands (group_offer's seven each: 8 ms for 1000);
+      -- parked groups stay parked (relist_parked put them in K_RRSET first)
+      group_offer('')
+      local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
+      if type(named) == 'table' and #named > 0 then
+        local known = redis.call('SMISMEMBER', K_RRSET, unpack(named))
+        local limits = redis.call('HMGET', K_GLIMIT, unpack(named))
+        local held = redis.call('HMGET', K_GACTIVE, unpack(named))
+        local add = {}
+        for i = 1, #named do
+          local lim = tonumber(limits[i]) or get_conf().group_limit
+          if known[i] == 0 and (lim <= 0 or (tonumber(held[i]) or 0) < lim) then
+            add[#add + 1] = named[i]
+          end
+        end
+        if #add > 0 then
+          redis.call('RPUSH', K_RR, unpack(add))
+          redis.call('SADD', K_RRSET, unpack(add))
+          need_wake = true
+        end
+      end
       listed = redis.call('LLEN', K_RR)
     end
     if listed == 0 then break end
@@ -437,8 +431,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
-      -- the clock is read every 4 turns or SERVE_CHECK jobs (a job or a turn costs
-      -- 2-15 us, a read about 1)
+      -- (a job or a turn costs 2-15 us, a read of the clock about 1)
       if not cut and (handed >= check_at or (handed >= SERVE_MIN and turns % 4 == 3)) then
         check_at = handed + SERVE_CHECK
         cut = budget_spent(SERVE_MS)
@@ -502,7 +495,7 @@ local problem = flow_prepare()
 if problem then return wrongtype(problem) end
 -- no write before guard() (see WRITTEN): each step below calls it before its first
 local now = now_ms()
-budget_start() -- the upkeep below stops once the call has used its budget (lib/budget.lua)
+budget_spent() -- starts the clock: the upkeep below stops once the call used its budget
 local err, ids = read(K_ACTIVE, 'zset', 'ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0,
   RECLAIM_MAX)
 if err then return err end

@@ -23,7 +23,6 @@
 -- under way costs that pass an HMGET of two fields).
 local SCHED_MAX = 100     -- due schedules looked at per call at most
 local STALE_RETRY = 1000  -- ms before a cron schedule waiting for a refill is looked at again
-local TICK_SLICE = 100    -- ticks listed at a time while catching up
 
 -- How many of `n` due ticks (the newest one `newest`) the catch-up policy fires.
 local function sch_take(s, n, newest, now)
@@ -81,23 +80,6 @@ local function sch_decide(s, upto, now)
   return true
 end
 
--- The next ticks of s's catch-up after its watermark, oldest first (at most TICK_SLICE).
-local function sch_next_ticks(s)
-  local out = {}
-  if s.kind == 'every' then
-    local t = sch_every_after(s, s.wm)
-    while t <= s.cu and #out < TICK_SLICE do
-      out[#out + 1] = t
-      t = t + s.every
-    end
-  else
-    local got = redis.call('ZRANGEBYSCORE', sch_ticks(s.name), '(' .. ms(s.wm), s.cu,
-      'LIMIT', 0, TICK_SLICE)
-    for i = 1, #got do out[i] = tonumber(got[i]) end
-  end
-  return out
-end
-
 -- Fire the decided ticks of s, oldest first, while the budget lasts (`fired`: ticks this
 -- call fired before; the first of the call always fires, and the clock, which costs
 -- about a tenth of a tick, is read every 4 ticks). Returns how many it fired and whether
@@ -106,7 +88,18 @@ local function sch_catch_up(s, now, fired)
   local running = s.overlap == 'skip' and sch_running(s.current)
   local n, skipped, done = 0, 0, true
   while done and s.wm < s.cu do
-    local ticks = sch_next_ticks(s)
+    local ticks = {} -- the next 100 ticks after the watermark, oldest first
+    if s.kind == 'every' then
+      local t = sch_every_after(s, s.wm)
+      while t <= s.cu and #ticks < 100 do
+        ticks[#ticks + 1] = t
+        t = t + s.every
+      end
+    else
+      local got = redis.call('ZRANGEBYSCORE', sch_ticks(s.name), '(' .. ms(s.wm), s.cu,
+        'LIMIT', 0, 100)
+      for i = 1, #got do ticks[i] = tonumber(got[i]) end
+    end
     if #ticks == 0 then s.wm = s.cu end -- (a cron tick list cut short: nothing left)
     for i = 1, #ticks do
       if running then
