@@ -119,17 +119,22 @@ def test_an_import_error_inside_the_worker_is_not_retried_on_another_loop(
     import sys
     import types
 
-    from durq.cli.worker import _run_loop
+    from durq.cli.worker import _run
 
     runs: list[str] = []
 
-    async def worker() -> None:
-        runs.append("ran")
-        raise ImportError("a task's module is missing")
+    class Worker:
+        handle_signals = True
+
+        def on_signal(self, signum: int) -> None: ...
+
+        async def run(self) -> None:
+            runs.append("ran")
+            raise ImportError("a task's module is missing")
 
     fake = types.ModuleType("uvloop")
     fake.run = asyncio.run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "uvloop", fake)
     with pytest.raises(ImportError, match="a task's module is missing"):
-        _run_loop(worker())
+        _run(Worker())  # type: ignore[arg-type]
     assert runs == ["ran"]

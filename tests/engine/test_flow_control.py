@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis
 
-from durq import AsyncQueue, CorruptQueue, InvalidArgument, Rate, Status
+from durq import AsyncQueue, CorruptQueue, InvalidArgument, Message, Rate, Status
 from durq.dev.server import RedisServer
 from durq.protocol import flow, lifecycle
 from engine.support import expire, keys_of, server_time
@@ -70,6 +70,39 @@ async def test_group_rate_is_the_default_of_named_groups_only(q: Any) -> None:
     await q.enqueue_many(range(3))  # ungrouped: no group rate
     jobs = await q.dequeue_many(20)
     assert Counter(groups_of(jobs)) == {"a": 1, "vip": 3, None: 3}
+
+
+async def test_past_group_limiter_states_are_dropped_and_the_hash_stays_small(
+    q: Any, raw: Any
+) -> None:
+    """Issue 30 bug 10: every group ever started under a group rate kept its limiter's
+    field in <prefix>gtat for good, whatever the number of groups."""
+    await q.configure(group_rate=Rate(100_000, per=1.0))  # each TAT passes within a ms
+    await q.enqueue_many([Message(i, group=f"g{i}") for i in range(300)])
+    await q.release_many(await q.dequeue_many(300))
+    await asyncio.sleep(0.02)  # every TAT is past: the same as none
+    for _ in range(400):  # each start looks at two fields and drops the past ones
+        await q.enqueue(0, group="busy")
+        await q.release(await q.dequeue(wait=1))
+    assert raw.hlen(q.keys.prefix + "gtat") < 100
+
+
+async def test_removing_the_last_limit_brings_back_more_parked_groups_than_a_call_takes(
+    q: Any,
+) -> None:
+    """Found with issue 30's stress test: configure brings 1,000 parked groups back; the
+    limiter states of those were kept (pauses in the future: parked again at their turn)
+    and the others waited for their own time, a minute here."""
+    await q.configure(group_rate=Rate(1, per=60.0))
+    n = 1100
+    await q.enqueue_many([Message(i, group=f"g{i % n}") for i in range(2 * n)])
+    assert len(await q.dequeue_many(2 * n)) == n  # one each: every group parks
+    await q.configure(group_rate=None)
+    back = 0
+    while jobs := await q.dequeue_many(500):
+        back += len(jobs)
+    assert back == n
+    assert not (await q.limits()).parked
 
 
 async def test_removing_a_groups_rate_brings_it_back_at_once(q: Any) -> None:

@@ -209,6 +209,8 @@ async def test_the_expiry_applies_to_every_start_retries_included(q: Any, raw: A
         {"keep_last": True},
         {"keep_last": True, "ttl": 1, "key": "k"},
         {"debounce": 1, "key": "k", "replace": True},
+        {"debounce": 0.5, "key": "k", "max_wait": 5, "expires": 1},
+        {"debounce": 0.5, "key": "k", "expires": 60},
     ],
 )
 async def test_bad_job_control_options_are_clear_errors_at_enqueue(
@@ -256,6 +258,26 @@ async def test_debounce_is_bounded_by_max_wait(q: Any) -> None:
         await q.enqueue(i, key="k", debounce=0.3, max_wait=0.4)
     info = await q.job(first.id)
     assert info.due_at - info.enqueued_at == pytest.approx(0.4, abs=0.01)
+
+
+async def test_a_debounced_job_cannot_expire_before_its_latest_start(q: Any) -> None:
+    """Issue 30 bug 9: debounce=0.5, max_wait=5, expires=1 was accepted; the burst's
+    updates moved the start past the expiry and its newest arguments were dropped."""
+    with pytest.raises(InvalidArgument, match="max_wait"):
+        await q.enqueue(0, key="k", debounce=0.5, max_wait=5, expires=1)
+    at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)
+    with pytest.raises(InvalidArgument, match="max_wait"):
+        await q.enqueue(0, key="k", debounce=0.5, max_wait=5, expires=at)
+    with pytest.raises(InvalidArgument, match="needs max_wait"):
+        await q.enqueue(0, key="k", debounce=0.5, expires=60)
+    assert (await q.stats()).enqueued == 0
+    # an expiry after the latest start: the burst runs once, with its newest arguments
+    first = await q.enqueue(0, key="k", debounce=0.1, max_wait=0.3, expires=5)
+    for i in range(1, 4):
+        await asyncio.sleep(0.1)
+        assert (await q.enqueue(i, key="k", debounce=0.1, max_wait=0.3, expires=5)).id == first.id
+    await asyncio.sleep(0.35)
+    assert [j.payload for j in await q.dequeue_many(10)] == [3]
 
 
 async def test_keep_last_keeps_one_follow_up_with_the_newest_arguments(q: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from durq import JobState, Message, Status, fixed
+from durq.protocol.calls import CHUNK
 from engine.support import server_time
 
 
@@ -154,6 +155,28 @@ async def test_the_dead_letter_cap_evicts_the_oldest(q: Any) -> None:
     assert [d.id for d in await q.dead_letters()] == ["c3", "c2"]
     assert await q.job("c0") is None
     assert (await q.stats()).dead_evicted == 2
+
+
+async def test_a_lowered_dead_letter_cap_evicts_over_calls_but_never_grows_past_it(
+    q: Any,
+) -> None:
+    """Issue 30 bug 10: each dead-lettering evicted up to 100, so one requeue of a batch
+    of 1,000 jobs could evict 100,000 in one call. A call now evicts one per
+    dead-lettering (the set never grows) and 100 more at most."""
+    await q.enqueue_many([Message(i, id=f"c{i:04}") for i in range(511)], max_attempts=1)
+    jobs = await q.dequeue_many(511)
+    await q.requeue_many(jobs[:400], dead=True)  # 400 dead letters, no cap yet
+    await q.configure(dead_cap=100)  # 300 too many
+    todo = jobs[400:]
+    # each batch is one call: one eviction per death, and 100 more at most
+    assert CHUNK["requeue"] >= 60
+    for batch, (dead, evicted) in [(50, (300, 150)), (60, (200, 310)), (1, (100, 411))]:
+        now, todo = todo[:batch], todo[batch:]
+        await q.requeue_many(now, dead=True)
+        stats = await q.stats()
+        assert (stats.dead, stats.dead_evicted) == (dead, evicted)
+    assert [d.id for d in await q.dead_letters(limit=1)] == ["c0510"]
+    assert await q.job("c0000") is None
 
 
 async def test_a_delayed_retry_is_not_handed_out_before_its_delay(q: Any) -> None:

@@ -23,6 +23,7 @@ import pytest
 
 import durq
 from durq.worker import Worker, WorkerConfig, WorkerState
+from durq.worker.handoff import run_worker
 from helpers import eventually
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
@@ -237,8 +238,9 @@ def request_stop(worker: Worker) -> None:
 
 @contextmanager
 def running_worker(app: durq.App, **config: Any) -> Iterator[Worker]:
-    """Run a Worker of ``app`` in a thread of its own (its own event loop) for the
-    ``with`` block, then stop it gracefully and wait until it stopped."""
+    """Run a Worker of ``app`` in a thread of its own (its own event loop, run as
+    ``durq worker`` runs it) for the ``with`` block, then stop it gracefully and wait
+    until it stopped."""
     config.setdefault("grace", 2.0)
     config.setdefault("heartbeat", 0.2)
     worker = Worker(app, WorkerConfig(**config), handle_signals=False)
@@ -252,7 +254,7 @@ def running_worker(app: durq.App, **config: Any) -> Iterator[Worker]:
 
     def target() -> None:
         try:
-            asyncio.run(main())
+            run_worker(main())  # as `durq worker` runs it (worker/handoff.py)
         except BaseException as exc:  # reported to the test below
             errors.append(exc)
 

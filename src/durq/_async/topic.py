@@ -96,9 +96,10 @@ class AsyncTopic:
         return AsyncQueue(name, client=self.client, namespace=self.keys.namespace, **options)
 
     async def subscribe(self, subscriber: str) -> str:
-        """Add a subscription (idempotent); returns the name of its queue."""
+        """Add a subscription (idempotent); returns the name of its queue. A topic takes
+        at most ``durq.protocol.lifecycle.MAX_SUBSCRIBERS`` (50; InvalidArgument)."""
         name = self.keys.subscription(subscriber)
-        await self._driver.execute(Command(("SADD", self.keys.subscribers, subscriber)))
+        await self._driver.run(lifecycle.subscribe(self.keys, subscriber))
         await self._driver.run(namespace.add_queue(NamespaceKeys(self.keys.namespace), name))
         return name
 

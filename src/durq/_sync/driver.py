@@ -361,13 +361,22 @@ class Driver:
 
     def run_all(self, ops: Sequence[Op[Any]]) -> list[Any]:
         """Run several operations at once: their first requests, when all are script
-        calls, go in one round trip (one pipeline); any later request of an operation
-        runs on its own. Each result is the operation's value, or the exception it
-        raised (connection errors propagate: nothing is known then)."""
+        calls or pipelines of script calls (a batch of several calls), go in one round
+        trip (one pipeline); any later request of an operation runs on its own. Each
+        result is the operation's value, or the exception it raised (connection errors
+        propagate: nothing is known then)."""
         firsts = [next(op) for op in ops]
-        calls = tuple(r for r in firsts if isinstance(r, ScriptCall))
-        if len(calls) == len(firsts):
-            replies = self._pipeline(Pipeline(calls))
+        spans: list[tuple[int, int]] = []  # each first request's calls in the pipeline
+        calls: list[ScriptCall] = []
+        for r in firsts:
+            parts = r.calls if isinstance(r, Pipeline) else (r,)
+            if not all(isinstance(c, ScriptCall) for c in parts):
+                break
+            spans.append((len(calls), len(parts) if isinstance(r, Pipeline) else 0))
+            calls.extend(parts)  # type: ignore[arg-type]
+        if len(spans) == len(firsts):
+            flat = self._pipeline(Pipeline(tuple(calls)))
+            replies = [flat[at : at + n] if n else flat[at] for at, n in spans]
         else:
             replies = [self.execute(r) for r in firsts]
         results: list[Any] = []

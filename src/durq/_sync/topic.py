@@ -95,9 +95,10 @@ class Topic:
         return Queue(name, client=self.client, namespace=self.keys.namespace, **options)
 
     def subscribe(self, subscriber: str) -> str:
-        """Add a subscription (idempotent); returns the name of its queue."""
+        """Add a subscription (idempotent); returns the name of its queue. A topic takes
+        at most ``durq.protocol.lifecycle.MAX_SUBSCRIBERS`` (50; InvalidArgument)."""
         name = self.keys.subscription(subscriber)
-        self._driver.execute(Command(("SADD", self.keys.subscribers, subscriber)))
+        self._driver.run(lifecycle.subscribe(self.keys, subscriber))
         self._driver.run(namespace.add_queue(NamespaceKeys(self.keys.namespace), name))
         return name
 

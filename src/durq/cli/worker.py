@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 
@@ -13,20 +12,24 @@ from durq.errors import InvalidArgument
 from durq.logs import configure_logging
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
+from durq.worker.handoff import run_worker
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
 
 
-def _run_loop(coro: object) -> None:
+def _run(worker: Worker) -> None:
     try:
         import uvloop  # optional: a faster event loop where installed
     except ImportError:
-        asyncio.run(coro)  # type: ignore[arg-type]
+        # the loop whose thread short sync tasks may borrow without stalling it; the
+        # worker's signals come through it
+        worker.handle_signals = False
+        run_worker(worker.run(), worker.on_signal)
         return
     # outside the try: an ImportError raised by the worker itself must not start the
-    # (already awaited) coroutine again on another loop
-    uvloop.run(coro)
+    # (already awaited) coroutine again on another loop; sync tasks all run in threads
+    uvloop.run(worker.run())
 
 
 @click.command()
@@ -152,7 +155,7 @@ def worker(
         # the supervisor numbers its children, so that each gets a port of its own
         slot = int(os.environ.get(SLOT_ENV, "0"))
         serve_metrics(metrics, metrics_port + slot, metrics_host)
-    _run_loop(Worker(app, config, metrics=metrics).run())
+    _run(Worker(app, config, metrics=metrics))
 
 
 def _child_args(args: list[str]) -> list[str]:

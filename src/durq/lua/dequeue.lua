@@ -1,9 +1,11 @@
 --[[ dequeue: hand out up to N ready jobs under a lease of L ms.
-First it reclaims expired leases (at most RECLAIM_MAX), promotes due delayed jobs (at
-most PROMOTE_MAX) and fires the due ticks of periodic schedules (at most SCHED_MAX
-schedules, lib/schedules_due.lua), then it serves the eligible groups in turn: each group gives up to its
-weight per turn (all that is asked when it is the only eligible group), never more than
-its free slots.
+First its upkeep: it reclaims expired leases (at most RECLAIM_MAX), promotes due delayed
+jobs (at most PROMOTE_MAX) and fires the due ticks of periodic schedules (at most
+SCHED_MAX schedules, lib/schedules_due.lua), each while the call's budget of server time
+lasts (lib/budget.lua: at least one of each per call); then it serves the eligible groups
+in turn: each group gives up to its weight per turn (all that is asked when it is the
+only eligible group), never more than its free slots. Upkeep left for later makes
+next_ms 0 and wakes another idle consumer, so it goes on at once.
 KEYS     the queue key vector (lib/keys.lua)
 ARGV[1]  n: jobs wanted (>= 1)
 ARGV[2]  lease_ms (>= 1)
@@ -30,7 +32,11 @@ Memory   refused with OOM while the server is at maxmemory, before any change: t
          worker backs off (lib/needs_memory.lua)
 Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, independent of
          queue length and of the number of groups and workers; plus O(1) per due schedule
-         (O(cap) for catch_up 'all' after downtime), and one ZRANGEBYSCORE when none is due.
+         and per tick fired, and one ZRANGEBYSCORE when none is due. The upkeep (leases,
+         delayed jobs, ticks, stale ids) stops once the call ran BUDGET_MS (0.5 ms) of
+         server time, past its first item of each kind: a backlog of any size (a catch-up
+         after downtime) is spread over calls. Past 50 jobs, serving stops once the call
+         ran 1 ms (serve()): the consumer comes back for the rest.
          Handing out a group turn's plain jobs is a fixed number of commands whatever
          their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
          keys); jobs under job control and stale ids cost commands of their own. While a
@@ -61,9 +67,11 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/typed_read"
 --- @include "lib/schedules_due"
 --- @include "lib/wf_stop"
+--- @include "lib/budget"
 
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
+local PROMOTE_SLICE = 100 -- due delayed jobs read at a time
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
 local WF_STOP_COST = 20 -- a guarded workflow step (lib/wf_stop.lua) counts as this many
 local EXPIRE_MAX = 100
@@ -105,9 +113,11 @@ end
 -- Leases that ran out: the holder is presumed dead. The attempt it used counts; once
 -- attempts are exhausted the job is dead-lettered, so a job that kills its workers
 -- cannot loop forever.
--- `ids`: the active jobs whose lease ran out by `now` (at most RECLAIM_MAX).
+-- `ids`: the active jobs whose lease ran out by `now` (at most RECLAIM_MAX). Returns how
+-- many it reclaimed and whether it stopped early (its budget spent: the rest next call).
 local function reclaim(now, ids)
   for i = 1, #ids do
+    if i > 1 and budget_spent() then return i - 1, true end
     local id = ids[i]
     local r = rec_decode(redis.call('HGET', K_JOBS, id))
     local problem = r and r.state == ST_ACTIVE and group_error(r.group)
@@ -130,16 +140,26 @@ local function reclaim(now, ids)
       count('reclaimed', 1)
     end
   end
-  return #ids
+  return #ids, false
 end
 
--- `ids`: the delayed jobs due by `now` (at most PROMOTE_MAX).
-local function promote(now, ids)
-  if #ids == 0 then return 0 end
+-- `ids`: delayed jobs due by `now` (at most PROMOTE_SLICE); `done`: how many this call
+-- promoted before (the first of the call is promoted whatever the budget). Returns how
+-- many it promoted and whether it stopped early (its budget spent).
+local function promote(now, ids, done)
+  if #ids == 0 then return 0, false end
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
-  local good = {}
+  local gone = {} -- made ready: they leave K_DELAYED in one ZREM
   local checked = {} -- group -> its problem, or false
+  local stopped = false
+  local n = 0
   for i = 1, #ids do
+    -- the clock is read every 8 jobs: a promotion costs 5-30 us
+    if (done + i) % 8 == 1 and done + i > 1 and budget_spent() then
+      stopped = true
+      break
+    end
+    n = i
     local r = rec_decode(raws[i])
     if r and r.state == ST_DELAYED and bit.band(r.flags, FLAG_CONTROL) ~= 0
         and control().expired(ids[i], r, now, control().get(ids[i])) then
@@ -149,24 +169,17 @@ local function promote(now, ids)
       if checked[r.group] then
         bury(ids[i], r, now, checked[r.group])
       else
-        good[#good + 1] = {ids[i], r}
+        local returning = rec_returning(r)
+        drop_slot(r)
+        make_ready(ids[i], r, returning)
+        gone[#gone + 1] = ids[i]
       end
     else
       quarantine(ids[i], now, 'delayed')
     end
   end
-  for i = 1, #good do
-    local id, r = good[i][1], good[i][2]
-    local returning = rec_returning(r)
-    drop_slot(r)
-    make_ready(id, r, returning)
-  end
-  if #good > 0 then
-    local gone = {}
-    for i = 1, #good do gone[i] = good[i][1] end
-    redis.call('ZREM', K_DELAYED, unpack(gone))
-  end
-  return #ids
+  if #gone > 0 then redis.call('ZREM', K_DELAYED, unpack(gone)) end
+  return n, stopped
 end
 
 local budget = SKIP_MAX
@@ -267,6 +280,8 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         got = got + 1
       else
         budget = budget - 1
+        -- past 20 of them, the call's upkeep budget spent: the rest of this turn, then stop
+        if budget < SKIP_MAX - 20 and budget > 0 and budget_spent() then budget = 0 end
         if handed_ids[id] then
           -- the same id again: the record is not committed yet, skip it
         elseif r and r.state == ST_SUPERSEDED then
@@ -364,7 +379,7 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
   end
   local got = 0
   if #ids > 0 then got = take(g, ids, now, deadline, out, hargs, zargs, counted) end
-  if flow_ctl then flow_ctl.group_started(g, got) end
+  if flow_ctl then flow_ctl.group_started(g, got, now) end
   if garbage then return got, true, true end
   local more = prio > #ids
   if not more and #ids == quota then
@@ -388,13 +403,20 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
 end
 
 -- Serve up to `want` jobs; `listed` is the length of K_RR read before, the settings
--- those of group_settings. Returns how many were handed out and the length of K_RR
--- after (nil under flow control, whose parking moves groups in and out of K_RR).
+-- those of group_settings. Returns how many were handed out, the length of K_RR after
+-- (nil under flow control, whose parking moves groups in and out of K_RR), and whether
+-- the call stopped short of `want` for its budget (SERVE_MIN, SERVE_MS) with groups left.
 local function serve(want, now, deadline, out, listed, limited, weighted, prioritized)
+  -- (constants of this function, not of the script: its main function is near Lua's 200
+  -- locals) a turn hands out TURN_MAX jobs at most (a sole group takes several turns);
+  -- past SERVE_MIN jobs handed out, serving stops once the call has run SERVE_MS
+  -- (lib/budget.lua), the clock read every 4 turns or SERVE_CHECK jobs
+  local TURN_MAX, SERVE_MIN, SERVE_MS, SERVE_CHECK = 100, 50, 1, 25
   local hargs, zargs = {}, {}
   local handed = 0
   local skipped = 0 -- groups skipped in a row
-  while handed < want and budget > 0 do
+  local turns, cut, check_at = 0, false, SERVE_MIN
+  while handed < want and budget > 0 and not cut do
     listed = listed or redis.call('LLEN', K_RR)
     if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
         and not (flow_ctl and flow_ctl.only_parked_listed()) then
@@ -402,10 +424,27 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       -- deleted K_RR: without a repair, the groups it listed would never be offered again
       redis.call('DEL', K_RRSET)
       if flow_ctl then flow_ctl.relist_parked() end
+      -- the default group and the 1000 largest named groups with ready jobs are offered
+      -- again, in a few variadic commands (group_offer's seven each: 8 ms for 1000);
+      -- parked groups stay parked (relist_parked put them in K_RRSET first)
       group_offer('')
       local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
-      if type(named) == 'table' then
-        for i = 1, #named do group_offer(named[i]) end
+      if type(named) == 'table' and #named > 0 then
+        local known = redis.call('SMISMEMBER', K_RRSET, unpack(named))
+        local limits = redis.call('HMGET', K_GLIMIT, unpack(named))
+        local held = redis.call('HMGET', K_GACTIVE, unpack(named))
+        local add = {}
+        for i = 1, #named do
+          local lim = tonumber(limits[i]) or get_conf().group_limit
+          if known[i] == 0 and (lim <= 0 or (tonumber(held[i]) or 0) < lim) then
+            add[#add + 1] = named[i]
+          end
+        end
+        if #add > 0 then
+          redis.call('RPUSH', K_RR, unpack(add))
+          redis.call('SADD', K_RRSET, unpack(add))
+          need_wake = true
+        end
       end
       listed = redis.call('LLEN', K_RR)
     end
@@ -415,10 +454,16 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
-      if handed >= want then
+      -- (a job or a turn costs 2-15 us, a read of the clock about 1)
+      if not cut and (handed >= check_at or (handed >= SERVE_MIN and turns % 4 == 3)) then
+        check_at = handed + SERVE_CHECK
+        cut = budget_spent(SERVE_MS)
+      end
+      if handed >= want or cut then
         front[#front + 1] = g -- not served this call: keeps its place at the head
       else
-        local quota = want - handed
+        turns = turns + 1
+        local quota = math.min(want - handed, TURN_MAX)
         if not sole then
           local w = 1
           if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
@@ -432,7 +477,11 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
         if more then keep[#keep + 1] = g elseif not parked then drop[#drop + 1] = g end
       end
     end
-    for j = #front, 1, -1 do redis.call('LPUSH', K_RR, front[j]) end
+    if #front > 0 then -- back at the head, in their order
+      local back = {}
+      for j = #front, 1, -1 do back[#back + 1] = front[j] end
+      redis.call('LPUSH', K_RR, unpack(back))
+    end
     if #keep > 0 then redis.call('RPUSH', K_RR, unpack(keep)) end
     if #drop > 0 then redis.call('SREM', K_RRSET, unpack(drop)) end
     local served = listed
@@ -447,8 +496,8 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     if skipped >= served or listed == 0 then break end -- all skipped, or none left
   end
   commit(hargs, zargs)
-  if flow_ctl then return handed, nil end
-  return handed, listed
+  if flow_ctl then return handed, nil, cut end
+  return handed, listed, cut
 end
 
 local function next_ms(now)
@@ -469,23 +518,39 @@ local problem = flow_prepare()
 if problem then return wrongtype(problem) end
 -- no write before guard() (see WRITTEN): each step below calls it before its first
 local now = now_ms()
+budget_spent() -- starts the clock: the upkeep below stops once the call used its budget
 local err, ids = read(K_ACTIVE, 'zset', 'ZRANGEBYSCORE', K_ACTIVE, '-inf', now, 'LIMIT', 0,
   RECLAIM_MAX)
 if err then return err end
 proven.active = true
 problem = #ids > 0 and guard()
 if problem then return wrongtype(problem) end
-local reclaimed = reclaim(now, ids)
+local reclaimed, left = reclaim(now, ids)
+left = left or reclaimed == RECLAIM_MAX
 err, ids = read(K_DELAYED, 'zset', 'ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0,
-  PROMOTE_MAX)
+  PROMOTE_SLICE)
 if err then return err end
 proven.delayed = true
 problem = #ids > 0 and guard()
 if problem then return wrongtype(problem) end
-local promoted = promote(now, ids)
-local ticked
-ticked, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules_due.lua)
+local promoted = 0
+while true do
+  local n, stopped = promote(now, ids, promoted)
+  promoted = promoted + n
+  if stopped or #ids < PROMOTE_SLICE then
+    left = left or stopped
+    break
+  end
+  if promoted >= PROMOTE_MAX or budget_spent() then
+    left = true
+    break
+  end
+  ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_SLICE)
+end
+local ticks_left
+ticks_left, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules_due.lua)
 if problem then return wrongtype(problem) end
+left = left or ticks_left
 offer_touched() -- groups touched above, after the guard
 local listed, limited, weighted, prioritized
 err, limited, weighted, prioritized = group_settings(proven)
@@ -497,15 +562,16 @@ problem = guard()
 if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed, left = serve(flow_ctl and flow_ctl.begin(now, want) or want, now, deadline,
-  out, listed, limited, weighted, prioritized)
-if handed == 0 then
-  if reclaimed == RECLAIM_MAX or promoted == PROMOTE_MAX or budget <= 0
-    or ticked == SCHED_MAX then
-    out[3] = 0
-  else
-    out[3] = schedules_next(now, next_ms(now))
-  end
+local handed, listed_after, cut = serve(flow_ctl and flow_ctl.begin(now, want) or want,
+  now, deadline, out, listed, limited, weighted, prioritized)
+left = left or budget <= 0 or cut
+if left then
+  -- upkeep (or stale ids) left for the next call: this consumer comes back at once, and
+  -- another idle one is woken in case this one has no free slot
+  out[3] = 0
+  need_wake = true
+elseif handed == 0 then
+  out[3] = schedules_next(now, next_ms(now))
 end
 if flow_ctl then out[3] = flow_ctl.finish(now, handed, out[3], ARGV[3] or '') end
 expire_done(now, EXPIRE_MAX)
@@ -513,7 +579,7 @@ flush_counters()
 -- more groups are eligible: wake another consumer (only after progress, so that a
 -- skipped group cannot keep idle consumers spinning)
 if handed > 0 and not (flow_ctl and flow_ctl.blocked())
-    and (left or redis.call('LLEN', K_RR)) > 0 then
+    and (listed_after or redis.call('LLEN', K_RR)) > 0 then
   need_wake = true
 end
 wake_if_needed()

@@ -1,10 +1,11 @@
 --[[ groups: the largest named groups by ready jobs, or the groups named. Read only.
 KEYS     the queue key vector (lib/keys.lua)
-ARGV[1]  limit (ignored when names are given)
-ARGV[2..] group names (optional)
+ARGV[1]  limit, ARGV[2] offset (in the order of ready jobs; both ignored when names are
+         given)
+ARGV[3..] group names (optional)
 Returns  {total_groups, group_1, ready_1, active_1, limit_1 or false, weight_1 or false, ...}
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type
-Cost     O(log(groups) + limit).
+Cost     O(log(groups) + limit), or O(names).
 ]]
 --- @include "lib/keys"
 --- @include "lib/types"
@@ -14,13 +15,15 @@ if problem then return wrongtype(problem) end
 
 local names = {}
 local ready = {}
-if #ARGV > 1 then
-  for i = 2, #ARGV do
+if #ARGV > 2 then
+  for i = 3, #ARGV do
     names[#names + 1] = ARGV[i]
     ready[#ready + 1] = redis.call('ZSCORE', K_GROUPS, ARGV[i]) or 0
   end
 else
-  local top = redis.call('ZREVRANGE', K_GROUPS, 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+  local offset = tonumber(ARGV[2])
+  local top = redis.call('ZREVRANGE', K_GROUPS, offset, offset + tonumber(ARGV[1]) - 1,
+    'WITHSCORES')
   for i = 1, #top, 2 do
     names[#names + 1] = top[i]
     ready[#ready + 1] = top[i + 1]

@@ -17,7 +17,16 @@ from durq.errors import InvalidArgument
 from durq.keys import OutboxKeys, QueueKeys, check_group, check_job_id
 from durq.models import GroupInfo, JobInfo, JobState, QueueStats
 from durq.protocol.args import job_ids, natural, positive_int
-from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, script_call, text
+from durq.protocol.calls import (
+    MAX_BATCH,
+    Arg,
+    Command,
+    Op,
+    chunk_of,
+    script_call,
+    send_all,
+    text,
+)
 from durq.protocol.control import FLAG_CANCEL, PARKED, parse_control, parse_progress
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
@@ -47,18 +56,18 @@ _STATE = {code: JobState(name) for code, name in STATE_NAMES.items()}
 
 def _bulk_dead(name: str, keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
     done = 0
+    size = chunk_of(name)
     if ids is not None:
         wanted = job_ids(ids)
-        for i in range(0, len(wanted), MAX_BATCH):
-            reply = yield script_call(name, keys, ("ids", 0, *wanted[i : i + MAX_BATCH]))
+        for i in range(0, len(wanted), size):
+            reply = yield script_call(name, keys, ("ids", 0, *wanted[i : i + size]))
             done += sum(1 for s in reply[1::2] if s == Status.OK)
         return done
-    for _ in range(100_000):  # "all": bounded calls until a short page
-        reply = yield script_call(name, keys, ("oldest", MAX_BATCH))
+    while True:  # "all": bounded calls until a short page
+        reply = yield script_call(name, keys, ("oldest", size))
         done += sum(1 for s in reply[1::2] if s == Status.OK)
-        if len(reply) // 2 < MAX_BATCH or not any(s == Status.OK for s in reply[1::2]):
-            break
-    return done
+        if len(reply) // 2 < size or not any(s == Status.OK for s in reply[1::2]):
+            return done
 
 
 def replay(keys: QueueKeys, ids: str | Sequence[str] | None) -> Op[int]:
@@ -153,11 +162,15 @@ def job(keys: QueueKeys, job_id: str) -> Op[JobInfo | None]:
 def dead_letters(
     keys: QueueKeys, offset: int = 0, limit: int = 100
 ) -> Op[tuple[int, list[JobInfo]]]:
-    """A page of dead letters, newest first, and the total number of them."""
+    """A page of dead letters (MAX_BATCH at most), newest first, and the total number of
+    them; read in calls of ``chunk_of("dead_letters")``, in one round trip."""
     if not isinstance(offset, int) or offset < 0:
         raise InvalidArgument("offset must be an int >= 0")
-    limit = min(positive_int("limit", limit), MAX_BATCH)
-    reply = yield script_call("dead_letters", keys, (offset, limit))
+    limit, size = min(positive_int("limit", limit), MAX_BATCH), chunk_of("dead_letters")
+    calls = [script_call("dead_letters", keys, (offset + at, min(size, limit - at)))
+             for at in range(0, limit, size)]  # fmt: skip
+    replies = yield from send_all(calls)
+    reply = [replies[0][0], *(v for r in replies for v in r[1:])]
     items = [
         job_info(text(reply[i]), reply[i + 2], reply[i + 3], died_at=reply[i + 1])
         for i in range(1, len(reply), 4)
@@ -201,9 +214,19 @@ def outbox_stats(keys: QueueKeys) -> Op[QueueStats]:
 def groups(
     keys: QueueKeys, limit: int = 20, names: Sequence[str] = ()
 ) -> Op[tuple[int, list[GroupInfo]]]:
-    """The largest groups by ready jobs (or the groups named) and how many there are."""
+    """The largest groups by ready jobs, at most MAX_BATCH (or the groups named), and
+    how many there are; read in calls of ``chunk_of("groups")``, in one round trip."""
+    size = chunk_of("groups")
     limit = min(positive_int("limit", limit), MAX_BATCH)
-    reply = yield script_call("groups", keys, (limit, *(check_group(n) for n in names)))
+    wanted = [check_group(n) for n in names]
+    if wanted:
+        calls = [script_call("groups", keys, (0, 0, *wanted[i : i + size]))
+                 for i in range(0, len(wanted), size)]  # fmt: skip
+    else:
+        calls = [script_call("groups", keys, (min(size, limit - at), at))
+                 for at in range(0, limit, size)]  # fmt: skip
+    replies = yield from send_all(calls)
+    reply = [replies[0][0], *(v for r in replies for v in r[1:])]
     items = [
         GroupInfo(
             name=text(reply[i]),
@@ -234,8 +257,12 @@ def configure(
     for scope, table in (("limit", limits), ("weight", weights)):
         for g, value in (table or {}).items():
             args += [scope, check_group(g), "" if value is None else natural(scope, value)]
+    # several calls for many settings (in one round trip, applied in order)
+    size = 3 * chunk_of("configure")
     if args:
-        yield script_call("configure", keys, args)
+        yield from send_all(
+            [script_call("configure", keys, args[i : i + size]) for i in range(0, len(args), size)]
+        )
 
 
 _KEY_TYPES = {

@@ -1,9 +1,10 @@
 """The requests an operation yields to its driver, and the plumbing shared by the ops.
 
 The request types (ScriptCall, Command, Pipeline, WaitCall) and the Op generator type;
-how an operation builds its script calls (one per batch of at most MAX_BATCH items, all
-in one round trip); how long a blocking command may block; and how a driver turns a
-script's error reply into a durq exception.
+how an operation builds its script calls (one per batch of at most MAX_BATCH items, or
+CHUNK items for the scripts whose items cost more, all in one round trip); how long a
+blocking command may block; and how a driver turns a script's error reply into a durq
+exception.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from durq.keys import QueueKeys
 from durq.lua import Script
 
 __all__ = [
+    "CHUNK",
     "MAX_BATCH",
     "MAX_BLOCK",
     "MIN_BLOCK",
@@ -30,9 +32,11 @@ __all__ = [
     "WaitCall",
     "batched",
     "block_timeout",
+    "chunk_of",
     "reply_or_error",
     "script_call",
     "script_error",
+    "send_all",
     "text",
 ]
 
@@ -41,6 +45,37 @@ Arg: TypeAlias = str | bytes | int | float
 
 #: the most items one script call handles; a larger batch is several calls
 MAX_BATCH = 1000
+#: the items per call of the scripts whose items cost more: each size keeps one call near
+#: 1 ms of server time in the costliest case of its options (5-20 us an item: a dedup
+#: key, a control mode, a group, a record rewritten), 2-3 ms on a busy 2-core machine,
+#: far under the 10 ms any call may take (docs/design.md, "Cost of each operation";
+#: tests/lua/test_script_bounds.py drives each at its limit under the server's SLOWLOG).
+#: A larger batch is several calls in one round trip, as over MAX_BATCH
+CHUNK: dict[str, int] = {
+    "enqueue_plain": 500,
+    "enqueue_plain_grouped": 125,  # enqueue_plain with groups: a group costs commands
+    "enqueue": 100,
+    "enqueue_control": 50,
+    "release": 125,
+    "requeue": 64,
+    "defer": 64,
+    "extend": 250,
+    "rate_limited": 100,
+    "cancel": 100,
+    "replay": 100,
+    "purge": 125,
+    "configure": 125,  # settings
+    "groups": 250,
+    "dead_letters": 250,  # records read
+    "schedule_list": 50,  # schedules listed
+}
+
+
+def chunk_of(name: str) -> int:
+    """The most items one call of script ``name`` takes (CHUNK, else MAX_BATCH)."""
+    return CHUNK.get(name, MAX_BATCH)
+
+
 #: the longest single blocking wait; longer waits are several, so a dead server is noticed
 MAX_BLOCK = 5.0
 #: the shortest server-side block: Redis 6.2 truncates a blocking timeout to whole ms,
@@ -101,11 +136,13 @@ def batched(
     head: Sequence[Arg],
     rows: Sequence[Sequence[Arg]],
     tail: Command | None = None,
+    size: int | None = None,
 ) -> Op[list[Any]]:
-    """Run a per-item script over ``rows`` in calls of at most MAX_BATCH items, in one
-    round trip; returns the replies in order. ``tail`` (e.g. WAIT) is sent last on the
-    same connection and its reply appended."""
-    chunks = [rows[i : i + MAX_BATCH] for i in range(0, len(rows), MAX_BATCH)] or [[]]
+    """Run a per-item script over ``rows`` in calls of at most ``size`` items (default
+    ``chunk_of(name)``), in one round trip; returns the replies in order. ``tail`` (e.g.
+    WAIT) is sent last on the same connection and its reply appended."""
+    size = size or chunk_of(name)
+    chunks = [rows[i : i + size] for i in range(0, len(rows), size)] or [[]]
     calls: tuple[ScriptCall | Command, ...] = tuple(
         script_call(name, keys, [*head, len(chunk), *chain.from_iterable(chunk)])
         for chunk in chunks
@@ -119,6 +156,18 @@ def batched(
         if isinstance(reply, Exception):
             raise reply
     return list(replies)
+
+
+def send_all(calls: Sequence[ScriptCall | Command]) -> Op[list[Any]]:
+    """Send ``calls`` in one round trip (one request, or a pipeline of them) and return
+    their replies in order; an error reply is raised."""
+    if len(calls) == 1:
+        return [(yield calls[0])]
+    replies = list((yield Pipeline(tuple(calls))))
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return replies
 
 
 def block_timeout(seconds: float) -> float:

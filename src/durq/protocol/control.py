@@ -20,7 +20,7 @@ from durq.errors import InvalidArgument
 from durq.keys import QueueKeys, check_job_id
 from durq.models import CancelResult, CancelStatus, JobState, Message, Progress
 from durq.protocol.args import MAX_DELAY, delay_ms, job_ids, seconds
-from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, script_call
+from durq.protocol.calls import Arg, Command, Op, chunk_of, script_call
 from durq.protocol.record import STATE_NAMES
 from durq.protocol.status import Status
 
@@ -102,6 +102,28 @@ def expiry(value: Any, delay: int) -> tuple[int, int]:
     return ms, 0
 
 
+def _debounce_expiry(value: Any, max_wait: int) -> tuple[int, int]:
+    """The expiry of a debounced job (as ``expiry``). Each enqueue of a burst moves the
+    job's start, up to ``max_wait`` ms after the burst's first enqueue (this one): an
+    expiry that the start may pass would drop the burst's newest arguments unrun, so it
+    must come after the latest start, which needs a ``max_wait``."""
+    if not max_wait:
+        raise InvalidArgument(
+            "expires with debounce needs max_wait: each enqueue of a burst moves the job's "
+            "start, which could then pass the expiry and drop the burst's newest arguments "
+            "unrun; give max_wait= (the latest start) shorter than expires"
+        )
+    expires_in, expires_at = expiry(value, 0)
+    left = expires_in or expires_at - time.time() * 1000
+    if left <= max_wait:
+        raise InvalidArgument(
+            f"expires={value!r} is not after max_wait ({max_wait / 1000} s): a burst of "
+            "enqueues may move the debounced start up to max_wait after its first enqueue, "
+            "past the expiry, and its newest arguments would be dropped unrun"
+        )
+    return expires_in, expires_at
+
+
 def _mode(m: Message, key: str, delay: int, replace: bool) -> tuple[str, int, int]:
     """(mode, window_ms, max_wait_ms) of a message's dedup mode."""
     modes = [
@@ -156,8 +178,10 @@ def control_fields(
             continue
         delay, key, replace = int(row[2]), str(row[7]), row[8] == 1
         mode, window, max_wait = _mode(m, key, delay, replace)
-        if m.expires is not None:
-            expires_in, expires_at = expiry(m.expires, window if mode == "deb" else delay)
+        if m.expires is not None and mode == "deb":
+            expires_in, expires_at = _debounce_expiry(m.expires, max_wait)
+        elif m.expires is not None:
+            expires_in, expires_at = expiry(m.expires, delay)
         else:
             expires_in, expires_at = 0, 0
         out.append((expires_in, expires_at, mode, window, max_wait, ttl))
@@ -181,8 +205,9 @@ def cancel(keys: QueueKeys, ids: str | Sequence[str], result_ttl: float) -> Op[l
     wanted = job_ids(ids)
     ttl = delay_ms(result_ttl, "result_ttl")
     out: list[CancelResult] = []
-    for start in range(0, len(wanted), MAX_BATCH):
-        chunk = wanted[start : start + MAX_BATCH]
+    size = chunk_of("cancel")
+    for start in range(0, len(wanted), size):
+        chunk = wanted[start : start + size]
         reply = yield script_call("cancel", keys, (ttl, *chunk))
         for i, job_id in enumerate(chunk):
             status, state = Status(reply[2 * i]), int(reply[2 * i + 1])

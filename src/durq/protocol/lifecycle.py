@@ -2,9 +2,9 @@
 fetch, then release, requeue, extend or defer under the lease, and wait for a result.
 
 Each function returns an :data:`~durq.protocol.calls.Op`; the sync and asyncio queues
-and the worker drive it. Batches larger than MAX_BATCH are split into several script
-calls sent in one pipeline, so every batch operation takes one round trip and no
-script runs for long.
+and the worker drive it. Batches larger than a script takes per call (MAX_BATCH, or its
+CHUNK) are split into several script calls sent in one pipeline, so every batch
+operation takes one round trip and no script runs for long.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from durq.protocol.args import (
     seconds,
 )
 from durq.protocol.calls import (
+    CHUNK,
     MAX_BATCH,
     MAX_BLOCK,
     Arg,
@@ -39,7 +40,9 @@ from durq.protocol.calls import (
     ScriptCall,
     batched,
     block_timeout,
+    chunk_of,
     script_call,
+    send_all,
     text,
 )
 from durq.protocol.control import control_fields, refuse_for_topics
@@ -47,6 +50,7 @@ from durq.protocol.record import record_fields
 from durq.protocol.status import Status, statuses
 
 __all__ = [
+    "MAX_SUBSCRIBERS",
     "Leased",
     "defer",
     "dequeue",
@@ -60,6 +64,7 @@ __all__ = [
     "publish",
     "release",
     "requeue",
+    "subscribe",
     "wait_result",
 ]
 
@@ -173,7 +178,10 @@ def enqueue(
         script = "enqueue_plain"
     else:
         script = "enqueue"
-    return _enqueue_op(script, keys, rows, tail, confirm)
+    size = chunk_of(script)
+    if script == "enqueue_plain" and any(row[6] for row in rows):
+        size = CHUNK["enqueue_plain_grouped"]  # a group costs a few commands of its own
+    return _enqueue_op(script, keys, rows, tail, confirm, size)
 
 
 def _enqueue_op(
@@ -182,8 +190,9 @@ def _enqueue_op(
     rows: list[tuple[Arg, ...]],
     tail: Command | None,
     confirm: Durability | None,
+    size: int,
 ) -> Op[list[EnqueueResult]]:
-    replies = yield from batched(script, keys, (), rows, tail)
+    replies = yield from batched(script, keys, (), rows, tail, size)
     if confirm is not None:
         confirmation = replies.pop()
     out: list[EnqueueResult] = []
@@ -230,8 +239,9 @@ def enqueue_encoded(
             return [EnqueueResult(job_id, _PLAIN_STATUS[reply[0]])]
         calls.append(call)
     # a plain row: id, data, delay 0, priority 0, max_attempts, codec, group, key, replace
-    for start in range(0, len(jobs) if len(jobs) > 1 else 0, MAX_BATCH):
-        chunk = jobs[start : start + MAX_BATCH]
+    size = chunk_of("enqueue_plain")
+    for start in range(0, len(jobs) if len(jobs) > 1 else 0, size):
+        chunk = jobs[start : start + size]
         args: list[Arg] = [len(chunk)]
         for job_id, codec_id, data in chunk:
             args += (job_id, data, 0, 0, max_attempts, codec_id, "", "", 0)
@@ -260,6 +270,23 @@ def enqueue_encoded(
     return out
 
 
+#: the most subscriptions a topic takes: a publish copies each job into every one of them
+#: in one script call, which must stay short (publish.lua: about 1 ms for one job to 50)
+MAX_SUBSCRIBERS = 50
+
+
+def subscribe(topic: TopicKeys, subscriber: str) -> Op[None]:
+    """Add the subscription ``subscriber`` to ``topic`` (idempotent); a topic takes at most
+    MAX_SUBSCRIBERS (InvalidArgument)."""
+    added = yield Command(("SADD", topic.subscribers, subscriber))
+    if added and (yield Command(("SCARD", topic.subscribers))) > MAX_SUBSCRIBERS:
+        yield Command(("SREM", topic.subscribers, subscriber))
+        raise InvalidArgument(
+            f"topic {topic.name!r} has {MAX_SUBSCRIBERS} subscriptions, the most a topic "
+            f"takes: {subscriber!r} was not added (unsubscribe one, or use another topic)"
+        )
+
+
 def publish(
     topic: TopicKeys,
     codec: PayloadCodec,
@@ -274,31 +301,56 @@ def publish(
     durability: Durability | None = None,
     ids: Sequence[str] | None = None,
 ) -> Op[dict[str, list[EnqueueResult]]]:
-    """Enqueue ``messages`` into every subscription of ``topic`` atomically; returns the
-    results per subscriber (empty when the topic has no subscribers)."""
+    """Enqueue ``messages`` into every subscription of ``topic``, each message into all of
+    them atomically; returns the results per subscriber (empty when the topic has no
+    subscribers). A call publishes as many messages as make about 128 copies (publish.lua):
+    the first call tells how many, and the rest follow in one more round trip."""
     refuse_for_topics(messages)
     rows = _enqueue_rows(
         codec, messages, delay=delay, priority=priority, max_attempts=max_attempts,
         group=group, key=key, replace=replace, ids=ids,
     )  # fmt: skip
+    confirm = durability if durability is not None and durability.active else None
+    by_row: list[dict[str, EnqueueResult]] = [{} for _ in rows]
+    todo = list(range(len(rows)))  # the rows not published yet, in order
+    size = MAX_BATCH
+    first = True
+    while todo:
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+        if first:  # one call first: its reply says how many a call takes on this topic
+            chunks = chunks[:1]
+        calls = [
+            # the base, never a key itself, guards a Cluster slot migration: see publish.lua
+            ScriptCall(
+                lua.load("publish"),
+                (topic.subscribers, topic.base),
+                [topic.base, len(chunk), *(v for i in chunk for v in rows[i])],
+            )
+            for chunk in chunks
+        ]
+        if confirm is None:
+            replies = yield from send_all(calls)
+        else:  # the copies confirmed in the same round trip (an error there: NotDurable)
+            *replies, confirmation = yield Pipeline((*calls, Command(confirm.command())))
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+            confirm.check(confirmation)
+        left: list[int] = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            done = int(reply[0])
+            for t in range(1, len(reply), 3):
+                i = chunk[(t // 3) % done]
+                result = _enqueue_result(Status(reply[t + 1]), text(reply[t + 2]), str(rows[i][0]))
+                by_row[i][text(reply[t])] = result
+            left += chunk[done:]  # subscribers came meanwhile: sent again
+            size = max(done, 1)
+        todo, first = left, False
     out: dict[str, list[EnqueueResult]] = {}
-    for start in range(0, len(rows), MAX_BATCH):
-        chunk = rows[start : start + MAX_BATCH]
-        args = [topic.base, len(chunk), *(v for row in chunk for v in row)]
-        # the base, never a key itself, guards a Cluster slot migration: see publish.lua
-        call = ScriptCall(lua.load("publish"), (topic.subscribers, topic.base), args)
-        if durability is not None and durability.active:
-            reply, confirmation = yield Pipeline((call, Command(durability.command())))
-            if isinstance(reply, Exception):
-                raise reply
-            durability.check(confirmation)
-        else:
-            reply = yield call
-        for i in range(0, len(reply), 3):
-            results = out.setdefault(text(reply[i]), [])
-            own_id = str(chunk[(len(results)) % len(chunk)][0])
-            results.append(_enqueue_result(Status(reply[i + 1]), text(reply[i + 2]), own_id))
-    return out
+    for results in by_row:
+        for subscriber, result in results.items():
+            out.setdefault(subscriber, []).append(result)
+    return dict(sorted(out.items()))
 
 
 # -- dequeue ------------------------------------------------------------------------
@@ -378,16 +430,23 @@ def dequeue(
     wait: float | None = None,
 ) -> Op[list[Job]]:
     """Take up to ``count`` jobs under a lease; with ``wait``, block up to that long
-    (without polling) for the first job to arrive."""
-    call = dequeue_call(keys, count, lease)
+    (without polling) for the first job to arrive. A call hands out MAX_BATCH jobs at
+    most (a larger count is several calls in one round trip), and fewer when its budget
+    of server time ends first (lua/lib/budget.lua): the rest then takes more round trips."""
+    count = positive_int("count", count)
+    calls = _dequeue_calls(keys, count, lease)
     if wait is not None:
         wait = seconds("wait", wait)
         if wait < 0:
             raise InvalidArgument(f"wait must be >= 0, got {wait!r}")
     give_up: float | None = None
-    reply = yield call
+    replies = yield from send_all(calls)
     while True:
-        jobs = parse_dequeue(reply, keys.name, codec)
+        jobs = [job for reply in replies for job in parse_dequeue(reply, keys.name, codec)]
+        while jobs and len(jobs) < count and any(r[2] == 0 and len(r) > 4 for r in replies):
+            # a call was cut short by its budget, with jobs still ready: the rest
+            replies = yield from send_all(_dequeue_calls(keys, count - len(jobs), lease))
+            jobs += [job for reply in replies for job in parse_dequeue(reply, keys.name, codec)]
         if jobs or not wait:
             return jobs
         now = time.monotonic()
@@ -396,23 +455,36 @@ def dequeue(
         remaining = give_up - now
         if remaining <= 0:
             return jobs
-        next_ms = reply[2]
+        next_ms = 0 if any(reply[2] == 0 for reply in replies) else replies[-1][2]
         timeout = remaining if next_ms < 0 else min(remaining, next_ms / 1000)
         if timeout < 0.001:
-            reply = yield call
+            replies = yield from send_all(calls)
             continue
         # the dequeue runs on the server right after the wait ends: one round trip
         block = Command(("BZPOPMIN", keys.wake, block_timeout(timeout)))
-        replies = yield Pipeline((block, call))
-        if isinstance(replies[1], BaseException):
-            raise replies[1]
-        reply = replies[1]
-        if isinstance(replies[0], BaseException) and len(reply) == 4:  # and no job came
-            # else the failing wait would return at once, again and again until `wait`
-            raise CorruptQueue(
-                f"{keys.wake} holds another Redis type where durq keeps a zset (the wake-up "
-                "marker): remove it"
-            ) from replies[0]
+        replies = yield from _after_wait(keys, block, calls)
+
+
+def _dequeue_calls(keys: QueueKeys, count: int, lease: float) -> list[ScriptCall]:
+    """The dequeue calls for ``count`` jobs: MAX_BATCH at most per call."""
+    step = MAX_BATCH
+    return [dequeue_call(keys, min(step, count - i), lease) for i in range(0, count, step)]
+
+
+def _after_wait(keys: QueueKeys, block: Command, calls: list[ScriptCall]) -> Op[list[Any]]:
+    """The replies of ``calls`` sent after the wait ``block``, in one pipeline."""
+    waited, *replies = yield Pipeline((block, *calls))
+    replies = list(replies)
+    for reply in replies:
+        if isinstance(reply, BaseException):
+            raise reply
+    if isinstance(waited, BaseException) and all(len(r) == 4 for r in replies):
+        # no job came, and the failing wait would return at once, again and again
+        raise CorruptQueue(
+            f"{keys.wake} holds another Redis type where durq keeps a zset (the wake-up "
+            "marker): remove it"
+        ) from waited
+    return replies
 
 
 # -- release, requeue, extend, defer ------------------------------------------------

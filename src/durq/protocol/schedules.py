@@ -17,7 +17,7 @@ import orjson
 from durq import lua
 from durq.errors import CorruptQueue
 from durq.keys import QueueKeys
-from durq.protocol.calls import Arg, Op, Pipeline, ScriptCall
+from durq.protocol.calls import Arg, Op, Pipeline, ScriptCall, chunk_of, send_all
 from durq.protocol.record import STATE_NAMES
 
 __all__ = [
@@ -268,9 +268,21 @@ def control(keys: QueueKeys, action: str, name: str) -> Op[Any]:
 def list_page(
     keys: QueueKeys, offset: int = 0, limit: int = 100
 ) -> Op[tuple[int, list[ScheduleInfo]]]:
-    """The schedules of the queue in name order, and how many it has."""
-    reply = yield _call("schedule_list", keys, ["page", max(offset, 0), max(min(limit, 1000), 1)])
-    return int(reply[1]), _parse(keys.name, reply)
+    """The schedules of the queue in name order (at most 1,000), and how many it has.
+    A call reads ``chunk_of("schedule_list")`` (100): a longer page takes one more round
+    trip, for all its other calls."""
+    offset, limit, size = max(offset, 0), max(min(limit, 1000), 1), chunk_of("schedule_list")
+    first = yield _call("schedule_list", keys, ["page", offset, min(size, limit)])
+    total, items = int(first[1]), _parse(keys.name, first)
+    end = min(offset + limit, total)
+    calls = [
+        _call("schedule_list", keys, ["page", at, min(size, end - at)])
+        for at in range(offset + size, end, size)
+    ]
+    if calls:
+        replies = yield from send_all(calls)
+        items += [s for reply in replies for s in _parse(keys.name, reply)]
+    return total, items
 
 
 def list_all(keys: QueueKeys) -> Op[list[ScheduleInfo]]:
@@ -287,5 +299,10 @@ def get(keys: QueueKeys, names: Sequence[str]) -> Op[list[ScheduleInfo]]:
     """The schedules named (those that exist)."""
     if not names:
         return []
-    reply = yield _call("schedule_list", keys, ["names", *names])
-    return _parse(keys.name, reply)
+    size = chunk_of("schedule_list")
+    calls = [
+        _call("schedule_list", keys, ["names", *names[i : i + size]])
+        for i in range(0, len(names), size)
+    ]
+    replies = yield from send_all(calls)
+    return [s for reply in replies for s in _parse(keys.name, reply)]

@@ -23,6 +23,7 @@ from durq.models import Job
 from durq.protocol.args import reason_json
 from durq.schedules import apply_tick
 from durq.task import Fail, Retry, Task
+from durq.worker.handoff import Handoff
 from durq.worker.threads import ThreadRunner
 
 if TYPE_CHECKING:
@@ -35,14 +36,15 @@ _DEFAULT_BACKOFF = exponential()
 
 # A sync task runs on the event loop's thread, without the hop to a pool thread and
 # back (two cross-thread wake-ups, about 0.2 ms of pickup latency on a small VM), only
-# when blocking the loop for it cannot hurt: the job is the only one in hand, the task
-# declares no timeout (a pool thread is what enforces one), and its last runs were all
-# short: at least INLINE_AFTER in a row, each under INLINE_BUDGET seconds. A run over
-# the budget, wherever it ran, ends the streak and makes the streak needed next time
-# INLINE_BACKOFF times longer, so a task that is sometimes slow soon runs only in
-# threads. A task that behaves as it did blocks the loop at most INLINE_BUDGET at a
-# time, far less than a third of a lease (the lease keeper's period); one that suddenly
-# hangs blocks it like a hung worker, which the lease recovers from (fault test F6).
+# when the loop can lend its thread without ever stalling (worker/handoff.py: the loop
+# of `durq worker`; another thread runs the loop once a call has held it 5-10 ms, so no
+# lease goes unextended and no other job waits), the job is the only one in
+# hand, the task declares no timeout (a pool thread is what enforces one), and its last
+# runs were all short: at least INLINE_AFTER in a row, each under INLINE_BUDGET
+# seconds. A run over the budget, wherever it ran, ends the streak and makes the streak
+# needed next time INLINE_BACKOFF times longer, so a task that is sometimes slow soon
+# runs only in threads. (Before issue 30 a slow call stalled the loop itself: leases
+# lapsed and the job ran twice.)
 INLINE_BUDGET = 0.002
 INLINE_AFTER = 3
 INLINE_BACKOFF = 4
@@ -136,6 +138,8 @@ class Executor:
         self._alone = alone or (lambda: False)
         # sync tasks by name: [short runs in a row, the streak that allows inline runs]
         self._streaks: dict[str, list[int]] = {}
+        # the loop's lender of its thread, when the worker runs under run_worker
+        self.handoff: Handoff | None = None
 
     def task_of(self, job: Job) -> Task[Any, Any] | None:
         """The registered task a job calls, if its payload names one."""
@@ -218,8 +222,8 @@ class Executor:
                     value = await task.fn(*args, **kwargs)
                 else:
                     value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
-            elif self._inline(task, timeout):
-                value = _timed(task.fn, self._streaks[task.name], args, kwargs)
+            elif (lender := self._inline(task, timeout)) is not None:
+                value = await lender.call(_timed, (task.fn, self._streaks[task.name], args, kwargs))
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
@@ -244,13 +248,23 @@ class Executor:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
 
-    def _inline(self, task: Task[Any, Any], timeout: float | None) -> bool:
-        """Whether a sync task's call may run in the event loop's thread (see
-        INLINE_BUDGET); either way its run time decides whether later calls may."""
+    def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
+        """The lender of the event loop's thread when a sync task's call may run there
+        (see INLINE_BUDGET), else None; either way its run time decides whether later
+        calls may."""
         streak = self._streaks.get(task.name)
         if streak is None:
             streak = self._streaks[task.name] = [0, INLINE_AFTER]
-        return streak[0] >= streak[1] and timeout is None and self._alone()
+        lender = self.handoff
+        if (
+            lender is not None
+            and streak[0] >= streak[1]
+            and timeout is None
+            and self._alone()
+            and lender.ready()
+        ):
+            return lender
+        return None
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
         if not keep:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from durq import connection, tracing
 from durq.metrics import WorkerMetrics
 from durq.models import Job
+from durq.worker import handoff
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
@@ -133,7 +134,7 @@ class Worker:
         self.pumps: dict[str, QueuePump] = {}
         self._client = client
         self._owns_client = client is None
-        self._handle_signals = handle_signals
+        self.handle_signals = handle_signals
         self._waiting: deque[Delivery] = deque()  # in hand, waiting to run
         self._running = 0
         # one thread per slot for sync tasks; an app of async tasks keeps a few for any
@@ -289,7 +290,9 @@ class Worker:
             self._cut_grace.set()
         self._stop.set()
 
-    def _on_signal(self, signum: int) -> None:
+    def on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGINT arrived (call it on the worker's loop): the first drains,
+        a second stops at once."""
         first = not self._stop.is_set()
         log.warning(
             "%s received: %s",
@@ -344,9 +347,10 @@ class Worker:
             },
         )
         loop = self._loop = asyncio.get_running_loop()
-        if self._handle_signals:
+        self._executor.handoff = handoff.current()  # run by run_worker: lends its thread
+        if self.handle_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self._on_signal, sig)
+                loop.add_signal_handler(sig, self.on_signal, sig)
         keeper = LeaseKeeper(
             self.capacity,
             queues,
@@ -398,7 +402,7 @@ class Worker:
         finally:
             _young_threshold.restore()  # first: the awaits below may be cut short
             await cancel_and_wait(stop_wait, *background)
-            if self._handle_signals:
+            if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     loop.remove_signal_handler(sig)
             with contextlib.suppress(Exception):

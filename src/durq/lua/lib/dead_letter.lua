@@ -9,24 +9,36 @@
 
 -- Dead-lettering: moving an active job to K_DEAD, and keeping K_DEAD within dead_cap.
 
--- Evict the oldest dead letters over the cap, at most 100 at a time: after the cap is
--- lowered, the excess goes over the next dead-letterings, none of which grows with it.
--- An evicted workflow step its workflow waits for (policy "wait") fails that workflow
--- (lib/fan_in_dead.lua fan_in_gone: an outbox entry, O(1)).
+local EVICT_SPARE = 100 -- evictions a call makes beyond one per dead-lettering
+
+--- @per-call (reset at the start of every call: lua/functions.py)
+local evict_spare = EVICT_SPARE -- left in this call
+--- @end
+
+-- Evict the oldest dead letters over the cap: one per dead-lettering, so the set never
+-- grows past the cap, and up to EVICT_SPARE more per call (not per dead-lettering: a
+-- batch of requeues is one call): after the cap is lowered, the excess goes over the
+-- next dead-letterings, none of which grows with it. An evicted workflow step its
+-- workflow waits for (policy "wait") fails that workflow (lib/fan_in_dead.lua
+-- fan_in_gone: an outbox entry, O(1)).
 local function enforce_dead_cap(now)
   local cap = get_conf().dead_cap
   if cap <= 0 then return end
   local over = redis.call('ZCARD', K_DEAD) - cap
-  if over > 100 then over = 100 end
-  for _ = 1, over do
-    local victim = redis.call('ZPOPMIN', K_DEAD)[1]
-    fan_in_gone(victim, 'evicted', now)
-    redis.call('HDEL', K_JOBS, victim)
-    redis.call('HDEL', K_REASONS, victim)
-    redis.call('HDEL', K_PREFIX .. 'ctl', victim) -- job control data (lib/control.lua)
-    redis.call('HDEL', K_PREFIX .. 'progress', victim)
-    count('dead_evicted', 1)
+  if over <= 0 then return end
+  over = math.min(over, 1 + evict_spare)
+  evict_spare = evict_spare - (over - 1)
+  local popped = redis.call('ZPOPMIN', K_DEAD, over)
+  local victims = {}
+  for i = 1, #popped, 2 do
+    victims[#victims + 1] = popped[i]
+    fan_in_gone(popped[i], 'evicted', now)
   end
+  redis.call('HDEL', K_JOBS, unpack(victims))
+  redis.call('HDEL', K_REASONS, unpack(victims))
+  redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims)) -- job control data (lib/control.lua)
+  redis.call('HDEL', K_PREFIX .. 'progress', unpack(victims))
+  count('dead_evicted', #victims)
 end
 
 -- Dead-letter an active job; the caller has stored the reason.

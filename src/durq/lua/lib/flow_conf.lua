@@ -6,7 +6,8 @@
 -- the key vector, as the per-group keys are: they share the queue's slot.
 --   <prefix>flow   hash    settings: rate, group_rate (specs, lib/rate_limit.lua),
 --                          max_active; markers: groups (how many groups have a rate of
---                          their own), parks (groups may be parked or paused); the queue
+--                          their own), parks (groups may be parked or paused; 'release':
+--                          every limit was removed, bring them all back); the queue
 --                          limiter's TAT (tat) and its starts per second (sec, cur, prev)
 --   <prefix>grate  hash    group -> its own rate spec (overrides group_rate)
 --   <prefix>gtat   hash    group -> the TAT of its limiter (ms)
@@ -32,6 +33,7 @@ local function flow_read(raw)
     max_active = tonumber(raw[3]) or FLOW_DEFAULT_MAX_ACTIVE,
     groups = tonumber(raw[4]) or 0,
     parks = raw[5] and true or false,
+    release = raw[5] == 'release',
     tat = tonumber(raw[6]),
     sec = tonumber(raw[7]) or 0,
     cur = tonumber(raw[8]) or 0,

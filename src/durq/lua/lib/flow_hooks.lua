@@ -16,7 +16,11 @@ local group_limiter = {}   -- g -> {rate, base}, for the groups served in this c
 local function flow_begin(now, want)
   local f = get_flow()
   if not f.on then return want end
-  unpark_due(now)
+  if f.release then
+    release_parked(PARK_MAX) -- every limit was removed (lib/park.lua unpark_all)
+  else
+    unpark_due(now)
+  end
   local room = want
   if f.max_active > 0 then
     local free = f.max_active - redis.call('ZCARD', K_ACTIVE)
@@ -50,12 +54,20 @@ local function flow_group_quota(g, quota, now)
   return room
 end
 
--- Group g's turn handed out `got` jobs: its limiter moves on.
-local function flow_group_started(g, got)
+-- Group g's turn handed out `got` jobs: its limiter moves on. A TAT that is past
+-- counts as none (gcra_room), and a group that never comes back would keep its field for
+-- good: each write also looks at two fields picked at random and drops those past, so
+-- the hash holds at most about twice the groups started in the last few seconds.
+local function flow_group_started(g, got, now)
   local l = group_limiter[g]
   if not l or not l.rate or got == 0 then return end
   l.base = gcra_after(l.base, l.rate, got)
-  redis.call('HSET', K_PREFIX .. 'gtat', g, tat_text(l.base))
+  local gk = K_PREFIX .. 'gtat'
+  redis.call('HSET', gk, g, tat_text(l.base))
+  local some = redis.call('HRANDFIELD', gk, 2, 'WITHVALUES')
+  for i = 1, #some, 2 do
+    if tonumber(some[i + 1]) <= now then redis.call('HDEL', gk, some[i]) end
+  end
 end
 
 -- After group g's turn: true when it has more ready jobs but its limiter is spent, and

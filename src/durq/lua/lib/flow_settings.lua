@@ -54,8 +54,13 @@ local function flow_settings_applied(args)
   else
     redis.call('HDEL', K_PREFIX .. 'flow', 'groups')
   end
-  local left = redis.call('HMGET', K_PREFIX .. 'flow', 'rate', 'group_rate', 'max_active')
-  if n == 0 and not left[1] and not left[2] and not left[3] then unpark_all() end
+  local left = redis.call('HMGET', K_PREFIX .. 'flow', 'rate', 'group_rate', 'max_active',
+    'parks')
+  if n == 0 and not left[1] and not left[2] and not left[3] then
+    unpark_all()
+  elseif left[4] == 'release' then -- a limit again: the groups still parked stay so
+    redis.call('HSET', K_PREFIX .. 'flow', 'parks', 1)
+  end
   redis.call('DEL', K_PREFIX .. 'alarm')
   need_wake = true
 end

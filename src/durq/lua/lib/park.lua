@@ -38,23 +38,31 @@ local function unpark(g)
   end
 end
 
--- Every limit was removed: the parked groups go back to the rotation and the pauses
--- end, so the queue pays nothing for flow control any more (up to 1000 parked groups
--- per call; more keep flow control looking until they are back).
-local function unpark_all()
+-- Take up to `n` parked groups back to the rotation, their pauses ended (their limiter
+-- states go: a TAT in the future would park them again as a pause). Once none is left,
+-- the queue pays nothing for flow control any more; returns whether that is so.
+local function release_parked(n)
   local pk = K_PREFIX .. 'park'
-  local parked = redis.call('ZRANGE', pk, 0, 999)
+  local parked = redis.call('ZRANGE', pk, 0, n - 1)
   if #parked > 0 then
     redis.call('ZREM', pk, unpack(parked))
     redis.call('RPUSH', K_RR, unpack(parked))
     redis.call('SADD', K_RRSET, unpack(parked))
+    redis.call('HDEL', K_PREFIX .. 'gtat', unpack(parked))
     need_wake = true
   end
-  if redis.call('EXISTS', pk) == 0 then
-    redis.call('DEL', K_PREFIX .. 'gtat')
-    -- qfan (lib/queue_pause.lua) goes with the pause: a later, shorter one is sent again
-    redis.call('HDEL', K_PREFIX .. 'flow', 'parks', 'tat', 'sec', 'cur', 'prev', 'qfan')
-  end
+  if redis.call('EXISTS', pk) == 1 then return false end
+  redis.call('DEL', K_PREFIX .. 'gtat')
+  -- qfan (lib/queue_pause.lua) goes with the pause: a later, shorter one is sent again
+  redis.call('HDEL', K_PREFIX .. 'flow', 'parks', 'tat', 'sec', 'cur', 'prev', 'qfan')
+  return true
+end
+
+-- Every limit was removed: the parked groups go back to the rotation and the pauses
+-- end. Up to 1000 parked groups in this call; the marker parks = 'release' has each
+-- dequeue bring back PARK_MAX more until none is left (lib/flow_hooks.lua).
+local function unpark_all()
+  if not release_parked(1000) then redis.call('HSET', K_PREFIX .. 'flow', 'parks', 'release') end
 end
 
 -- When the first parked group may start again (ms), or nil.

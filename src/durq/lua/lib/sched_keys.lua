@@ -16,10 +16,11 @@
 -- under 'none'), overlap ('allow', 'skip'), head (the payload up to the tick time),
 -- maxatt, paused ('1'), decl (the enabled flag the code declared), ended ('1'), origin,
 -- task, info (JSON shown to people), current (the last fired job's id), last_tick,
--- last_at, fired, skipped, missed, created, updated.
+-- last_at, fired, skipped, missed, created, updated; cu (the newest tick of a catch-up
+-- under way: the ticks in (wm, cu] were decided to fire, lib/schedules_due.lua).
 local SCH_CODEC_JSON = 1 -- the payload head is JSON text (durq.codec.Codec.JSON)
 local SCH_FIELDS = {'kind', 'every', 'anchor', 'ends', 'wm', 'horizon', 'catch', 'cap',
-  'grace', 'overlap', 'head', 'maxatt', 'paused', 'current', 'ver'}
+  'grace', 'overlap', 'head', 'maxatt', 'paused', 'current', 'ver', 'cu'}
 
 local function sch_key(name) return K_PREFIX .. 'sch:' .. name end
 local function sch_ticks(name) return K_PREFIX .. 'sticks:' .. name end
@@ -40,7 +41,7 @@ local function sch_read(name)
   local s = {name = name}
   for i = 1, #SCH_FIELDS do s[SCH_FIELDS[i]] = raw[i] end
   for _, f in ipairs({'every', 'anchor', 'ends', 'wm', 'horizon', 'cap', 'grace',
-                      'maxatt', 'ver'}) do
+                      'maxatt', 'ver', 'cu'}) do
     s[f] = tonumber(s[f]) or 0
   end
   s.paused = s.paused == '1'

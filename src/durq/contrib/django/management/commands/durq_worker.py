@@ -6,7 +6,6 @@ default to the backend's ``QUEUES``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import socket
@@ -24,6 +23,7 @@ from durq.errors import DurqError
 from durq.logs import configure_logging
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
+from durq.worker.handoff import run_worker
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["Command"]
@@ -95,7 +95,9 @@ class Command(BaseCommand):
         if options["metrics_port"] is not None:
             slot = int(os.environ.get(SLOT_ENV, "0"))
             serve_metrics(metrics, options["metrics_port"] + slot, options["metrics_host"])
-        asyncio.run(Worker(app, config, metrics=metrics).run())
+        # as `durq worker` runs it: short sync tasks may borrow the loop's thread
+        worker = Worker(app, config, metrics=metrics, handle_signals=False)
+        run_worker(worker.run(), worker.on_signal)
 
 
 def _child_args(options: dict[str, Any]) -> list[str]:
