@@ -39,7 +39,6 @@ from helpers import flavor_params, start_server
 
 SLOW_US = 10_000
 ATTEMPTS = 3
-WORKFLOWS = pytest.mark.xfail(strict=False, reason="workflow bounds: branch i30-workflows")
 
 
 @pytest.fixture(scope="module", params=flavor_params())
@@ -289,7 +288,6 @@ def _workflow_app(server: RedisServer, name: str) -> durq.App:
     return app
 
 
-@WORKFLOWS
 @pytest.mark.parametrize("end", ["cancel", "fail"])
 def test_a_large_workflow_submitted_and_ended(server: RedisServer, raw: Any, end: str) -> None:
     """A group of 20,000 steps and its callback, cancelled, or failed by one dead step
@@ -313,7 +311,6 @@ def test_a_large_workflow_submitted_and_ended(server: RedisServer, raw: Any, end
     bounded(raw, scenario)
 
 
-@WORKFLOWS
 def test_a_large_group_completing_into_its_callback(server: RedisServer, raw: Any) -> None:
     """20,000 steps complete, then the callback gets all their results."""
 

@@ -35,9 +35,11 @@ def test_workflow_pages_show_steps_and_where_it_waits(
     handle = durq.group(members).then(t["collect"].s(log)).enqueue(on_failure="wait")
     with running_worker(wapp):
         eventually(lambda: (i := handle.status()) and i.dead, 10, "a dead step")
-        listing = httpx.get(f"{board.url}/queue/workflows", params={"q": q})
+        listing = httpx.get(f"{board.url}/queue/workflows", params={"q": q}, timeout=60)
         assert listing.status_code == 200 and handle.id in listing.text
-        page = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": handle.id})
+        page = httpx.get(
+            f"{board.url}/queue/workflow", params={"q": q, "id": handle.id}, timeout=60
+        )
         assert page.status_code == 200
         for text in ("running", "group 2", "1 member still open", "dead step 4",
                      "waits for a replay", "collect", "waiting"):  # fmt: skip
@@ -45,13 +47,13 @@ def test_workflow_pages_show_steps_and_where_it_waits(
         Path(flag).touch()
         wapp.queue(q).replay(handle.step_id(4))
         handle.result(10)
-    page = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": handle.id})
+    page = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": handle.id}, timeout=60)
     assert "completed" in page.text and "It ended." in page.text
-    metrics = httpx.get(f"{board.url}/metrics").text
+    metrics = httpx.get(f"{board.url}/metrics", timeout=60).text
     assert f'durq_workflows_started_total{{queue="{q}"}} 1.0' in metrics
     assert f'durq_workflows_completed_total{{queue="{q}"}} 1.0' in metrics
     assert f'durq_workflows_failed_total{{queue="{q}"}} 0.0' in metrics
-    missing = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": "nope"})
+    missing = httpx.get(f"{board.url}/queue/workflow", params={"q": q, "id": "nope"}, timeout=60)
     assert missing.status_code == 404
 
 
@@ -104,7 +106,7 @@ def test_a_read_only_dashboard_offers_no_workflow_cancel(wapp: durq.App, log: st
     server = LiveServer(app).start()
     try:
         where = {"q": wapp.default_queue, "id": handle.id}
-        page = httpx.get(f"{server.url}/queue/workflow", params=where)
+        page = httpx.get(f"{server.url}/queue/workflow", params=where, timeout=60)
         assert page.status_code == 200 and "Cancel workflow" not in page.text
         refused = httpx.post(f"{server.url}/queue/workflow/cancel", data=where)
         assert refused.status_code == 403
