@@ -362,6 +362,7 @@ class Ops(UnitM):
             elif job.attempts >= job.max_attempts:
                 self.end(job, DEAD, now)
                 self.count["dead_lettered"] += 1
+                self.count["reclaimed"] += 1  # reclaimed, then dead-lettered
             else:
                 self.drop_slot(job)
                 self.make_ready(job, True, now)
