@@ -21,6 +21,7 @@ from typing import Any
 
 from durq.protocol import schedules as ops
 from durq.protocol.record import STATE_NAMES, parse_record
+from model.fanin import Workflows
 from model.periodic import Schedules
 from model.reference import ACTIVE, DEAD, DELAYED, LIVE, PENDING, JobM, ModelError, Ops
 from model.world import World
@@ -83,8 +84,8 @@ def check_unit(world: World, unit: str, m: Ops, now: int) -> None:
             _expect(f"the state of {job.id}", states.get(job.id), job.state, unit)
     for job_id, state in states.items():
         if state in (*LIVE, DEAD) and (job_id not in m.jobs or m.jobs[job_id].state != state):
-            raise ModelError(f"{unit}: {job_id} is {state} on the server, unknown or "
-                             f"{getattr(m.jobs.get(job_id), 'state', None)} in the model")  # fmt: skip
+            known = getattr(m.jobs.get(job_id), "state", None)
+            raise ModelError(f"{unit}: {job_id} is {state} on the server, {known} in the model")
     by_state = {s: {j.id: j for j in m.in_state(s)} for s in (ACTIVE, DELAYED, DEAD)}
     _expect("active leases", _zset(world, prefix + "active"),
             {i: j.deadline for i, j in by_state[ACTIVE].items()}, unit)  # fmt: skip
@@ -153,3 +154,21 @@ def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:
             f"{unit}: debounced {job.id} was moved to start at {int(due)}, after its "
             f"expiry at {job.expires}: the burst's newest arguments will never run"
         )
+
+
+def check_workflows(world: World, workflows: Workflows, now: int) -> None:
+    """Each workflow's state is the model's while its summary is kept (result_ttl after
+    it ended), and gone after; each outbox holds the entries not released yet."""
+    for wf in workflows.by_id.values():
+        prefix = world.fronts[wf.home].keys.prefix
+        state = world.raw.hget(f"{prefix}wf:{wf.id}", "state")
+        kept = workflows.summary_kept(wf, now)
+        if kept is True:
+            _expect(f"the state of workflow {wf.id}", state and _text(state), wf.state, wf.home)
+        elif kept is False:
+            _expect(f"workflow {wf.id}, {now - wf.ended_at} ms after it ended", state, None,
+                    wf.home)  # fmt: skip
+    for unit in workflows.units:
+        stats = world.fronts[unit].outbox_stats()
+        held = stats.pending + stats.delayed + stats.active
+        _expect("outbox entries not released", held, workflows.unreleased[unit], unit)

@@ -20,6 +20,8 @@ KNOWN_BUGS: set[str] = {
     "timing-change-lifts-pause",  # bug 6
     "sharded-queue-pause-one-shard",  # bug 7
     "debounce-vs-expiry",  # bug 9
+    # found by the model (not in issue 30's list)
+    "workflow-id-unique-per-home-only",
 }
 """The gated bugs (delete a name once its fix merged): the driver avoids their triggers."""
 
@@ -41,6 +43,10 @@ TRIGGERS: dict[str, str] = {
     "sharded-queue-pause-one-shard": "RateLimited(scope='queue') on a sharded queue",
     # 9: updates of a debounced job move its start past its expiry
     "debounce-vs-expiry": "debounce together with expires",
+    # found by the model: workflow_submit.lua looks for the id in the home's slot only,
+    # and the home is where most steps live: the same id with steps placed elsewhere
+    # (a task moved to another queue between two deploys) makes a second workflow
+    "workflow-id-unique-per-home-only": "the same workflow id with its steps elsewhere",
 }
 
 ENV = "DURQ_MODEL_BUGS"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -29,9 +30,11 @@ from hypothesis.stateful import (
 from durq import Job, Rate
 from durq._sync.sharded import shard_index
 from durq.flow import shard_settings
+from durq.message import encode_result
 from durq.protocol import flow
 from durq.protocol.status import Status
 from model import invariants
+from model.fanin import Workflows
 from model.known_bugs import gated
 from model.limiter import RateM
 from model.periodic import SchedM, Schedules
@@ -44,7 +47,8 @@ from model.reference import (
     ModelError,
     Ops,
 )
-from model.world import LEASE_S, MAX_ATTEMPTS, WINDOW_S, World
+from model.rules_workflows import WF_UNITS, WorkflowRules
+from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
 UNITS = ("a", "b", "s~0", "s~1")
 PLAIN_UNITS = ("a", "b")
@@ -64,8 +68,8 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(RuleBasedStateMachine):
-    """Set ``world`` (a World) on a subclass before running it."""
+class DurqMachine(WorkflowRules, RuleBasedStateMachine):
+    """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
 
@@ -82,13 +86,26 @@ class DurqMachine(RuleBasedStateMachine):
         self.handles: list[tuple[str, Job]] = []
         self.serial = 0
         self.steps = 0
+        self.workflows = Workflows(
+            {u: self.units[u] for u in WF_UNITS}, {"a": "a", "b": "b"}, round(RESULT_TTL_S * 1000)
+        )
+        self.wf_handles: dict[str, Any] = {}
+        self.wf_shapes: dict[str, tuple[str, list[str], str]] = {}
+        for u in WF_UNITS:
+            self.units[u].on_end = self._step_ended(u)
+
+    def _step_ended(self, unit: str) -> Callable[[JobM, str, int], None]:
+        def hook(job: JobM, state: str, now: int) -> None:
+            self.workflows.ended(unit, job, state, now)
+
+        return hook
 
     def teardown(self) -> None:
         if os.environ.get("DURQ_MODEL_STATS"):
             total: Counter[str] = Counter()
             for unit in self.units.values():
                 total.update(unit.count)
-            print(f"example: {self.steps} steps, {dict(sorted(total.items()))}")  # noqa: T201
+            print(f"example: {self.steps} steps, {dict(sorted(total.items()))}")
         self.world.close()
 
     @property
@@ -241,7 +258,8 @@ class DurqMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def release(self, data: st.DataObject) -> None:
         unit, job, mj = self._pick(data)
-        (status,) = self.world.fronts[unit].release_many([job])
+        result = encode_result(1) if mj is not None and mj.origin == "step" else None
+        (status,) = self.world.fronts[unit].release_many([job], results=[result])
         if mj is None:
             return self._refused(unit, job, status)
         expected = self.units[unit].release(mj, self.now)
@@ -449,6 +467,8 @@ class DurqMachine(RuleBasedStateMachine):
     enqueue_2 = enqueue_3 = enqueue_4 = enqueue
     dequeue_2 = dequeue_3 = dequeue_4 = dequeue
     release_2 = release_3 = release
+    submit_workflow_2 = WorkflowRules.submit_workflow
+    courier_2 = WorkflowRules.courier
     time_passes_2 = time_passes
 
     # -- what must always hold ---------------------------------------------------------
@@ -460,3 +480,4 @@ class DurqMachine(RuleBasedStateMachine):
             invariants.check_unit(self.world, unit, self.units[unit], self.now)
         for unit in PLAIN_UNITS:
             invariants.check_schedules(self.world, unit, self.schedules[unit])
+        invariants.check_workflows(self.world, self.workflows, self.now)

@@ -14,6 +14,7 @@ open too, and the driver observes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from model.limiter import FlowM
@@ -112,6 +113,8 @@ class UnitM:
     glimit: dict[str, int] = field(default_factory=dict)
     flow: FlowM = field(default_factory=FlowM)
     count: Counter[str] = field(default_factory=Counter)
+    #: called when a job reaches a terminal state: (job, state, now) (workflow steps)
+    on_end: Callable[[JobM, str, int], None] | None = None
 
     # -- reads -------------------------------------------------------------------------
 
@@ -195,6 +198,8 @@ class UnitM:
         if state == COMPLETED and job.enq + self.window > now:
             self.tombs[job.id] = job.enq + self.window
         self.count[state] += 1
+        if self.on_end is not None:
+            self.on_end(job, state, now)
 
     def finish_control(self, job: JobM, why: str, now: int) -> None:
         """The dedup key is freed only while it points to the job; a keep-last
