@@ -116,8 +116,15 @@ class Workflows:
         if node.started or node.blocked:
             return
         node.started = True
+        unit = self.units[node.unit]
+        if unit.taken(node.job_id, now) is not False:
+            raise ModelError(
+                f"step {node.job_id} starts, but its id is still taken by an earlier job "
+                f"({unit.jobs[node.job_id].state}): a workflow submitted again under an id "
+                "whose first run ended must not reuse its steps' ids (it would never start)"
+            )
         e = EnqueueM(node.job_id, group=node.group, max_attempts=3, origin="step")
-        status, _ = self.units[node.unit].enqueue(e, now)
+        status, _ = unit.enqueue(e, now)
         if status != "created":
             raise ModelError(f"step {node.job_id} could not be created ({status})")
 

@@ -39,13 +39,15 @@ def _text(value: Any) -> str:
 
 
 def _zset(world: World, key: str) -> dict[str, int]:
-    return {_text(m): int(s) for m, s in world.raw.zrange(key, 0, -1, withscores=True)}
+    rows: Any = world.raw.zrange(key, 0, -1, withscores=True)
+    return {_text(m): int(s) for m, s in rows}
 
 
 def records(world: World, prefix: str) -> dict[str, str]:
     """Job id -> the state its record holds."""
     out = {}
-    for job_id, raw in world.raw.hgetall(prefix + "jobs").items():
+    found: Any = world.raw.hgetall(prefix + "jobs")
+    for job_id, raw in found.items():
         rec = parse_record(raw)
         out[_text(job_id)] = STATE_NAMES[rec.state] if rec else "unreadable"
     return out
@@ -56,9 +58,7 @@ def ready_order(world: World, prefix: str, group: str, states: dict[str, str]) -
     higher priorities, the default list, lower priorities; stale ids left out."""
     lst = f"{prefix}g:{group}" if group else f"{prefix}pending"
     zs = f"{prefix}gp:{group}" if group else f"{prefix}prio"
-    scored = sorted(
-        ((int(s), _text(m)) for m, s in world.raw.zrange(zs, 0, -1, withscores=True)),
-    )
+    scored = sorted((s, i) for i, s in _zset(world, zs).items())
     fifo = [_text(i) for i in world.raw.lrange(lst, 0, -1)]
     ids = [i for s, i in scored if s < 0] + fifo + [i for s, i in scored if s >= 0]
     seen: set[str] = set()

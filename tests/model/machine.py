@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -34,6 +34,7 @@ from durq.message import encode_result
 from durq.protocol import flow
 from durq.protocol.status import Status
 from model import invariants
+from model.clock import FrozenClock
 from model.fanin import Workflows
 from model.known_bugs import gated
 from model.limiter import RateM
@@ -76,7 +77,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.world: World = self.world_factory()
-        self.clock = self.world.clock
+        self.clock: FrozenClock = self.world.clock
         self.units: dict[str, Ops] = {u: Ops(self.world.fronts[u].name) for u in UNITS}
         for unit in self.units.values():
             unit.window = round(WINDOW_S * 1000)
@@ -151,6 +152,29 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             e.window = TTL_MS
         elif mode == "deb":
             e.window, e.max_wait = DEBOUNCE_MS, MAX_WAIT_MS
+        self._enqueue(unit, e)
+
+    @precondition(lambda self: any(j.key for u in self.units.values() for j in u.jobs.values()))
+    @rule(data=st.data(), expires=st.sampled_from((None, 500, 2000)),
+          delay=st.sampled_from((0, 200)))  # fmt: skip
+    def enqueue_the_same_key(self, data: st.DataObject, expires: int | None, delay: int) -> None:
+        """A burst: another job with the key (and so the mode) of a job enqueued before."""
+        keyed = sorted(
+            (u, j.id) for u, m in self.units.items() for j in m.jobs.values() if j.key
+        )  # fmt: skip
+        unit, job_id = data.draw(st.sampled_from(keyed))
+        old = self.units[unit].jobs[job_id]
+        mode = KEYS[old.key[0]]
+        if mode == "deb":
+            delay = 0
+            if gated("debounce-vs-expiry"):
+                expires = None
+        if expires is not None and expires <= max(delay, DEBOUNCE_MS if mode == "deb" else 0):
+            expires = None
+        e = EnqueueM(self.new_id(), {"n": self.serial}, delay, old.prio, old.max_attempts,
+                     old.group, old.key, mode, expires)  # fmt: skip
+        e.window = TTL_MS if mode == "thr" else DEBOUNCE_MS
+        e.max_wait = MAX_WAIT_MS if mode == "deb" else 0
         self._enqueue(unit, e)
 
     @precondition(lambda self: any(u.jobs for u in self.units.values()))
@@ -228,6 +252,12 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             )
         invariants.sync_parked(self.world, unit, m)
 
+    @rule()
+    def every_queue_dequeues(self) -> None:
+        """A worker on every queue and shard takes one job."""
+        for unit in UNITS:
+            self.dequeue(unit, 1, LEASE_S)
+
     def _started(self, unit: str, m: Ops, job: Job, lease: int) -> None:
         mj = m.jobs.get(job.id)
         if mj is None:
@@ -246,7 +276,12 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     # -- the holder's calls (current or stale leases) ----------------------------------
 
     def _pick(self, data: st.DataObject) -> tuple[str, Job, JobM | None]:
-        unit, job = data.draw(st.sampled_from(self.handles))
+        """A handle: mostly one whose lease is current, sometimes a stale one."""
+        current = [(u, j) for u, j in self.handles if self.units[u].held(j.id, j.token)]
+        if current and data.draw(st.integers(0, 4)) > 0:
+            unit, job = data.draw(st.sampled_from(current))
+        else:
+            unit, job = data.draw(st.sampled_from(self.handles[-30:]))
         return unit, job, self.units[unit].held(job.id, job.token)
 
     def _refused(self, unit: str, job: Job, status: Status) -> None:
@@ -317,7 +352,8 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         if sharded and scope == "queue" and gated("sharded-queue-pause-one-shard"):
             scope = "group"
         front = self.world.fronts[unit]
-        (status,) = front.run(flow.rate_limited(front.keys, [(job, pause / 1000, scope)]))
+        scoped: Literal["group", "queue"] = "queue" if scope == "queue" else "group"
+        (status,) = front.run(flow.rate_limited(front.keys, [(job, pause / 1000, scoped)]))
         if mj is None:
             return self._refused(unit, job, status)
         m = self.units[unit]
@@ -467,7 +503,15 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     enqueue_2 = enqueue_3 = enqueue_4 = enqueue
     dequeue_2 = dequeue_3 = dequeue_4 = dequeue
     release_2 = release_3 = release
+    rate_limited_2 = rate_limited
+    cancel_2 = cancel
+    every_queue_dequeues_2 = every_queue_dequeues
+    enqueue_the_same_key_2 = enqueue_the_same_key
+    configure_limits_2 = configure_limits
+    declare_schedule_2 = declare_schedule
+    control_schedule_2 = control_schedule
     submit_workflow_2 = WorkflowRules.submit_workflow
+    cancel_workflow_2 = WorkflowRules.cancel_workflow
     courier_2 = WorkflowRules.courier
     time_passes_2 = time_passes
 

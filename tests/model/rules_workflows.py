@@ -90,8 +90,14 @@ class WorkflowRules:
             flow = durq.group(steps).then(t["collect"].options(queue=last).s())
         else:
             flow = durq.chain(*steps, t["step"].options(queue=last).s())
-        handle = flow.enqueue(id=wid)
         old = self.workflows.by_id.get(wid)
+        try:
+            handle = flow.enqueue(id=wid)
+        except DurqError:
+            # refusing an id whose first run ended is one way to fix issue 30's bug 3
+            if old is None or self.workflows.summary_kept(old, self.now) is not False:
+                raise
+            return
         if old is not None and self.workflows.summary_kept(old, self.now):
             assert not handle.created, f"workflow {wid} was submitted again while it exists"
             return
@@ -117,9 +123,7 @@ class WorkflowRules:
         nodes = {
             s.node: NodeM(s.node, self.world.unit_of(s.queue), s.job_id, group) for s in info.steps
         }
-        for node in nodes.values():
-            if node.n == max(nodes) and shape == "group":
-                node.group = ""  # the callback: no options but its queue
+        nodes[max(nodes)].group = ""  # the last step or the callback: only a queue given
         home = self.world.unit_of(handle.queue)
         return WorkflowM(handle.id, home, shape, sorted(nodes), nodes)
 

@@ -20,6 +20,7 @@ SHORT_SEEDS = (1, 2, 3)
 SHORT_EXAMPLES = 6
 SHORT_STEPS = 60
 LONG = os.environ.get("DURQ_MODEL_LONG", "") not in ("", "0")
+SHRINK = os.environ.get("DURQ_MODEL_SHRINK", "1") not in ("", "0")
 
 
 def _run(frozen: tuple[str, FrozenClock], seed_value: int, examples: int, steps: int) -> None:
@@ -37,7 +38,7 @@ def _run(frozen: tuple[str, FrozenClock], seed_value: int, examples: int, steps:
             stateful_step_count=steps,
             deadline=None,
             database=None,
-            phases=[Phase.generate, Phase.shrink],
+            phases=[Phase.generate, Phase.shrink] if SHRINK else [Phase.generate],
             suppress_health_check=list(HealthCheck),
         ),
     )
