@@ -303,7 +303,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         )
 
     @precondition(lambda self: self.handles)
-    @rule(data=st.data(), delay=st.sampled_from((0, 0, 500)), dead=st.booleans())
+    @rule(data=st.data(), delay=st.sampled_from((0, 500, 3000)), dead=st.booleans())
     def requeue(self, data: st.DataObject, delay: int, dead: bool) -> None:
         unit, job, mj = self._pick(data)
         front = self.world.fronts[unit]
@@ -505,13 +505,14 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     release_2 = release_3 = release
     rate_limited_2 = rate_limited
     cancel_2 = cancel
+    requeue_2 = requeue
     every_queue_dequeues_2 = every_queue_dequeues
     enqueue_the_same_key_2 = enqueue_the_same_key
     configure_limits_2 = configure_limits
     declare_schedule_2 = declare_schedule
     control_schedule_2 = control_schedule
     submit_workflow_2 = WorkflowRules.submit_workflow
-    cancel_workflow_2 = WorkflowRules.cancel_workflow
+    cancel_workflow_2 = cancel_workflow_3 = WorkflowRules.cancel_workflow
     courier_2 = WorkflowRules.courier
     time_passes_2 = time_passes
 

@@ -67,7 +67,7 @@ class WorkflowRules:
     @rule(
         shape=st.sampled_from(("group", "chain")),
         places=st.lists(st.sampled_from(WF_UNITS), min_size=3, max_size=3),
-        group=st.sampled_from(("", "g1")),
+        group=st.sampled_from(("", "g1", "g1")),
         again=st.booleans(),
         data=st.data(),
     )

@@ -17,8 +17,8 @@ from model.machine import DurqMachine
 from model.world import World
 
 SHORT_SEEDS = (1, 2, 3)
-SHORT_EXAMPLES = 6
-SHORT_STEPS = 60
+SHORT_EXAMPLES = 8
+SHORT_STEPS = 100
 LONG = os.environ.get("DURQ_MODEL_LONG", "") not in ("", "0")
 SHRINK = os.environ.get("DURQ_MODEL_SHRINK", "1") not in ("", "0")
 
