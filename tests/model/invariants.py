@@ -29,8 +29,8 @@ from model.world import World
 GROUPS = ("", "g1", "g2")
 COUNTERS = (
     "enqueued", "completed", "dead_lettered", "cancelled", "expired", "superseded",
-    "reclaimed", "deferred", "retried", "failed", "deduplicated", "ticks_fired",
-    "ticks_skipped", "ticks_missed",
+    "reclaimed", "deferred", "retried", "failed", "deduplicated", "replayed", "purged",
+    "ticks_fired", "ticks_skipped", "ticks_missed",
 )  # fmt: skip
 
 

@@ -41,8 +41,7 @@ from model.limiter import RateM
 from model.periodic import SchedM, Schedules
 from model.reference import (
     ACTIVE,
-    FINISHED,
-    NOT_FOUND,
+    DEAD,
     EnqueueM,
     JobM,
     ModelError,
@@ -380,8 +379,19 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         assert result.status.value in expected, (
             f"cancel {job_id} ({m.jobs[job_id].state}): {result.status.value}, expected {expected}"
         )
-        if result.status.value in (FINISHED, NOT_FOUND):
-            return
+
+    @precondition(lambda self: any(u.in_state(DEAD) for u in self.units.values()))
+    @rule(data=st.data(), purge=st.booleans())
+    def dead_letters(self, data: st.DataObject, purge: bool) -> None:
+        """Replay a dead letter (back to its group's tail, attempts reset) or purge it."""
+        unit = data.draw(st.sampled_from([u for u in UNITS if self.units[u].in_state(DEAD)]))
+        m = self.units[unit]
+        job = m.jobs[data.draw(st.sampled_from(sorted(j.id for j in m.in_state(DEAD))))]
+        front = self.world.fronts[unit]
+        if purge:
+            assert front.purge([job.id]) == m.purge(job), f"purge {job.id}"
+        else:
+            assert front.replay([job.id]) == m.replay(job, self.now), f"replay {job.id}"
 
     # -- time --------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ PENDING, DELAYED, ACTIVE = "pending", "delayed", "active"
 COMPLETED, DEAD, CANCELLED, EXPIRED, SUPERSEDED = (
     "completed", "dead", "cancelled", "expired", "superseded",
 )  # fmt: skip
+PURGED = "purged"  # a dead letter deleted for good: nothing of it is left
 LIVE = (PENDING, DELAYED, ACTIVE)
 PARKED = 9007199254740991  # a keep-last follow-up's due time while its predecessor runs
 PRIO_SHIFT = 2**44
@@ -161,6 +162,8 @@ class UnitM:
             return False
         if job.state in (*LIVE, DEAD):
             return True
+        if job.state == PURGED:
+            return False
         if job.state == COMPLETED:
             return self.tombs.get(job_id, 0) > now
         kept_from = job.enq if job.state == SUPERSEDED else (job.ended_at or 0)
@@ -480,10 +483,26 @@ class Ops(UnitM):
 
     # -- by id -------------------------------------------------------------------------
 
+    def replay(self, job: JobM, now: int) -> bool:
+        """A dead letter goes back to its group's tail, its attempts reset."""
+        if job.state != DEAD:
+            return False
+        job.attempts = 0
+        self.make_ready(job, False, now)
+        self.count["replayed"] += 1
+        return True
+
+    def purge(self, job: JobM) -> bool:
+        if job.state != DEAD:
+            return False
+        job.state = PURGED
+        self.count["purged"] += 1
+        return True
+
     def cancel(self, job_id: str, now: int) -> set[str]:
         """What cancel answers (the states it may find a finished job in aside)."""
         job = self.jobs.get(job_id)
-        if job is None:
+        if job is None or job.state == PURGED:
             return {NOT_FOUND}
         if job.state in (PENDING, DELAYED):
             if job.state == PENDING:
