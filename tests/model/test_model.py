@@ -45,6 +45,7 @@ def _run(frozen: tuple[str, FrozenClock], seed_value: int, examples: int, steps:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a failure is shrunk (up to 5 minutes) before it is reported
 @pytest.mark.parametrize("seed_value", SHORT_SEEDS)
 def test_random_operations_agree_with_the_reference_model(
     frozen: tuple[str, FrozenClock], seed_value: int
@@ -53,6 +54,7 @@ def test_random_operations_agree_with_the_reference_model(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(6 * 3600)
 @pytest.mark.skipif(not LONG, reason="the long run: DURQ_MODEL_LONG=1 (before a release)")
 def test_long_random_runs_agree_with_the_reference_model(
     frozen: tuple[str, FrozenClock],
