@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 
 from durq import Job, Rate
 from durq._sync.sharded import shard_index
+from durq.errors import InvalidArgument
 from durq.flow import shard_settings
 from durq.message import encode_result
 from durq.protocol import flow
@@ -206,7 +207,12 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             "keep_last": e.mode == "keep",
         }  # fmt: skip
         front = self.world.sharded if unit.startswith("s") else self.world.fronts[unit]
-        result = front.enqueue(e.payload, **options)
+        try:
+            result = front.enqueue(e.payload, **options)
+        except InvalidArgument:
+            if e.mode == "deb" and e.expires is not None:
+                return  # refusing debounce with an expiry is one fix of issue 30's bug 9
+            raise
         status, ref = m.enqueue(e, self.now)
         assert (result.status.value, result.id if status != "replaced" else result.superseded) == (
             status,
