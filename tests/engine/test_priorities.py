@@ -48,3 +48,25 @@ async def test_replayed_prioritized_jobs_keep_their_priority(q: Any) -> None:
     await q.enqueue("plain")
     await q.replay("p")
     assert (await q.dequeue()).payload == "p"
+
+
+async def test_a_lower_priority_job_is_served_after_a_default_one_taken_alone(q: Any) -> None:
+    """Found by the model test: a dequeue of one job that took the group's default-
+    priority job from its list dropped the group from the rotation although a lower
+    priority job was left in its zset, which then never ran (nothing but a new enqueue
+    offered the group again)."""
+    await q.enqueue("default")
+    await q.enqueue("low", priority=-5)
+    await q.enqueue("g-default", group="g")
+    await q.enqueue("g-low", group="g", priority=-5)
+    got = [(await q.dequeue()).payload for _ in range(4)]
+    assert sorted(got) == ["default", "g-default", "g-low", "low"]
+    assert got.index("low") > got.index("default")
+    assert await q.dequeue() is None
+
+
+async def test_a_stale_default_priority_id_does_not_strand_a_lower_priority_job(q: Any) -> None:
+    await q.enqueue("cancelled", id="c")
+    await q.enqueue("low", priority=-5)
+    await q.cancel("c")  # stays listed until dequeue reaches it
+    assert (await q.dequeue()).payload == "low"

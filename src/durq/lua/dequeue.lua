@@ -370,18 +370,21 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
     if type(prio) ~= 'number' then return 0, true, true end
   end
   local ids, garbage
+  local scored = 0 -- ids taken from the priority zset (the others came from the list)
   if prio == 0 then
     ids = redis.pcall('LPOP', ready_list(g), quota)
     if type(ids) == 'table' and ids.err then return 0, true, true end
     if not ids then ids = {} end
   else
-    ids, garbage = group_pop(g, quota)
+    ids, garbage, scored = group_pop(g, quota)
   end
   local got = 0
   if #ids > 0 then got = take(g, ids, now, deadline, out, hargs, zargs, counted) end
   if flow_ctl then flow_ctl.group_started(g, got, now) end
   if garbage then return got, true, true end
-  local more = prio > #ids
+  -- prioritized jobs are left when the zset held more than was taken from it (ids taken
+  -- from the default list leave the lower priorities waiting behind them)
+  local more = prio > scored
   if not more and #ids == quota then
     local left = redis.pcall('LLEN', ready_list(g)) -- pcall: the list may be garbage
     more = type(left) == 'number' and left > 0

@@ -5,11 +5,14 @@ local function append_all(dst, src)
 end
 
 -- Take up to `want` ids from group g: higher priorities, then the default list, then
--- lower priorities. The second result is true when the list holds another type.
+-- lower priorities. The second result is true when the list holds another type, the
+-- third how many of the ids came from the priority zset (the caller compares it with
+-- the zset's size to know whether prioritized jobs are left).
 local function group_pop(g, want)
   local out = {}
   local pk = ready_prio(g)
   local hi = redis.call('ZRANGEBYSCORE', pk, '-inf', '(0', 'LIMIT', 0, want)
+  local scored = #hi
   if #hi > 0 then
     redis.call('ZREM', pk, unpack(hi))
     append_all(out, hi)
@@ -30,7 +33,8 @@ local function group_pop(g, want)
     if #rest > 0 then
       redis.call('ZREM', pk, unpack(rest))
       append_all(out, rest)
+      scored = scored + #rest
     end
   end
-  return out, garbage
+  return out, garbage, scored
 end

@@ -1,0 +1,174 @@
+"""What must hold after every step, read from the server and compared with the model:
+
+- every job is in exactly one state, the model's, and in the one structure of that
+  state (ready list or priority set of its group, ``delayed``, ``active``, ``dead``),
+  with the model's due time or lease deadline: no job lost, none in two states;
+- each group hands its ready jobs out in the model's order;
+- the counters equal the membership: ``stats()`` against what the keys hold and what
+  the model counted (completed, dead-lettered, cancelled, expired, ticks fired...);
+- group slots (``gactive``) equal the jobs holding one, and the dedup keys point where
+  the model says;
+- the schedules stored in each queue, their state and counts, are the model's.
+
+Two things the documents leave open are observed rather than predicted: which ready
+jobs past their expiry a dequeue reached on its way (``sync_doomed``), and which
+over-rate groups it parked (``sync_parked``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from durq.protocol import schedules as ops
+from durq.protocol.record import STATE_NAMES, parse_record
+from model.fanin import Workflows
+from model.periodic import Schedules
+from model.reference import ACTIVE, DEAD, DELAYED, LIVE, PENDING, JobM, ModelError, Ops
+from model.world import World
+
+GROUPS = ("", "g1", "g2")
+COUNTERS = (
+    "enqueued", "completed", "dead_lettered", "cancelled", "expired", "superseded",
+    "reclaimed", "deferred", "retried", "failed", "deduplicated", "replayed", "purged",
+    "ticks_fired", "ticks_skipped", "ticks_missed",
+)  # fmt: skip
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _zset(world: World, key: str) -> dict[str, int]:
+    rows: Any = world.raw.zrange(key, 0, -1, withscores=True)
+    return {_text(m): int(s) for m, s in rows}
+
+
+def records(world: World, prefix: str) -> dict[str, str]:
+    """Job id -> the state its record holds."""
+    out = {}
+    found: Any = world.raw.hgetall(prefix + "jobs")
+    for job_id, raw in found.items():
+        rec = parse_record(raw)
+        out[_text(job_id)] = STATE_NAMES[rec.state] if rec else "unreadable"
+    return out
+
+
+def ready_order(world: World, prefix: str, group: str, states: dict[str, str]) -> list[str]:
+    """Group ``group``'s ready jobs in the order dequeue hands them out (lib/group_pop):
+    higher priorities, the default list, lower priorities; stale ids left out."""
+    lst = f"{prefix}g:{group}" if group else f"{prefix}pending"
+    zs = f"{prefix}gp:{group}" if group else f"{prefix}prio"
+    scored = sorted((s, i) for i, s in _zset(world, zs).items())
+    fifo = [_text(i) for i in world.raw.lrange(lst, 0, -1)]
+    ids = [i for s, i in scored if s < 0] + fifo + [i for s, i in scored if s >= 0]
+    seen: set[str] = set()
+    out = []
+    for job_id in ids:
+        if states.get(job_id) == PENDING and job_id not in seen:
+            seen.add(job_id)
+            out.append(job_id)
+    return out
+
+
+def _expect(what: str, seen: Any, expected: Any, unit: str) -> None:
+    if seen != expected:
+        raise ModelError(f"{unit}: {what}: the server holds {seen!r}, the model {expected!r}")
+
+
+def check_unit(world: World, unit: str, m: Ops, now: int) -> None:
+    front = world.fronts[unit]
+    prefix = front.keys.prefix
+    states = records(world, prefix)
+    for job in m.jobs.values():
+        if job.state in (*LIVE, DEAD):
+            _expect(f"the state of {job.id}", states.get(job.id), job.state, unit)
+    for job_id, state in states.items():
+        if state in (*LIVE, DEAD) and (job_id not in m.jobs or m.jobs[job_id].state != state):
+            known = getattr(m.jobs.get(job_id), "state", None)
+            raise ModelError(f"{unit}: {job_id} is {state} on the server, {known} in the model")
+    by_state = {s: {j.id: j for j in m.in_state(s)} for s in (ACTIVE, DELAYED, DEAD)}
+    _expect("active leases", _zset(world, prefix + "active"),
+            {i: j.deadline for i, j in by_state[ACTIVE].items()}, unit)  # fmt: skip
+    _expect("delayed jobs", _zset(world, prefix + "delayed"),
+            {i: j.due for i, j in by_state[DELAYED].items()}, unit)  # fmt: skip
+    _expect("dead letters", set(_zset(world, prefix + "dead")), set(by_state[DEAD]), unit)
+    ready = 0
+    for group in GROUPS:
+        order = ready_order(world, prefix, group, states)
+        _expect(f"the ready order of group {group!r}", order,
+                m.order_of(group).order(), unit)  # fmt: skip
+        ready += len(order)
+    slots = {_text(g): int(n) for g, n in world.raw.hgetall(prefix + "gactive").items()}
+    _expect("group slots", slots,
+            {g: n for g in GROUPS if (n := m.slots_held(g))}, unit)  # fmt: skip
+    keys = {_text(k): _text(v) for k, v in world.raw.hgetall(prefix + "keys").items()}
+    _expect("dedup keys", keys, m.keys, unit)
+    check_stats(front.stats(), m, ready, unit)
+
+
+def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
+    """The counters equal the membership, and the model's counts."""
+    _expect("stats().pending vs the ready jobs listed", stats.pending, ready, unit)
+    sizes = (stats.pending, stats.delayed, stats.active, stats.dead)
+    _expect("stats() sizes", sizes, tuple(len(m.in_state(s)) for s in (*LIVE, DEAD)), unit)
+    seen = {name: getattr(stats, name) for name in COUNTERS}
+    _expect("stats() counters", seen, {name: m.count[name] for name in COUNTERS}, unit)
+
+
+def check_schedules(world: World, unit: str, model: Schedules) -> None:
+    front = world.fronts[unit]
+    _, stored = front.run(ops.list_page(front.keys, 0, 100))
+    seen = {s.name: (s.state == "paused", s.fired, s.skipped, s.missed) for s in stored}
+    expected = {n: (s.paused, s.fired, s.skipped, s.missed) for n, s in model.by_name.items()}
+    for name, fired in model.retired.items():
+        if name in seen and name not in expected:  # moved away: kept, but it fires no more
+            _expect(
+                f"ticks fired by {name}, moved to another queue", seen.pop(name)[1], fired, unit
+            )
+    _expect("schedules (paused, fired, skipped, missed)", seen, expected, unit)
+
+
+def sync_doomed(world: World, unit: str, m: Ops, now: int) -> None:
+    """Ready jobs past their expiry end expired when a dequeue reaches them, which may
+    be on its way to another group's job: read which ended."""
+    doomed = [j for j in m.in_state(PENDING) if m.doomed(j, now)]
+    if not doomed:
+        return
+    states = records(world, world.fronts[unit].keys.prefix)
+    for job in doomed:
+        if states.get(job.id) == "expired":
+            m.expire_reached(job, now)
+
+
+def sync_parked(world: World, unit: str, m: Ops) -> None:
+    """The groups dequeue parked (over their rate when it reached them)."""
+    m.flow.park = _zset(world, world.fronts[unit].keys.prefix + "park")
+
+
+def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:
+    """An update of a debounced job never moves its start past its expiry: its burst's
+    newest arguments must run (docs/job-control.md), or the enqueue be refused."""
+    due = world.raw.zscore(world.fronts[unit].keys.prefix + "delayed", job.id)
+    if due is not None and job.expires is not None and due > job.expires:
+        raise ModelError(
+            f"{unit}: debounced {job.id} was moved to start at {int(due)}, after its "
+            f"expiry at {job.expires}: the burst's newest arguments will never run"
+        )
+
+
+def check_workflows(world: World, workflows: Workflows, now: int) -> None:
+    """Each workflow's state is the model's while its summary is kept (result_ttl after
+    it ended), and gone after; each outbox holds the entries not released yet."""
+    for wf in workflows.by_id.values():
+        prefix = world.fronts[wf.home].keys.prefix
+        state = world.raw.hget(f"{prefix}wf:{wf.id}", "state")
+        kept = workflows.summary_kept(wf, now)
+        if kept is True:
+            _expect(f"the state of workflow {wf.id}", state and _text(state), wf.state, wf.home)
+        elif kept is False:
+            _expect(f"workflow {wf.id}, {now - wf.ended_at} ms after it ended", state, None,
+                    wf.home)  # fmt: skip
+    for unit in workflows.units:
+        stats = world.fronts[unit].outbox_stats()
+        held = stats.pending + stats.delayed + stats.active
+        _expect("outbox entries not released", held, workflows.unreleased[unit], unit)
