@@ -330,7 +330,7 @@ def test_a_malformed_outbox_entry_is_dead_lettered_in_the_outbox_and_logged(
 
 def test_workflow_show_watch_refreshes_until_the_workflow_ends(wapp: durq.App, log: str) -> None:
     handle = durq.group([wapp.tasks["square"].s(log, 1)]).enqueue()
-    timer = threading.Timer(2.5, handle.cancel)  # room for two renderings on a busy machine
+    timer = threading.Timer(6.0, handle.cancel)  # room for two renderings on a busy machine
     timer.start()
     started = time.monotonic()
     try:
@@ -338,6 +338,6 @@ def test_workflow_show_watch_refreshes_until_the_workflow_ends(wapp: durq.App, l
     finally:
         timer.cancel()
     assert shown.exit_code == 0, shown.output
-    assert 2.5 <= time.monotonic() - started < 30
+    assert 6.0 <= time.monotonic() - started < 40
     assert shown.output.count("running") >= 2  # shown again every second meanwhile
     assert "cancelled" in shown.output.split("running")[-1]
