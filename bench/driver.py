@@ -31,6 +31,8 @@ the body) and ``TUNE`` (scenario, or "noop" -> the configurations its sweep trie
 durq: ``(task kinds, configurations)``).
 
 Any method may be a coroutine function; the driver runs it on one persistent loop.
+The feature rows' commands and hooks (``rows()``, startup, asleep) are in
+``driver_rows.py``.
 """
 
 from __future__ import annotations
@@ -53,12 +55,22 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import ENV_URL, KEY_DONE, KEY_LAT, LOGS_DIR, SCENARIOS, latency_run  # noqa: E402
+from common import (  # noqa: E402
+    ENV_URL,
+    KEY_DONE,
+    KEY_LAT,
+    LOGS_DIR,
+    SCENARIOS,
+    descendants,
+    latency_run,
+    process_state,
+)
+from driver_rows import RowCommands  # noqa: E402
 
 POLL = 0.002
 
 
-class Driver:
+class Driver(RowCommands):
     def __init__(self, module: str) -> None:
         self.module_name = module
         self.loop = asyncio.new_event_loop()
@@ -144,8 +156,13 @@ class Driver:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop_worker(self, grace: float = 1.5) -> None:
+        """SIGTERM, ``grace`` seconds, then SIGKILL: to each worker's process group and to
+        every process of its tree, found first (a supervisor may start its children in
+        sessions of their own, as `durq worker -p N` does: they would outlive it, finish
+        their grace and take jobs of the next run)."""
         if not self.workers:
             return
+        tree = descendants([p.pid for p in self.workers])
         for proc in self.workers:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -159,11 +176,31 @@ class Driver:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5.0)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         self.workers = []
+        self.await_gone(tree)
 
-    def wait_done(self, target: int, startup_timeout: float, cap: float) -> dict[str, Any]:
-        """Poll bench:done until it reaches target; time from first job seen to the last."""
-        t_spawn = time.perf_counter()
+    def await_gone(self, pids: set[int], timeout: float = 10.0) -> None:
+        """Wait until ``pids`` have exited and the server holds no blocked client: a
+        killed worker's connection outlives it by up to a few hundred ms (its exit path),
+        and a fetch it had queued behind a blocking read would run for it, leasing the
+        next run's jobs to a consumer that is gone (they return a lease later)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            alive = [pid for pid in pids if process_state(pid) not in (None, "Z")]
+            if not alive and not int(self.r.info("clients").get("blocked_clients", 0)):
+                return
+            time.sleep(0.01)
+
+    def wait_done(
+        self, target: int, startup_timeout: float, cap: float, t_spawn: float | None = None
+    ) -> dict[str, Any]:
+        """Poll bench:done until it reaches target; time from first job seen to the last.
+        ``t_spawn``: when the worker's command was launched (default: now); start-up is
+        counted from it, and ``wall_s`` (the drain overall) too."""
+        t_spawn = time.perf_counter() if t_spawn is None else t_spawn
         t_first = c_first = None
         count = 0
         while True:
@@ -226,7 +263,7 @@ class Driver:
         specs = self.mod.worker_specs()
         tune = getattr(self.mod, "TUNE", {})
         plan = {}
-        for what in ("noop", *SCENARIOS):
+        for what in dict.fromkeys(("noop", *SCENARIOS, *tune)):  # and the rows' "row.part"
             entry = tune.get(what, tuple(specs) if what == "noop" else ())
             kinds, names = entry if entry and isinstance(entry[0], tuple) else ((what,), entry)
             if names:
@@ -258,6 +295,7 @@ class Driver:
             "tune": self.tune_plan(),
             "work": self.work_entries(),
             "latency_also": list(getattr(self.mod, "LATENCY_ALSO", {})),
+            "rows": self.row_entries(),
         }
 
     def cmd_setup(self) -> None:
@@ -299,8 +337,10 @@ class Driver:
         }
 
     def cmd_drain(
-        self, mode: str, n: int, cap: float, run: int = 0, kind: str = "noop"
+        self, mode: str, n: int, cap: float, run: int = 0, kind: str = "noop", stats: bool = False
     ) -> dict[str, Any]:
+        """Queue n jobs of ``kind``, start worker ``mode``, wait until they ran (or the cap).
+        ``stats``: also what the server (and the peer's own store) did meanwhile."""
         self.flush()
         t0 = time.perf_counter()
         if kind == "noop":
@@ -311,9 +351,13 @@ class Driver:
         queued = self.call(self.peer.queued)
         if queued != n:
             raise RuntimeError(f"expected {n} queued jobs before draining, found {queued}")
+        before = self.server_counters() if stats else None
+        t_spawn = time.perf_counter()
         try:
             self.start_worker(mode, f"drain-{mode}")
-            result = self.wait_done(n, startup_timeout=60.0, cap=cap)
+            result = self.wait_done(n, startup_timeout=60.0, cap=cap, t_spawn=t_spawn)
+            if before is not None:
+                result["server"] = self.counters_delta(before, self.server_counters())
         finally:
             self.stop_worker()
         result.update(
@@ -328,17 +372,27 @@ class Driver:
         return result
 
     def cmd_latency(
-        self, n: int, interval: float, repeat: int, variant: str | None = None
+        self,
+        n: int,
+        interval: float,
+        repeat: int,
+        variant: str | None = None,
+        mode: str = "default",
+        kind: str = "noop",
+        send: str | None = None,
     ) -> dict[str, Any]:
-        # a variant (the peer module's LATENCY_ALSO) sends its jobs to another task
-        send = getattr(self.peer, self.mod.LATENCY_ALSO[variant]) if variant else None
-        send = send or self.peer.send_latency
+        """Pickup latency with an idle worker ``mode``, warmed up with jobs of ``kind``;
+        a variant (the peer module's LATENCY_ALSO), or ``send`` (a Peer method's name: a
+        feature row's), sends the timed jobs to another task."""
+        if variant:
+            send = self.mod.LATENCY_ALSO[variant]
+        sender = getattr(self.peer, send) if send else self.peer.send_latency
         self.flush()
         warmup = 20
         runs = []
         try:
-            self.start_worker("default", "latency")
-            self.call(self.peer.fill, warmup)
+            self.start_worker(mode, "latency" if mode == "default" else f"latency-{mode}")
+            self.call(self.peer.fill, warmup, kind)
             self.wait_done(warmup, startup_timeout=60.0, cap=60.0)
             for _ in range(repeat):
                 time.sleep(1.0)  # let the worker go idle
@@ -348,7 +402,7 @@ class Driver:
                     delay = t0 + i * interval - time.perf_counter()
                     if delay > 0:
                         time.sleep(delay)
-                    self.call(send)
+                    self.call(sender)
                 send_s = time.perf_counter() - t0
                 deadline = time.monotonic() + 30.0
                 while self.r.llen(KEY_LAT) < n:

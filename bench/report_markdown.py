@@ -19,6 +19,7 @@ from report_format import (
     peer_rows,
     run_time,
 )
+from report_rows import rows_section
 from report_targets import targets_section
 from report_work import work_section
 
@@ -255,6 +256,7 @@ def write_markdown(
         *results_table(results),
         *raw_fractions(results),
         *work_section(results),
+        *rows_section(results),
         *targets_section(results),
         *worker_settings(results),
         *calibration(results),
