@@ -19,10 +19,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ENV_URL
 
 BIN = Path(os.environ.get("BENCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
 DATABASE = "bench"
@@ -63,6 +68,13 @@ def run_as() -> str | None:
     return "durq-bench"
 
 
+def server_env() -> dict[str, str]:
+    """The cluster's environment: the driver's without the run's server URL, which marks
+    a run's worker processes for the orchestrator to kill when their driver is gone
+    (driver_client.leftover_workers): the cluster belongs to the DBOS driver, alive."""
+    return {k: v for k, v in os.environ.items() if k != ENV_URL}
+
+
 def server_argv(data: Path, port: int, socket_dir: Path) -> list[str]:
     """The postgres command line: its settings, on loopback only."""
     argv = [str(BIN / "postgres"), "-D", str(data), "-c", "listen_addresses=127.0.0.1"]
@@ -87,7 +99,9 @@ class Postgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{DATABASE}"
 
     def _run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(argv, user=self.user, check=True, capture_output=True, **kwargs)
+        return subprocess.run(
+            argv, user=self.user, env=server_env(), check=True, capture_output=True, **kwargs
+        )
 
     def start(self) -> str:
         if not (BIN / "postgres").exists():
@@ -103,6 +117,7 @@ class Postgres:
         self.proc = subprocess.Popen(
             server_argv(data, self.port, self.dir),
             user=self.user,
+            env=server_env(),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

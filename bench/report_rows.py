@@ -40,7 +40,9 @@ ABOUT = {
     "Redis commands (a bound on its round trips) and their server µs; DBOS's PostgreSQL "
     "statements and their execution µs. Asleep: jobs that sleep an hour as soon as they "
     "start; bytes per job in Redis and in the peer's own store, slots held, and the "
-    "commands the stores receive per second while the workers have nothing to do.",
+    "commands the stores receive per second while the workers have nothing to do. DBOS "
+    "runs on a PostgreSQL the bench starts, with fsync, synchronous_commit and "
+    "full_page_writes off (no durability, like the Valkey's no persistence).",
 }
 
 
