@@ -36,7 +36,10 @@ MAIN_VENV = ROOT_DIR / ".venv"
 KEY_DONE = "bench:done"  # INCRBY'd with the number of no-op jobs executed
 KEY_LAT = "bench:lat"  # RPUSH'd "<enqueue time> <start time>" per latency job
 ENV_URL = "BENCH_REDIS_URL"
-ENV_PROBE_SYNC = "BENCH_PROBE_SYNC"  # "1": write to Redis inside the task (fork-per-job workers)
+ENV_PROBE_SYNC = "BENCH_PROBE_SYNC"
+# set on each worker a driver starts, a tag of that start: every process below it inherits
+# it, even one that leaves the worker's process group and tree (marked_processes)
+ENV_WORKER = "BENCH_WORKER"  # "1": write to Redis inside the task (fork-per-job workers)
 QUEUE = "bench"  # queue name used by every peer that lets us choose one
 
 # "Jobs that do real work" (bench/work.py): each drains jobs whose body does what the
@@ -358,6 +361,21 @@ def process_state(pid: int) -> str | None:
     except OSError:
         return None
     return stat.rsplit(")", 1)[1].split()[0]
+
+
+def marked_processes(mark: str) -> set[int]:
+    """The live processes whose environment holds ``mark`` ("NAME=value"). Linux (/proc)
+    only; elsewhere none are found."""
+    want = mark.encode()
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if want in env and process_state(int(entry.name)) not in (None, "Z"):
+            found.add(int(entry.name))
+    return found
 
 
 def redis_url() -> str:

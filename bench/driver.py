@@ -57,13 +57,13 @@ sys.path.insert(0, str(BENCH_DIR))
 
 from common import (  # noqa: E402
     ENV_URL,
+    ENV_WORKER,
     KEY_DONE,
     KEY_LAT,
     LOGS_DIR,
     SCENARIOS,
-    descendants,
     latency_run,
-    process_state,
+    marked_processes,
 )
 from driver_rows import RowCommands  # noqa: E402
 
@@ -82,6 +82,8 @@ class Driver(RowCommands):
         self.mod = importlib.import_module(f"peers.{module}")
         self.peer = self.mod.Peer()
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.starts = 0  # workers started: each start's ENV_WORKER tag
+        self.worker_mark = ""
         self.worker_log: Path | None = None
         self.worker_desc = ""
 
@@ -118,6 +120,9 @@ class Driver(RowCommands):
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("BENCH_PROBE_SYNC", None)
         env.update(spec.get("env", {}))
+        self.starts += 1
+        self.worker_mark = f"{ENV_WORKER}={os.getpid()}.{self.starts}"
+        env[ENV_WORKER] = self.worker_mark.split("=", 1)[1]
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         self.worker_log = LOGS_DIR / f"{self.module_name}.{tag}.worker.log"
         log = self.worker_log.open("ab")
@@ -156,13 +161,11 @@ class Driver(RowCommands):
         return "\n".join(text.splitlines()[-lines:])
 
     def stop_worker(self, grace: float = 1.5) -> None:
-        """SIGTERM, ``grace`` seconds, then SIGKILL: to each worker's process group and to
-        every process of its tree, found first (a supervisor may start its children in
-        sessions of their own, as `durq worker -p N` does: they would outlive it, finish
-        their grace and take jobs of the next run)."""
+        """SIGTERM, ``grace`` seconds, then SIGKILL to each worker's process group, then
+        to every process of that start (its ENV_WORKER tag: `durq worker -p N`'s children
+        and RQ's work horses leave the group) until none is left (await_gone)."""
         if not self.workers:
             return
-        tree = descendants([p.pid for p in self.workers])
         for proc in self.workers:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -176,20 +179,21 @@ class Driver(RowCommands):
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5.0)
-        for pid in tree:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
         self.workers = []
-        self.await_gone(tree)
+        self.await_gone()
 
-    def await_gone(self, pids: set[int], timeout: float = 10.0) -> None:
-        """Wait until ``pids`` have exited and the server holds no blocked client: a
-        killed worker's connection outlives it by up to a few hundred ms (its exit path),
-        and a fetch it had queued behind a blocking read would run for it, leasing the
-        next run's jobs to a consumer that is gone (they return a lease later)."""
+    def await_gone(self, timeout: float = 10.0) -> None:
+        """Kill what is left of the last start until nothing is, then wait until the
+        server holds no blocked client. Else a process left would take the next run's
+        jobs; and a killed worker's connection outlives it by up to a few hundred ms (its
+        exit path): a fetch queued behind its blocking read would lease the next run's
+        jobs to a consumer that is gone (durq's come back a lease later)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            alive = [pid for pid in pids if process_state(pid) not in (None, "Z")]
+            alive = marked_processes(self.worker_mark)
+            for pid in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
             if not alive and not int(self.r.info("clients").get("blocked_clients", 0)):
                 return
             time.sleep(0.01)
@@ -381,9 +385,8 @@ class Driver(RowCommands):
         kind: str = "noop",
         send: str | None = None,
     ) -> dict[str, Any]:
-        """Pickup latency with an idle worker ``mode``, warmed up with jobs of ``kind``;
-        a variant (the peer module's LATENCY_ALSO), or ``send`` (a Peer method's name: a
-        feature row's), sends the timed jobs to another task."""
+        """Pickup latency with an idle worker ``mode`` warmed up on jobs of ``kind``; a
+        variant (LATENCY_ALSO) or ``send`` (a Peer method) sends them to another task."""
         if variant:
             send = self.mod.LATENCY_ALSO[variant]
         sender = getattr(self.peer, send) if send else self.peer.send_latency
