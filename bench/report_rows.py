@@ -94,7 +94,7 @@ def result_cell(row: str, e: dict[str, Any]) -> str:
             f"{fmt_num(median(e.get('asleep')))} asleep, "
             f"{fmt_num(median(e.get('waiting')))} waiting for a slot; "
             f"{fmt_num(median(e.get('slots_held')))} slots held; "
-            f"{fmt_num(median(e.get('redis_bytes_per_job')))} B/job in Redis"
+            f"{fmt_num(abs(round(median(e.get('redis_bytes_per_job')) or 0)))} B/job in Redis"
             + (f" + {fmt_num(store)} B/job in PostgreSQL" if store is not None else "")
             + f"; idle: {fmt_num(median(e.get('redis_commands_per_s')), 1)} Redis commands/s"
             + (f", {fmt_num(stmts, 1)} PostgreSQL statements/s" if stmts is not None else "")

@@ -17,7 +17,9 @@ What it does, in one run:
    rounds in which every peer gets one run, in an order rotated each round
    (``measure_interleaved``), so that all frameworks share the same windows; the
    latency rounds also measure the pickup floor (``floor.py``: redis-py LPUSH ->
-   BRPOP, no queue) as one more participant, into ``results["latency_floor"]``;
+   BRPOP, no queue) as one more participant, into ``results["latency_floor"]``; then,
+   the same way, the datastore-bound drains and the feature rows (``rows.py``: startup,
+   the process pool, batches, durable steps, each with the peers that anchor it);
 5. then each peer's own section in turn: bulk enqueue, Redis memory per queued job,
    drain rates (default worker and best 2-core settings), the real-work scenarios;
 6. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``

@@ -335,3 +335,10 @@ def test_durq_declares_every_feature_variant_and_skips_what_it_lacks(
             else:
                 assert v["skip"] == f"not available in this durq: {lacking[row]}", v
     assert "--pool" in specs["pool-c2"]["argv"][0] and "--url" in specs["pool-c2"]["argv"][0]
+
+
+def test_the_detection_answers_for_every_row_of_the_tree_measured(durq_peer: Any) -> None:
+    """Whatever this tree has: a reason or None for each row, startup always runnable."""
+    why = durq_peer.durq_features.missing()
+    assert set(why) == {"startup", "pool", "batch", "durable"} and why["startup"] is None
+    assert all(reason is None or isinstance(reason, str) for reason in why.values())
