@@ -12,7 +12,22 @@ from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
-from durq.app import App
+from durq.app.app import App
+from durq.app.handle import Cancelled, Expired, JobFailed, JobHandle
+from durq.app.schedule_control import SyncReport
+from durq.app.schedules import Schedule, ScheduleInfo
+from durq.app.task import Call, Fail, Retry, Task
+from durq.app.workflows import (
+    Chain,
+    Group,
+    StepInfo,
+    WorkflowFailed,
+    WorkflowHandle,
+    WorkflowInfo,
+    chain,
+    group,
+    step_error,
+)
 from durq.backoff import Backoff, exponential, fixed
 from durq.codec import Codec
 from durq.context import current_job
@@ -30,7 +45,6 @@ from durq.errors import (
     PayloadTooLarge,
 )
 from durq.flow import FlowInfo, ParkedGroup, Rate, RateLimited
-from durq.handle import Cancelled, Expired, JobFailed, JobHandle
 from durq.models import (
     CancelResult,
     CancelStatus,
@@ -47,20 +61,6 @@ from durq.models import (
 )
 from durq.protocol.status import Status
 from durq.redaction import Redact
-from durq.schedule_control import SyncReport
-from durq.schedules import Schedule, ScheduleInfo
-from durq.task import Call, Fail, Retry, Task
-from durq.workflows import (
-    Chain,
-    Group,
-    StepInfo,
-    WorkflowFailed,
-    WorkflowHandle,
-    WorkflowInfo,
-    chain,
-    group,
-    step_error,
-)
 
 __all__ = [
     # tasks

@@ -279,7 +279,7 @@ class TopicKeys:
         return name
 
 
-# -- workflows (durq.workflows; the layout is described in src/durq/lua/lib/fan_in.lua)
+# -- workflows (durq.app.workflows; the layout is described in src/durq/lua/lib/fan_in.lua)
 
 OUTBOX_PART = "wfo:"  # shared with src/durq/lua/lib/outbox.lua
 
@@ -297,7 +297,7 @@ def workflow_key(prefix: str, workflow_id: str) -> str:
 
 
 def workflow_structure_key(prefix: str, workflow_id: str, run: str) -> str:
-    """The structure of run ``run`` of workflow ``workflow_id`` (lua/lib/fan_in.lua): the
+    """The structure of run ``run`` of workflow ``workflow_id`` (lua/lib/workflows/fan_in.lua): the
     run is a fixed-length tag, so no two workflow ids share a key."""
     return f"{prefix}wfs:{run}:{workflow_id}"
 

@@ -25,6 +25,7 @@ __all__ = [
     "Message",
     "Progress",
     "QueueStats",
+    "ScheduleInfo",
 ]
 
 
@@ -338,3 +339,47 @@ class GroupInfo:
     active: int
     limit: int | None
     weight: int | None
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as stored in Redis, with its state (``schedules list``)."""
+
+    name: str
+    queue: str
+    task: str
+    kind: str
+    cron: str | None
+    tz: str | None
+    every: float | None
+    start_at: float | None
+    end_at: float | None
+    catch_up: str
+    max_catch_up: int
+    overlap: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    paused: bool
+    ended: bool
+    origin: str
+    next_due: float | None  #: server time of the next tick (None: paused or ended)
+    last_tick: float | None  #: the scheduled time of the last job fired
+    last_fired_at: float | None  #: when that job was enqueued
+    last_job: str | None
+    last_outcome: str | None  #: pending, delayed, active, dead, completed, or finished
+    fired: int
+    skipped: int  #: ticks skipped by overlap="skip"
+    missed: int  #: ticks not fired by the catch-up policy (workers down or busy)
+    watermark: float  #: every tick at or before it is done and never fires again
+    stored_ticks: int
+    spec: str
+    version: int
+    server_time: float
+    #: the ``enabled`` flag its code declared (a runtime pause or resume overrides it
+    #: until the declared flag changes)
+    declared_enabled: bool = True
+
+    @property
+    def state(self) -> str:
+        """``paused``, ``ended`` or ``active``."""
+        return "paused" if self.paused else "ended" if self.ended else "active"

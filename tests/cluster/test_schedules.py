@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 import durq
+from durq.app.schedules import pinned_queue
 from durq.cron import timing_of
 from durq.dev.topology import LocalCluster
 from durq.keys import QueueKeys
 from durq.protocol import schedules as ops
-from durq.schedules import pinned_queue
 from helpers import SLACK, eventually
 from schedules.apps import build, read_log
 from schedules.conftest import log_path, workers

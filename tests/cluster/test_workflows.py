@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 import durq
-from durq.cluster import slot_of
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
 from durq.message import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
+from durq.transport.cluster import slot_of
 from helpers import eventually
 from worker.support import Durq
 from workflows.conftest import front, log, wapp

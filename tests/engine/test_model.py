@@ -23,8 +23,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from durq import Job, LeaseLost, Queue, Status, connection
+from durq import Job, LeaseLost, Queue, Status
 from durq.dev.server import RedisServer
+from durq.transport import connection
 
 GROUPS = ("", "a", "b")  # '' is the default group; 'a' is strictly ordered (limit 1)
 

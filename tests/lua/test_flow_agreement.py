@@ -1,5 +1,5 @@
 """The flow-control constants both sides hold agree: the settings' defaults and the
-types of the flow keys (lib/flow_conf.lua and durq.protocol.flow)."""
+types of the flow keys (lib/limits/flow_conf.lua and durq.protocol.flow)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from durq.protocol.flow import FLOW_DEFAULTS, FLOW_KEY_TYPES
 
 
 def _flow_conf() -> str:
-    return resources.files("durq.lua").joinpath("lib/flow_conf.lua").read_text(encoding="utf-8")
+    return (
+        resources.files("durq.lua").joinpath("lib/limits/flow_conf.lua").read_text(encoding="utf-8")
+    )
 
 
 def test_the_flow_settings_defaults_agree() -> None:

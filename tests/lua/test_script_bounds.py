@@ -9,7 +9,7 @@ jobs and stale ids by the thousand, a topic with the most subscriptions, the lar
 workflows. Each scenario must leave SLOWLOG empty; its offenders are printed otherwise.
 
 What bounds a call is its size (``durq.protocol.calls.CHUNK``) or its budget of server
-time (``lua/lib/budget.lua``), not the volume behind it: a scenario makes each kind of
+time (``lua/lib/core/budget.lua``), not the volume behind it: a scenario makes each kind of
 call at its limit a few dozen times, not thousands. A busy 2-core machine deschedules a
 server that runs flat out every few ms, and the SLOWLOG counts that in the command it
 interrupts: thousands of back-to-back calls of 1 ms would show offenders that are the

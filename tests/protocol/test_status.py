@@ -1,4 +1,4 @@
-"""The status codes of the scripts (lua/lib/status.lua) and of Python agree."""
+"""The status codes of the scripts (lua/lib/core/status.lua) and of Python agree."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from durq.protocol.status import Status, statuses
 
 
 def _lua_statuses() -> dict[str, int]:
-    text = resources.files("durq.lua").joinpath("lib/status.lua").read_text()
+    text = resources.files("durq.lua").joinpath("lib/core/status.lua").read_text()
     found = re.findall(r"^local S_([A-Z_]+) = (-?\d+)\s*$", text, re.MULTILINE)
-    assert found, "no status constants found in lib/status.lua"
+    assert found, "no status constants found in lib/core/status.lua"
     return {name: int(value) for name, value in found}
 
 

@@ -11,8 +11,8 @@ import pytest
 import redis
 
 import durq
+from durq.app.schedules import pinned_queue, schedule_job_id
 from durq.protocol import schedules as ops
-from durq.schedules import pinned_queue, schedule_job_id
 from schedules.apps import build
 
 

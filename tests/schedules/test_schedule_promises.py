@@ -23,7 +23,7 @@ from schedules.test_engine import drain, tick_of
 from worker.support import running_worker
 
 
-def _info(app: durq.App, name: str) -> ops.ScheduleInfo:
+def _info(app: durq.App, name: str) -> durq.ScheduleInfo:
     info = app.schedules.get(name)
     assert info is not None
     return info

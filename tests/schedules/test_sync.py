@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import durq
-from durq import connection
-from durq.schedule_control import SyncReport
+from durq.app.schedule_control import SyncReport
+from durq.transport import connection
 from durq.worker.schedules import ScheduleKeeper
 from schedules.apps import build
 from schedules.test_engine import drain

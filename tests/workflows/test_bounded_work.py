@@ -20,7 +20,7 @@ import pytest
 import redis
 
 import durq
-from durq import workflows
+from durq.app import workflows
 from durq.codec import PayloadCodec
 from durq.dev.server import RedisServer
 from durq.message import encode_result

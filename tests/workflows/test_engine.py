@@ -174,7 +174,7 @@ def test_a_replay_after_ignore_counts_nothing_twice(wapp: durq.App, log: str) ->
 
 def test_large_payloads_start_and_gather_over_several_calls(wapp: durq.App, log: str) -> None:
     """A call starts at most 256 KB of payload and gathers at most 256 KB of results
-    (lua/lib/fan_in.lua CHUNK_BYTES): a group of 40 steps of 20 KB each starts over
+    (lua/lib/workflows/fan_in.lua CHUNK_BYTES): a group of 40 steps of 20 KB each starts over
     several calls, and its 40 results of 20 KB each are gathered over several calls."""
     t = wapp.tasks
     blob = "x" * 20_000

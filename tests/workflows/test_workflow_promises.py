@@ -166,7 +166,7 @@ def _submission(wapp: durq.App, log: str, n: int) -> tuple[durq.Queue, Pipeline,
     """A group of ``n`` squares made ready to submit, not sent: its home queue, the
     submission's round trip, and the index of its commit in it."""
     flow = durq.group([wapp.tasks["square"].s(log, i) for i in range(n)])
-    _app, sub = durq.workflows._prepare(flow, None, "fail", None)
+    _app, sub = durq.app.workflows._prepare(flow, None, "fail", None)
     queue = wapp.queue(sub.home_queue)
     queue.register()
     sent = next(sub.op())

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
 
-from durq import connection
 from durq._async.queue import AsyncQueue
 from durq.errors import InvalidArgument
 from durq.flow import FlowInfo, merge_flow, shard_settings
@@ -43,6 +42,7 @@ from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
+from durq.transport import connection
 
 __all__ = ["AsyncShardedQueue"]
 

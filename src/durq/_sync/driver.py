@@ -23,9 +23,6 @@ from redis.exceptions import (
     TimeoutError,
 )
 
-from durq import cluster
-from durq.cluster import sync_node_pool, sync_refresh
-from durq.connection import sync_exchange
 from durq.errors import DurqError
 from durq.lua.functions import library
 from durq.protocol.calls import (
@@ -39,6 +36,9 @@ from durq.protocol.calls import (
     script_error,
 )
 from durq.protocol.libraries import Trust, trust_library
+from durq.transport import cluster
+from durq.transport.cluster import sync_node_pool, sync_refresh
+from durq.transport.connection import sync_exchange
 
 __all__ = ["Driver"]
 
@@ -317,7 +317,7 @@ class Driver:
     a pooled connection (redis-py's packer and parser): the client's per-command wrapper
     costs about as much as a loopback round trip, and durq runs its own retry policy
     anyway. With a Cluster client each request goes the same way to the node that
-    serves its slot (see ``durq.cluster``), following MOVED, ASK, TRYAGAIN and
+    serves its slot (see ``durq.transport.cluster``), following MOVED, ASK, TRYAGAIN and
     CLUSTERDOWN replies; the scripts' first key, the queue's prefix, never exists, so a
     script never runs in a slot that is half migrated (it is redirected until the
     migration ends). Other clients are driven through their public ``execute_command``.

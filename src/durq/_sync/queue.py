@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from redis import Redis
 
-from durq import connection
 from durq._sync.admin import QueueAdmin
 from durq._sync.driver import Driver
 from durq._sync.retry import retrying
@@ -33,6 +32,7 @@ from durq.protocol.args import lease_ms, new_ids, reason_json
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
+from durq.transport import connection
 
 __all__ = ["Queue"]
 

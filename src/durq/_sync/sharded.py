@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 from redis import Redis
 
-from durq import connection
 from durq._sync.queue import Queue
 from durq.errors import InvalidArgument
 from durq.flow import FlowInfo, merge_flow, shard_settings
@@ -42,6 +41,7 @@ from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
+from durq.transport import connection
 
 __all__ = ["ShardedQueue"]
 

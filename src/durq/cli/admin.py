@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from durq import connection
 from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
@@ -29,6 +28,7 @@ from durq.keys import NamespaceKeys
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.protocol.namespace import queue_names, shard_counts
 from durq.redaction import Redact
+from durq.transport import connection
 from durq.worker.registry import list_workers
 
 __all__ = ["dlq", "doctor", "job", "stats", "workers"]
@@ -454,7 +454,7 @@ def _library_notes(q: Queue | ShardedQueue) -> list[tuple[str, str]]:
 @namespace_option
 def doctor(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
     """Check the server's settings and the queues' keys for what can lose jobs."""
-    from durq.server_settings import server_warnings
+    from durq.protocol.server_settings import server_warnings
 
     names = list(queues) or _known_queues(url, namespace)
     problems = 0

@@ -18,11 +18,9 @@ from redis.exceptions import RedisError
 from rich.console import Console
 from rich.table import Table
 
-from durq import connection
 from durq._sync.driver import Driver
 from durq.cli.common import url_option
 from durq.cli.inert import escape_controls, plain
-from durq.cluster import is_cluster
 from durq.errors import ForeignLibrary
 from durq.lua.functions import library
 from durq.protocol.calls import Op
@@ -33,6 +31,8 @@ from durq.protocol.libraries import (
     prune_libraries,
     trust_library,
 )
+from durq.transport import connection
+from durq.transport.cluster import is_cluster
 
 __all__ = ["functions"]
 

@@ -14,7 +14,6 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from durq import connection
 from durq.dashboard import actions, schedules, views, workflows
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
@@ -23,6 +22,7 @@ from durq.dashboard.security import Guard, csrf_secret
 from durq.dashboard.state import Dashboard
 from durq.errors import CorruptQueue
 from durq.redaction import Redact
+from durq.transport import connection
 
 __all__ = ["SECRET_ENV", "create_app"]
 

@@ -15,15 +15,15 @@ from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
 
-from durq import connection
 from durq._async.driver import AsyncDriver
 from durq._async.queue import AsyncQueue
-from durq.cluster import is_cluster
 from durq.errors import CorruptQueue
 from durq.keys import NamespaceKeys, check_queue_name
 from durq.models import CancelResult, GroupInfo, JobInfo, QueueStats
 from durq.protocol import admin, namespace, workflows
 from durq.protocol.status import Status
+from durq.transport import connection
+from durq.transport.cluster import is_cluster
 
 __all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
 

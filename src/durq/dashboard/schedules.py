@@ -19,8 +19,8 @@ from durq.dashboard.security import CSRF_COOKIE, CSRF_FIELD, csrf_ok, origin_ok
 from durq.dashboard.state import Dashboard, dashboard_of, render
 from durq.errors import CorruptQueue, InvalidArgument
 from durq.keys import check_queue_name, split_shard
+from durq.models import ScheduleInfo
 from durq.protocol import schedules as ops
-from durq.protocol.schedules import ScheduleInfo
 
 __all__ = ["schedule_action", "schedule_metrics", "schedules_of", "schedules_page"]
 

@@ -35,7 +35,7 @@ src/durq/lua/lib/flow_conf.lua holds the same (tests/lua/test_flow_agreement.py)
 FLOW_KEY_TYPES: dict[str, str] = {
     "flow": "hash", "grate": "hash", "gtat": "hash", "park": "zset", "alarm": "string",
 }  # fmt: skip
-"""The Redis type of each flow-control key (``<prefix><part>``), as lib/flow_conf.lua's
+"""The Redis type of each flow-control key (``<prefix><part>``), as lib/limits/flow_conf.lua's
 FLOW_KEY_TYPES."""
 
 FlowSetting = Rate | int | None

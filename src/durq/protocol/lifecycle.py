@@ -432,7 +432,7 @@ def dequeue(
     """Take up to ``count`` jobs under a lease; with ``wait``, block up to that long
     (without polling) for the first job to arrive. A call hands out MAX_BATCH jobs at
     most (a larger count is several calls in one round trip), and fewer when its budget
-    of server time ends first (lua/lib/budget.lua): the rest then takes more round trips."""
+    of server time ends first (lua/lib/core/budget.lua): the rest then takes more round trips."""
     count = positive_int("count", count)
     calls = _dequeue_calls(keys, count, lease)
     if wait is not None:

@@ -1,4 +1,4 @@
-"""Per-item status codes of the scripts, mirrored from ``lua/lib/status.lua``.
+"""Per-item status codes of the scripts, mirrored from ``lua/lib/core/status.lua``.
 
 A test parses the Lua file and checks that both sides agree.
 """

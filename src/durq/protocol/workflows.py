@@ -7,7 +7,7 @@ parallel and chains one after another. Compiling numbers the nodes depth first (
 of the enclosing group's barrier, start the next element of the enclosing chain, or end
 the workflow) and parks every step that does not start at once, with its payload split
 around the place where its input goes. The engine that runs it is in Lua
-(``lua/lib/fan_in.lua``); this module only prepares and reads.
+(``lua/lib/workflows/fan_in.lua``); this module only prepares and reads.
 
 Each submission draws a *run* tag: the steps' job ids are ``<workflow id>.<run>.<node>``
 and the workflow's structure lives under keys named by the run, so a workflow id
@@ -62,7 +62,7 @@ __all__ = [
 
 POLICIES = ("fail", "ignore", "wait")
 MAX_NODES = 100_000
-# Work per script call, so that none runs long at MAX_NODES (lua/lib/fan_in.lua, which
+# Work per script call, so that none runs long at MAX_NODES (lua/lib/workflows/fan_in.lua, which
 # has the same numbers): steps started, results gathered when a group fires, steps
 # stopped when a workflow fails or is cancelled.
 START_CHUNK = 100
@@ -70,7 +70,7 @@ FIRE_CHUNK = 500
 STOP_CHUNK = 50
 _STAGE_FIELDS = 1000  # structure fields per HSET of a submission
 _READ_FIELDS = 100  # fields per HMGET of status()
-_PART = 100  # items per field of a long list of the structure (lua/lib/fan_in.lua)
+_PART = 100  # items per field of a long list of the structure (lua/lib/workflows/fan_in.lua)
 _PLAN_BYTES = 262_144  # bytes of the plan per field
 _STAGE_TTL_MS = 600_000
 _SEP = b"\0"

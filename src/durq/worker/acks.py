@@ -66,7 +66,7 @@ class AckBuffer:
         limited: list[tuple[Job, Outcome]] = []
         if len(done) != len(taken):  # most round trips send successes only: one pass
             # a cancelled job is sent as failed: its record's cancel flag makes the
-            # script end it cancelled, never retried (lib/control.lua)
+            # script end it cancelled, never retried (lib/control/control.lua)
             failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead", "cancelled")]
             deferred = [(j, o) for j, o in taken if o.kind == "defer"]
             limited = [(j, o) for j, o in taken if o.kind == "limited"]

@@ -13,7 +13,9 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from durq import tracing
+from durq.app import tracing
+from durq.app.schedules import apply_tick
+from durq.app.task import Fail, Retry, Task
 from durq.backoff import exponential
 from durq.context import set_current_job
 from durq.errors import PayloadError, PayloadTooLarge
@@ -21,13 +23,11 @@ from durq.flow import RateLimited
 from durq.message import encode_error, encode_result, parse_call, task_name_of
 from durq.models import Job
 from durq.protocol.args import reason_json
-from durq.schedules import apply_tick
-from durq.task import Fail, Retry, Task
 from durq.worker.handoff import Handoff
 from durq.worker.threads import ThreadRunner
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq.app.app import App
 
 __all__ = ["DONE", "Call", "Executor", "Outcome"]
 

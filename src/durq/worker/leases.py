@@ -21,9 +21,9 @@ from typing import Any
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
 from durq._async.queue import AsyncQueue
+from durq.app.task import Task
 from durq.errors import DurqError
 from durq.protocol.status import Status
-from durq.task import Task
 from durq.worker.capacity import Capacity, Delivery
 
 __all__ = ["LeaseKeeper"]

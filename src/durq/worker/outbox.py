@@ -2,7 +2,7 @@
 
 A workflow step that completes in one Redis Cluster slot while its workflow lives in
 another (another queue, another hash tag) cannot count there in the same script: its
-release writes an entry into its queue's outbox instead (``lua/lib/outbox.lua``), in
+release writes an entry into its queue's outbox instead (``lua/lib/core/outbox.lua``), in
 the same atomic step. The outbox is a durq queue of its own in that slot. Every worker
 consuming a queue also delivers that queue's outbox: it takes entries under a lease,
 applies each in its target slot with ``workflow_deliver.lua`` (idempotent), and only

@@ -318,7 +318,7 @@ class QueuePump:
         for want of memory: it was not applied, and is sent again."""
         if isinstance(result, OutOfMemoryError):
             # an acknowledgement is never dropped (the job would run again after its
-            # lease); lib/frees_memory.lua makes this rare: an older durq's library?
+            # lease); lib/core/frees_memory.lua makes this rare: an older durq's library?
             log.warning(
                 "%s of %d jobs on %s refused for want of memory; sent again: %s",
                 kind,

@@ -1,7 +1,7 @@
 """The worker's part in periodic jobs: upsert the app's schedules on start, and keep
 the cron schedules of its queues supplied with upcoming ticks.
 
-Ticks themselves are fired by the dequeue script (lua/lib/schedules_due.lua), in whichever
+Ticks themselves are fired by the dequeue script (lua/lib/schedules/schedules_due.lua), in whichever
 worker dequeues first; nothing here fires a job, so a worker that dies or lags here
 cannot lose or duplicate a tick. Cron times are computed in Python (cronsim) and stored
 ahead; a cron schedule asks for more once half are used, and the keeper looks for such
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from durq._async.retry import retrying
+from durq.app.schedule_control import SyncReport
 from durq.cron import timing_of
 from durq.protocol import schedules as ops
-from durq.schedule_control import SyncReport
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
-    from durq.schedule_control import Schedules
+    from durq.app.schedule_control import Schedules
 
 __all__ = ["ScheduleKeeper"]
 

@@ -13,10 +13,10 @@ from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
 from durq.keys import NamespaceKeys
 from durq.protocol.namespace import shard_counts
-from durq.server_settings import server_warnings
+from durq.protocol.server_settings import server_warnings
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq.app.app import App
 
 __all__ = ["check_server", "find_shards", "subscribe"]
 

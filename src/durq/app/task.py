@@ -1,0 +1,384 @@
+"""Tasks: functions registered on an App, enqueued by name with JSON arguments.
+
+A task's job carries ``[name, args, kwargs]`` (see ``durq.message``). Arguments are
+checked when the job is enqueued: they must bind to the function's signature and be
+plain JSON data, and an error names the offending argument.
+"""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+
+from durq.app import tracing
+from durq.app.arguments import ArgumentCheck
+from durq.app.handle import HandleOwner, JobHandle
+from durq.backoff import Backoff
+from durq.codec import PayloadCodec, check_json
+from durq.errors import InvalidArgument, NotSerializable
+from durq.message import build_call
+from durq.models import Message
+
+__all__ = [
+    "Call",
+    "Fail",
+    "Retry",
+    "Task",
+    "TaskCaller",
+    "TaskConfig",
+    "TaskOwner",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+#: a call without per-job options: positional and keyword arguments
+PlainCall = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+class TaskOwner(HandleOwner, Protocol):
+    """What tasks and job handles use of the App that declared them. Typed by this
+    protocol rather than by ``App``, which imports this module: no import circle."""
+
+    #: the App's tasks by name
+    tasks: dict[str, Task[Any, Any]]
+    #: attempts before a job is dead-lettered, for tasks that set none
+    max_attempts: int
+    #: the largest encoded job accepted
+    max_payload_bytes: int
+
+    def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
+        """Enqueue prepared calls; their handles in order."""
+        ...
+
+    async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
+        """``enqueue_calls`` for asyncio code."""
+        ...
+
+    def enqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
+        """Enqueue calls of ``task`` without per-job options; their handles in order."""
+        ...
+
+    async def aenqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
+        """``enqueue_plain`` for asyncio code."""
+        ...
+
+
+class Retry(Exception):
+    """Raise from a task to retry it after ``delay`` seconds (default: the task's
+    backoff). The attempt counts; when attempts are exhausted the job is dead-lettered."""
+
+    def __init__(self, reason: str = "retry requested", *, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class Fail(Exception):
+    """Raise from a task to dead-letter its job at once, with ``reason``."""
+
+    def __init__(self, reason: str = "failed by the task") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """How a task runs, as declared with ``@app.task(...)`` (``Task.config``). None
+    means: the app's default. Per-job options are ``Task.options()``."""
+
+    queue: str
+    max_attempts: int | None = None
+    backoff: Backoff | None = None
+    timeout: float | None = None
+    lease: float | None = None
+    result: bool = False
+    result_ttl: float | None = None
+
+
+@dataclass(frozen=True)
+class _EnqueueOptions:
+    id: str | None = None
+    delay: float | None = None
+    priority: int | None = None
+    group: str | None = None
+    key: str | None = None
+    replace: bool | None = None
+    queue: str | None = None
+    expires: float | datetime.datetime | None = None
+    ttl: float | None = None
+    debounce: float | None = None
+    max_wait: float | None = None
+    keep_last: bool | None = None
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    """A prepared call of a task, for ``enqueue_many``: ``task.call(*args, **kwargs)``;
+    and a workflow step: ``task.s(...)`` (``immutable``: ``task.si(...)``, a step that
+    does not receive the previous step's result; see ``durq.app.workflows``)."""
+
+    task: Task[Any, R]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    options: _EnqueueOptions = field(default_factory=_EnqueueOptions)
+    immutable: bool = False
+
+    def with_options(self, **options: Any) -> Call[R]:
+        """The same call with per-job options (those of ``Task.options``)."""
+        return replace(self, options=replace(self.options, **options))
+
+
+class TaskCaller(Generic[P, R]):
+    """Enqueues calls of a task with fixed per-job options: ``task.options(delay=5)``."""
+
+    def __init__(self, task: Task[P, R], options: _EnqueueOptions) -> None:
+        self.task = task
+        self._options = options
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
+        """A prepared call with these options, for ``enqueue_many``."""
+        return Call(self.task, args, dict(kwargs), self._options)
+
+    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """A workflow step with these options (see ``Task.s``)."""
+        return Call(self.task, args, dict(kwargs), self._options)
+
+    def si(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """An immutable workflow step with these options (see ``Task.si``)."""
+        return Call(self.task, args, dict(kwargs), self._options, immutable=True)
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Enqueue one call; returns its handle."""
+        return self.task.app.enqueue_calls([self.call(*args, **kwargs)])[0]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """``enqueue`` for asyncio code."""
+        return (await self.task.app.aenqueue_calls([self.call(*args, **kwargs)]))[0]
+
+    def enqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """Enqueue many calls with these options, as ``Task.enqueue_many`` does (items
+        made with ``call(...)`` keep their own options)."""
+        return self.task.app.enqueue_calls([self._as_call(c) for c in calls])
+
+    async def aenqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """``enqueue_many`` for asyncio code."""
+        return await self.task.app.aenqueue_calls([self._as_call(c) for c in calls])
+
+    def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
+        if isinstance(item, Call):
+            return item
+        return replace(self.task._as_call(item), options=self._options)
+
+
+class Task(Generic[P, R]):
+    """A function registered on an App. Calling it runs it here; ``enqueue`` runs it in
+    a worker."""
+
+    def __init__(self, app: TaskOwner, fn: Callable[P, R], name: str, config: TaskConfig) -> None:
+        self.app = app
+        self.fn = fn
+        self.name = name
+        self.config = config
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = inspect.signature(fn)
+        # the signature check, remembered per argument shape
+        self._check = ArgumentCheck(name, self.signature)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} queue={self.config.queue}>"
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def queue(self) -> str:
+        """The queue this task's jobs go to by default."""
+        return self.config.queue
+
+    def options(
+        self,
+        *,
+        id: str | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool | None = None,
+        queue: str | None = None,
+        expires: float | datetime.datetime | None = None,
+        ttl: float | None = None,
+        debounce: float | None = None,
+        max_wait: float | None = None,
+        keep_last: bool | None = None,
+    ) -> TaskCaller[P, R]:
+        """Per-job options: ``task.options(delay=60, group="tenant-7").enqueue(...)``.
+
+        Args:
+            id: idempotency id: enqueueing it again is a no-op while it exists.
+            delay: seconds before the job is ready.
+            priority: -10..10, higher first within its group.
+            group: the group (tenant) served in turn with the others.
+            key: dedup key; with ``replace=True`` a newer job supersedes the pending one.
+            queue: another queue than the task's.
+            expires: seconds from now, or a datetime: a job not started by then never
+                runs (it ends ``expired``; retries included).
+            ttl: throttle (with ``key``): one job per key per ``ttl`` seconds, counted
+                from the enqueue that created it.
+            debounce: (with ``key``) the job starts ``debounce`` seconds after the last
+                enqueue of a burst, with the newest arguments; ``max_wait`` bounds the
+                wait from the burst's first enqueue, so a steady stream still runs.
+            keep_last: (with ``key``) while a job of the key runs, one follow-up waits,
+                with the newest arguments.
+        """
+        return TaskCaller(
+            self,
+            _EnqueueOptions(
+                id, delay, priority, group, key, replace, queue,
+                expires, ttl, debounce, max_wait, keep_last,
+            ),
+        )  # fmt: skip
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
+        """A prepared call, for ``enqueue_many``."""
+        return Call(self, args, dict(kwargs))
+
+    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """A workflow step (``durq.chain``, ``durq.group``): a step that runs after
+        another receives that one's result as its first positional argument, before
+        ``args``; checked against the signature when the workflow is enqueued."""
+        return Call(self, args, dict(kwargs))
+
+    def si(self, *args: Any, **kwargs: Any) -> Call[R]:
+        """An immutable workflow step: it runs with exactly ``args`` and ``kwargs``,
+        without the previous step's result."""
+        return Call(self, args, dict(kwargs), immutable=True)
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Enqueue one call of this task; returns its handle."""
+        handles: list[JobHandle[R]] = self.app.enqueue_plain(self, ((args, kwargs),))
+        return handles[0]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """``enqueue`` for asyncio code."""
+        handles: list[JobHandle[R]] = await self.app.aenqueue_plain(self, ((args, kwargs),))
+        return handles[0]
+
+    def enqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """Enqueue many calls in one round trip per queue. Items are ``task.call(...)``
+        results, tuples of positional arguments, or dicts of keyword arguments."""
+        items = list(calls)
+        plain = self._plain_calls(items)
+        if plain is not None:
+            handles: list[JobHandle[R]] = self.app.enqueue_plain(self, plain)
+            return handles
+        return self.app.enqueue_calls([self._as_call(c) for c in items])
+
+    async def aenqueue_many(
+        self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
+    ) -> list[JobHandle[R]]:
+        """``enqueue_many`` for asyncio code."""
+        items = list(calls)
+        plain = self._plain_calls(items)
+        if plain is not None:
+            handles: list[JobHandle[R]] = await self.app.aenqueue_plain(self, plain)
+            return handles
+        return await self.app.aenqueue_calls([self._as_call(c) for c in items])
+
+    def _plain_calls(self, items: list[Any]) -> list[PlainCall] | None:
+        """``items`` as calls without options when all are tuples of positional
+        arguments (the common bulk form), else None (each item is taken in turn)."""
+        empty: dict[str, Any] = {}
+        for item in items:
+            if type(item) is not tuple:
+                return None
+        # the dict is never changed: encode_calls only reads it
+        return [(item, empty) for item in items]
+
+    def encode_calls(
+        self, calls: Sequence[PlainCall], codec: PayloadCodec
+    ) -> list[tuple[int, bytes]]:
+        """The payloads of calls without per-job options, checked as ``message`` checks
+        them and encoded with ``codec``: ``(codec, data)`` each. Plain JSON arguments take
+        one pass each and the signature check is remembered per argument shape; anything
+        else goes through ``message``, which words the error."""
+        out: list[tuple[int, bytes]] = []
+        arity = self._check.shapes
+        traced = tracing.enabled()
+        name = self.name
+        for args, kwargs in calls:
+            try:
+                problem = arity[(len(args), *kwargs) if kwargs else len(args)]
+            except KeyError:
+                problem = self.arguments_problem(args, kwargs)  # remembers it
+            if problem is not None:
+                raise InvalidArgument(problem)
+            encoded = None if traced else codec.encode_call(name, args, kwargs)
+            if encoded is None:
+                encoded = codec.encode(self.message(Call(self, args, kwargs)).payload)
+            out.append(encoded)
+        return out
+
+    def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
+        if isinstance(item, Call):
+            return item
+        if isinstance(item, tuple):
+            return Call(self, item, {})
+        if isinstance(item, dict):
+            return Call(self, (), dict(item))
+        raise InvalidArgument(
+            f"enqueue_many takes task.call(...) items, tuples of args or dicts of kwargs, "
+            f"not {type(item).__name__}"
+        )
+
+    def arguments_problem(self, args: Any, kwargs: Any) -> str | None:
+        """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
+        return self._check.problem(args, kwargs)
+
+    def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
+        """The queue message for ``call``: arguments checked, payload built."""
+        args, kwargs = call.args, call.kwargs
+        problem = self.arguments_problem(args, kwargs)
+        if problem is not None:
+            raise InvalidArgument(problem)
+        try:
+            check_json(list(args), "args")
+            check_json(kwargs, "kwargs")
+        except NotSerializable:
+            # name the parameter, not a position in the payload
+            for pname, value in self.signature.bind(*args, **kwargs).arguments.items():
+                try:
+                    check_json(value, f"argument {pname!r}")
+                except NotSerializable as exc:
+                    raise NotSerializable(f"{self.name}(): {exc}") from None
+            raise
+        o = call.options
+        if meta is None:  # the job carries the producer's trace context, if tracing is on
+            meta = tracing.enqueue_meta(self.name, o.queue or self.queue, o.id)
+        return Message(
+            build_call(self.name, list(args), kwargs, meta),
+            o.id,
+            o.delay,
+            o.priority,
+            self.config.max_attempts,
+            o.group,
+            o.key,
+            o.replace,
+            o.expires,
+            o.ttl,
+            o.debounce,
+            o.max_wait,
+            o.keep_last,
+        )
