@@ -17,7 +17,7 @@ import durq
 from dashboard.apps import build
 from dashboard.support import running_worker
 from durq.app import tracing
-from durq.message import parse_call
+from durq.payloads import parse_call
 from helpers import eventually
 
 

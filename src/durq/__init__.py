@@ -15,7 +15,7 @@ from durq._version import __version__
 from durq.app.app import App
 from durq.app.handle import Cancelled, Expired, JobFailed, JobHandle
 from durq.app.schedule_control import SyncReport
-from durq.app.schedules import Schedule, ScheduleInfo
+from durq.app.schedule_spec import Schedule, ScheduleInfo
 from durq.app.task import Call, Fail, Retry, Task
 from durq.app.workflows import (
     Chain,
@@ -44,7 +44,7 @@ from durq.errors import (
     PayloadRefused,
     PayloadTooLarge,
 )
-from durq.flow import FlowInfo, ParkedGroup, Rate, RateLimited
+from durq.limits import FlowInfo, ParkedGroup, Rate, RateLimited
 from durq.models import (
     CancelResult,
     CancelStatus,

@@ -3,7 +3,7 @@
 Evaluated with cronsim (small, maintained, zoneinfo-based), with Debian cron's rules:
 a time skipped by spring-forward fires once right after the jump, an ambiguous time
 fires once, and day-of-month/day-of-week combine as in cron. The schedules of
-``durq.app.schedules`` store ticks computed here; no cron code runs in Lua.
+``durq.app.schedule_spec`` store ticks computed here; no cron code runs in Lua.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import durq
-from durq.app.schedules import pinned_queue
+from durq.app.schedule_spec import pinned_queue
 from durq.cron import timing_of
 from durq.dev.topology import LocalCluster
 from durq.keys import QueueKeys

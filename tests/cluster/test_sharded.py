@@ -114,7 +114,7 @@ async def test_a_worker_consumes_every_shard_of_an_app_queue(
     await asyncio.wait_for(worker.run(), 30)
     assert sorted(done) == list(range(150))
     assert sorted(worker.pumps) == [f"{name}~{i}" for i in range(3)]
-    assert (await app.async_sharded_queue(name).stats()).completed == 150
+    assert (await app.asharded_queue(name).stats()).completed == 150
     await app.aclose()
     await bare.aclose()
 
@@ -129,7 +129,7 @@ async def test_a_deep_shard_does_not_starve_the_others(cluster: LocalCluster, na
         order.append(group)
         await asyncio.sleep(0.01)
 
-    queue = app.async_sharded_queue(name)
+    queue = app.asharded_queue(name)
     deep, shallow = "g-deep", "g-shallow"
     while queue.route(Message(0, id="x"), group=shallow) == queue.route(
         Message(0, id="x"), group=deep
@@ -170,7 +170,7 @@ async def test_a_worker_pauses_every_shard_on_the_other_primaries_for_rate_limit
         if n == 0:
             raise durq.RateLimited(60, scope="queue")
 
-    queue = app.async_sharded_queue(name)
+    queue = app.asharded_queue(name)
     first = await call.aenqueue(0)
     worker = Worker(app, WorkerConfig(concurrency=2), handle_signals=False)
     task = asyncio.create_task(worker.run())

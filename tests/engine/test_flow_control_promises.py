@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from durq import Rate
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
 from engine.support import expire
 
 
 async def _rate_limited(q: Any, job: Any, seconds: float, scope: Any) -> None:
-    assert await q.run(flow.rate_limited(q.keys, [(job, seconds, scope)])) == [0]
+    assert await q.run(limit_ops.rate_limited(q.keys, [(job, seconds, scope)])) == [0]
 
 
 async def test_rate_limited_zero_gives_the_job_back_without_pausing_anything(q: Any) -> None:

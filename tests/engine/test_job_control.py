@@ -12,7 +12,7 @@ import pytest
 
 from durq import CancelStatus, InvalidArgument, JobState, LeaseLost, Message, Status, Topic
 from durq.models import EnqueueStatus
-from durq.protocol import flow
+from durq.protocol import limits as limit_ops
 from engine.support import expire
 
 
@@ -84,7 +84,9 @@ async def test_a_running_job_is_flagged_and_ends_cancelled_whatever_its_holder_s
     elif end == "defer":
         assert await q.defer_many([job]) == [Status.CANCELLED]
     elif end == "rate_limited":  # issue 30 bug 1: a RateLimited did undo the cancel
-        assert await q.run(flow.rate_limited(q.keys, [(job, 0.0, "group")])) == [Status.CANCELLED]
+        assert await q.run(limit_ops.rate_limited(q.keys, [(job, 0.0, "group")])) == [
+            Status.CANCELLED
+        ]
     else:
         await expire(raw, q, job.id)
         assert await q.dequeue() is None

@@ -90,9 +90,9 @@ def _key_types_in_lua() -> dict[str, str]:
     )
     assert extra, "lib/core/types.lua no longer names the job-control keys' type"
     found.update({extra.group(1): extra.group(3), extra.group(2): extra.group(3)})
-    # the default group's ready list and priority zset (lib/groups/group_keys.lua), checked by
+    # the default group's ready list and priority zset (lib/groups/keys.lua), checked by
     # group_error with the types every group's ready keys have
-    group_keys = _lib("lib/groups/group_keys")
+    group_keys = _lib("lib/groups/keys")
     for function, part in re.findall(
         r"local function (ready_\w+)\(g\)\n\s*if g == '' then return K_PREFIX \.\. '(\w+)' end",
         group_keys,

@@ -26,7 +26,7 @@ def _counters_written() -> set[str]:
     code = _all_lua()
     found = set(re.findall(r"\bcount\('(\w+)'", code))
     found |= set(re.findall(r"'HINCRBY', K_STATS, '(\w+)'", code))
-    # count(why, 1) in lib/control/control.lua: why is 'cancelled' or 'expired'
+    # count(why, 1) in lib/control/job_control.lua: why is 'cancelled' or 'expired'
     # 'wf_' .. state in lib/workflows/fan_in.lua (wf_close): state is 'completed', 'failed' or
     # 'cancelled' (its callers: wf_end, wf_fail, wf_abort)
     if re.search(r"'wf_' \.\. state", code):
@@ -44,7 +44,7 @@ def test_every_counter_a_script_writes_is_declared_in_python() -> None:
     declared = {
         *admin._COUNTERS,  # QueueStats: durq stats, the dashboard, /metrics
         *(f"wf_{name}" for name in workflows.COUNTERS),  # durq_workflows_*_total
-        "rate_limited",  # durq.flow.FlowInfo (flow_info.lua reads it)
+        "rate_limited",  # durq.limits.FlowInfo (limits_info.lua reads it)
     }
     assert written - {"ready"} == declared
 
@@ -66,5 +66,5 @@ def test_job_control_constants_agree() -> None:
     assert int(flags["FLAG_CANCEL"]) == control.FLAG_CANCEL
     assert int(flags["FLAG_CONTROL"]) == control.FLAG_CONTROL
     assert len(set(flags.values())) == len(flags), "two flags share a bit"
-    parked = re.search(r"^local PARKED = (\d+)", _source("lib/control/control"), re.MULTILINE)
+    parked = re.search(r"^local PARKED = (\d+)", _source("lib/control/job_control"), re.MULTILINE)
     assert parked and int(parked.group(1)) == control.PARKED

@@ -170,7 +170,7 @@ def test_the_operations_share_one_copy_of_each_lib_per_group() -> None:
     assert 1 <= groups <= 3
     made = collections.Counter(re.findall(r"(?m)^local function (\w+)", source))
     del made["durq_run"]  # each operation's own text, once each
-    # an include inside a function (lib/limits/flow.lua's of lib/limits/flow_hooks) is one copy more
+    # an include inside a function (lib/limits/gate.lua's of lib/limits/gate_hooks) is one copy more
     assert max(made.values()) <= groups + 1
     assert sum(made.values()) <= 2 * len(made)  # was about 6.7 (990 for 148 names)
 

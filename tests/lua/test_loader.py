@@ -103,6 +103,7 @@ def test_every_lua_file_of_the_package_is_a_known_script() -> None:
     assert not [p.name for p in root.iterdir() if p.name.endswith(".lua")], "a script outside ops/"
     on_disk = {p.name[:-4] for p in root.joinpath("ops").iterdir() if p.name.endswith(".lua")}
     assert on_disk == set(SCRIPT_NAMES)
+    assert len(SCRIPT_NAMES) == len(on_disk), "a script named twice"
     assert not [p.name for p in root.joinpath("lib").iterdir() if p.name.endswith(".lua")], (
         "a helper outside an area of lib/"
     )

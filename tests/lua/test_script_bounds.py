@@ -32,7 +32,7 @@ import durq
 from durq import Message, Queue, Rate, Topic
 from durq.cron import timing_of
 from durq.dev.server import RedisServer
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import schedules as schedule_ops
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
 from helpers import flavor_params, start_server

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 import durq
-from durq.app.schedules import pinned_queue, schedule_job_id
+from durq.app.schedule_spec import pinned_queue, schedule_job_id
 from durq.protocol import schedules as ops
 from schedules.apps import build
 

@@ -220,7 +220,7 @@ def test_a_cron_restricting_day_of_month_and_day_of_week_fires_when_either_match
 
 async def test_every_schedule_control_has_an_asyncio_twin(app: durq.App) -> None:
     app.schedule("hb", "tick", every=0.2, args=("log",))
-    report = await app.schedules.async_sync()
+    report = await app.schedules.aupsert()
     assert report.created == ["hb"]
     await app.schedules.apause("hb")
     info = await app.schedules.aget("hb")

@@ -9,7 +9,7 @@ import httpx
 
 import durq
 from dashboard.support import LiveServer
-from durq.app.schedules import pinned_queue
+from durq.app.schedule_spec import pinned_queue
 from durq.dashboard import create_app
 from helpers import eventually
 from schedules.apps import build, read_log

@@ -163,7 +163,7 @@ class Front:
 
         if self.kind == "sync":
             return Blocking(self.app.queue(name))
-        return self.app.async_queue(name)
+        return self.app.aqueue(name)
 
 
 def courier(queue: Any, *, rounds: int = 10_000, run: Any = None) -> list[bytes]:

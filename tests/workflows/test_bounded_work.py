@@ -23,7 +23,7 @@ import durq
 from durq.app import workflows
 from durq.codec import PayloadCodec
 from durq.dev.server import RedisServer
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json

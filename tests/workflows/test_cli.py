@@ -7,7 +7,7 @@ import durq
 from cli.support import durq as run
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from helpers import eventually
 from worker.support import Durq, running_worker

@@ -22,7 +22,7 @@ def test_lua_and_python_agree() -> None:
     assert re.search(
         rf"local WF_STOP_CHUNK = {STOP_CHUNK}\b", _lua("lib/workflows/fan_in_stop.lua")
     )
-    assert re.search(rf"local JSON_CODEC = {int(Codec.JSON)}\b", _lua("lib/workflows/wf_queue.lua"))
+    assert re.search(rf"local JSON_CODEC = {int(Codec.JSON)}\b", _lua("lib/workflows/steps.lua"))
     # the parts of long lists: lib/workflows/fan_in.lua reads "name", "name:2"... of _PART items
     assert f"parts of {_PART} items" in fan_in
     assert f"local OUTBOX_PART = '{OUTBOX_PART}'" in outbox

@@ -164,7 +164,7 @@ async def test_apurge_fails_the_waiting_workflow(wapp: durq.App, log: str, tmp_p
     t = wapp.tasks
     flag = str(tmp_path / "never")
     handle = await durq.group([t["dies_until"].s(log, "a", flag)]).aenqueue(on_failure="wait")
-    queue = wapp.async_queue(wapp.default_queue)
+    queue = wapp.aqueue(wapp.default_queue)
     with running_worker(wapp):
         info = None
         for _ in range(200):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import durq
-from durq.message import encode_result
+from durq.payloads import encode_result
 from helpers import eventually
 from worker.support import running_worker
 from workflows.support import Front, courier, runs

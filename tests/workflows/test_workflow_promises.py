@@ -17,7 +17,7 @@ import durq
 from cli.support import durq as run
 from durq import Message
 from durq.codec import PayloadCodec
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op, Pipeline

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 
 from durq._async.driver import AsyncDriver
-from durq.flow import FlowInfo, Rate
 from durq.keys import QueueKeys
+from durq.limits import FlowInfo, Rate
 from durq.models import CancelResult, GroupInfo, JobInfo, Progress, QueueStats
-from durq.protocol import admin, control, flow
+from durq.protocol import admin, control
+from durq.protocol import limits as limit_ops
 from durq.protocol.args import delay_ms
 
 __all__ = ["AsyncQueueAdmin"]
@@ -89,7 +90,7 @@ class AsyncQueueAdmin:
         """The queue's keys that hold another Redis type than durq expects (written by
         something else); each makes calls fail with CorruptQueue until it is removed."""
         found = await self._driver.run(admin.check(self.keys))
-        return found + await self._driver.run(flow.check(self.keys))
+        return found + await self._driver.run(limit_ops.check(self.keys))
 
     async def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""
@@ -133,14 +134,14 @@ class AsyncQueueAdmin:
             queue["dedup_window"] = delay_ms(dedup_window, "dedup_window")
         if dead_cap is not None:
             queue["dead_cap"] = dead_cap
-        settings: dict[str, flow.FlowSetting] = {}
+        settings: dict[str, limit_ops.FlowSetting] = {}
         if not isinstance(rate, EllipsisType):
             settings["rate"] = rate
         if not isinstance(group_rate, EllipsisType):
             settings["group_rate"] = group_rate
         if not isinstance(max_active, EllipsisType):
             settings["max_active"] = max_active
-        flow_op = flow.configure(self.keys, settings, group_rates)  # checked before sending
+        flow_op = limit_ops.configure(self.keys, settings, group_rates)  # checked before sending
         op = admin.configure(self.keys, queue=queue, limits=limits, weights=weights)
         await self._driver.run(op)
         await self._driver.run(flow_op)
@@ -148,4 +149,4 @@ class AsyncQueueAdmin:
     async def limits(self, limit: int = 20) -> FlowInfo:
         """Flow control at a glance: the limits, the current rate, pauses, and the
         groups parked by their rate (the ``limit`` that start again first)."""
-        return await self._driver.run(flow.flow_info(self.keys, limit))
+        return await self._driver.run(limit_ops.flow_info(self.keys, limit))

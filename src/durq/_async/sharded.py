@@ -25,8 +25,8 @@ from redis.asyncio import Redis as AsyncRedis
 
 from durq._async.queue import AsyncQueue
 from durq.errors import InvalidArgument
-from durq.flow import FlowInfo, merge_flow, shard_settings
 from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
+from durq.limits import FlowInfo, merge_flow, shard_settings
 from durq.models import (
     CancelResult,
     CancelStatus,

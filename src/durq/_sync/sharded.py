@@ -24,8 +24,8 @@ from redis import Redis
 
 from durq._sync.queue import Queue
 from durq.errors import InvalidArgument
-from durq.flow import FlowInfo, merge_flow, shard_settings
 from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
+from durq.limits import FlowInfo, merge_flow, shard_settings
 from durq.models import (
     CancelResult,
     CancelStatus,

@@ -14,6 +14,7 @@ dead-lettered as an unknown task.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -21,11 +22,11 @@ from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.app.app_topic import AppTopic
 from durq.app.handle import JobHandle
 from durq.app.schedule_control import Schedules, SyncReport, declare
-from durq.app.schedules import Schedule
+from durq.app.schedule_spec import Schedule
 from durq.app.task import Call, PlainCall, Task, TaskConfig
+from durq.app.topics import AppTopic
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
 from durq.durability import Durability
@@ -275,7 +276,7 @@ class App:
             self._queues[name] = Queue(name, client=self._client, **options)
         return self._queues[name]
 
-    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+    def aqueue(self, name: str, *, client: Any = None) -> AsyncQueue:
         """The AsyncQueue ``name`` (or one shard, ``name~i``). Without ``client`` it
         shares the app's asyncio pool, which belongs to the event loop that first uses
         it."""
@@ -301,7 +302,7 @@ class App:
             )
         return self._sharded[name]
 
-    def async_sharded_queue(self, name: str) -> AsyncShardedQueue:
+    def asharded_queue(self, name: str) -> AsyncShardedQueue:
         """The AsyncShardedQueue ``name`` (declared with ``shards``), on the app's
         asyncio pool."""
         if name not in self._async_sharded:
@@ -314,6 +315,23 @@ class App:
                 **self._queue_options(),
             )  # fmt: skip
         return self._async_sharded[name]
+
+    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+        """Deprecated: ``aqueue`` (every asyncio twin of durq is named with an ``a``)."""
+        warnings.warn(
+            "App.async_queue is deprecated: use App.aqueue", DeprecationWarning, stacklevel=2
+        )
+        return self.aqueue(name, client=client)
+
+    def async_sharded_queue(self, name: str) -> AsyncShardedQueue:
+        """Deprecated: ``asharded_queue`` (every asyncio twin of durq is named with an
+        ``a``)."""
+        warnings.warn(
+            "App.async_sharded_queue is deprecated: use App.asharded_queue",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.asharded_queue(name)
 
     def close(self) -> None:
         """Close the blocking connection pool."""
@@ -332,7 +350,7 @@ class App:
             self._async_queues.clear()
             self._async_sharded.clear()
 
-    # -- periodic jobs (durq.app.schedules) -----------------------------------------------
+    # -- periodic jobs (durq.app.schedule_spec) -----------------------------------------------
 
     def schedule(
         self,
@@ -395,7 +413,7 @@ class App:
         """Upsert the declared schedules now (workers do it when they start). The report
         lists schedules declared in code before but not any more; ``remove_missing``
         removes them."""
-        return self.schedules.sync(queues, remove_missing=remove_missing)
+        return self.schedules.upsert(queues, remove_missing=remove_missing)
 
     # -- enqueueing -------------------------------------------------------------------
 
@@ -425,7 +443,7 @@ class App:
         name = task.queue
         if task.app is not self or name in self.shards:
             return await self.aenqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
-        queue = self.async_queue(name)
+        queue = self.aqueue(name)
         jobs = _jobs(task.encode_calls(calls, queue.codec))
         results = await queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
         return [JobHandle(self, name, result, task) for result in results]
@@ -451,9 +469,9 @@ class App:
         for queue, items in self._batches(calls).items():
             messages = [m for _, m in items]
             if queue in self.shards:
-                results = await self.async_sharded_queue(queue).enqueue_many(messages)
+                results = await self.asharded_queue(queue).enqueue_many(messages)
             else:
-                results = await self.async_queue(queue).enqueue_many(messages)
+                results = await self.aqueue(queue).enqueue_many(messages)
             for (i, _), result in zip(items, results, strict=True):
                 handles[i] = JobHandle(self, result.queue or queue, result, calls[i].task)
         return handles

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from durq.errors import DurqError, InvalidArgument, JobNotFound
-from durq.message import decode_result
 from durq.models import CancelResult, CancelStatus, EnqueueResult, EnqueueStatus, JobInfo, Progress
+from durq.payloads import decode_result
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
@@ -32,7 +32,7 @@ class HandleOwner(Protocol):
         """The blocking Queue ``name``."""
         ...
 
-    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+    def aqueue(self, name: str, *, client: Any = None) -> AsyncQueue:
         """The AsyncQueue ``name``."""
         ...
 
@@ -122,7 +122,7 @@ class JobHandle(Generic[R]):
     async def aresult(self, timeout: float = 30.0) -> R:
         """``result`` for asyncio code."""
         self._check_stored()
-        raw = await self.app.async_queue(self.queue).wait_result(self.id, timeout)
+        raw = await self.app.aqueue(self.queue).wait_result(self.id, timeout)
         value: R = _result_value(self.id, raw, timeout)
         return value
 
@@ -132,7 +132,7 @@ class JobHandle(Generic[R]):
 
     async def ainfo(self) -> JobInfo | None:
         """``info`` for asyncio code."""
-        return await self.app.async_queue(self.queue).job(self.id)
+        return await self.app.aqueue(self.queue).job(self.id)
 
     def cancel(self) -> CancelResult:
         """Cancel the job (see ``Queue.cancel``): it never runs if it has not started,
@@ -143,7 +143,7 @@ class JobHandle(Generic[R]):
 
     async def acancel(self) -> CancelResult:
         """``cancel`` for asyncio code."""
-        return _cancelled((await self.app.async_queue(self.queue).cancel([self.id]))[0])
+        return _cancelled((await self.app.aqueue(self.queue).cancel([self.id]))[0])
 
     def progress(self) -> Progress | None:
         """The last progress the running job reported (``durq.current_job().progress``):
@@ -152,7 +152,7 @@ class JobHandle(Generic[R]):
 
     async def aprogress(self) -> Progress | None:
         """``progress`` for asyncio code."""
-        return await self.app.async_queue(self.queue).read_progress(self.id)
+        return await self.app.aqueue(self.queue).read_progress(self.id)
 
 
 def _cancelled(result: CancelResult) -> CancelResult:

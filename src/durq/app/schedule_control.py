@@ -1,5 +1,6 @@
-"""The schedules of an App at run time: syncing those declared in code into Redis, and
-pausing, resuming, removing, triggering and listing any schedule (``app.schedules``).
+"""The schedules of an App at run time (``app.schedules``): upserting those declared in
+code into Redis, and pausing, resuming, removing, triggering and listing any schedule.
+The declaration of one schedule is ``durq.app.schedule_spec``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from durq.app.schedules import Schedule, pinned_queue
+from durq.app.schedule_spec import Schedule, pinned_queue
 from durq.app.task import Task, TaskOwner
 from durq.cron import CronTiming
 from durq.errors import InvalidArgument
@@ -70,7 +71,7 @@ class ScheduleOwner(TaskOwner, Protocol):
         """The blocking ShardedQueue ``name``."""
         ...
 
-    def async_sharded_queue(self, name: str) -> AsyncShardedQueue:
+    def asharded_queue(self, name: str) -> AsyncShardedQueue:
         """The AsyncShardedQueue ``name``."""
         ...
 
@@ -213,7 +214,7 @@ class Schedules:
 
     # -- blocking
 
-    def sync(
+    def upsert(
         self, queues: Sequence[str] | None = None, *, remove_missing: bool = False
     ) -> SyncReport:
         """Upsert the declared schedules (of ``queues``, default all); report (and with
@@ -271,33 +272,33 @@ class Schedules:
 
     # -- asyncio
 
-    async def async_sync(
+    async def aupsert(
         self,
         queues: Sequence[str] | None = None,
         *,
         remove_missing: bool = False,
         client: Any = None,
     ) -> SyncReport:
-        """``sync`` for asyncio code (workers call it on start, for their queues)."""
+        """``upsert`` for asyncio code (workers call it on start, for their queues)."""
         plan = self._plan(queues)
         for base in self._to_register(plan):
             if base in self.app.shards:
-                await self.app.async_sharded_queue(base).register()
+                await self.app.asharded_queue(base).register()
             else:
-                await self.app.async_queue(base, client=client).register()
+                await self.app.aqueue(base, client=client).register()
         if not plan:
             return SyncReport()
-        q = self.app.async_queue(next(iter(plan)), client=client)
+        q = self.app.aqueue(next(iter(plan)), client=client)
         return await q.run(self._sync(plan, remove_missing))
 
     async def aget(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
         """``get`` for asyncio code."""
-        q = self.app.async_queue(self.queue_of(name, queue))
+        q = self.app.aqueue(self.queue_of(name, queue))
         found = await q.run(ops.get(q.keys, [name]))
         return found[0] if found else None
 
     async def _acontrol(self, action: str, name: str, queue: str | None) -> Any:
-        q = self.app.async_queue(self.queue_of(name, queue))
+        q = self.app.aqueue(self.queue_of(name, queue))
         result = await q.run(ops.control(q.keys, action, name))
         if result is None:
             raise KeyError(f"no schedule {name!r} in queue {q.name!r}")

@@ -1,6 +1,6 @@
 """Tasks: functions registered on an App, enqueued by name with JSON arguments.
 
-A task's job carries ``[name, args, kwargs]`` (see ``durq.message``). Arguments are
+A task's job carries ``[name, args, kwargs]`` (see ``durq.payloads``). Arguments are
 checked when the job is enqueued: they must bind to the function's signature and be
 plain JSON data, and an error names the offending argument.
 """
@@ -19,8 +19,8 @@ from durq.app.handle import HandleOwner, JobHandle
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
 from durq.errors import InvalidArgument, NotSerializable
-from durq.message import build_call
 from durq.models import Message
+from durq.payloads import build_call
 
 __all__ = [
     "Call",

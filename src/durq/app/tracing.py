@@ -22,7 +22,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from durq._version import __version__
-from durq.message import parse_call
+from durq.payloads import parse_call
 
 if TYPE_CHECKING:
     from durq.models import Job

@@ -43,8 +43,8 @@ from durq.app.task import Call, Task
 from durq.codec import check_json
 from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
 from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
-from durq.message import build_call, decode_result
 from durq.models import CancelStatus
+from durq.payloads import build_call, decode_result
 from durq.protocol import workflows as wf
 from durq.protocol.args import PRIORITY_RANGE, delay_ms, int_in, new_ids
 from durq.protocol.calls import Op
@@ -152,13 +152,13 @@ class _Flow:
     ) -> WorkflowHandle:
         """``enqueue`` for asyncio code."""
         app, sub = _prepare(self, id, on_failure, result_ttl)
-        queue = app.async_queue(sub.home_queue)
+        queue = app.aqueue(sub.home_queue)
         for name in sub.queues:
-            q = app.async_queue(name)
+            q = app.aqueue(name)
             if not q._registered:
                 await q.register()
         for name in sub.sharded:
-            s = app.async_sharded_queue(name)
+            s = app.asharded_queue(name)
             if not s._registered:
                 await s.register()
 
@@ -243,7 +243,7 @@ class WorkflowHandle:
 
     async def aresult(self, timeout: float = 30.0) -> Any:
         """``result`` for asyncio code."""
-        raw = await self.app.async_queue(self.queue).wait_result(self.id, timeout)
+        raw = await self.app.aqueue(self.queue).wait_result(self.id, timeout)
         return _value(self.id, raw, timeout)
 
     def status(self) -> WorkflowInfo | None:
@@ -254,7 +254,7 @@ class WorkflowHandle:
 
     async def astatus(self) -> WorkflowInfo | None:
         """``status`` for asyncio code."""
-        queue = self.app.async_queue(self.queue)
+        queue = self.app.aqueue(self.queue)
         return await queue.run(wf.info(queue.keys, self.id))
 
     def cancel(self) -> CancelStatus:
@@ -269,7 +269,7 @@ class WorkflowHandle:
 
     async def acancel(self) -> CancelStatus:
         """``cancel`` for asyncio code."""
-        queue = self.app.async_queue(self.queue)
+        queue = self.app.aqueue(self.queue)
         return _cancel_status(self, await queue.run(wf.cancel(queue.keys, self.id)))
 
 

@@ -21,8 +21,8 @@ from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.cli.common import namespace_option, redact_options, url_option
-from durq.cli.flow_tables import flow_tables
 from durq.cli.inert import escape_controls, plain
+from durq.cli.limits_tables import flow_tables
 from durq.errors import DurqError
 from durq.keys import NamespaceKeys
 from durq.models import GroupInfo, JobInfo, QueueStats

@@ -2,7 +2,7 @@
 
 Schedules are declared in code (``app.schedule``) and upserted by workers; these
 commands act on what is stored in Redis, so they need no App. A schedule of a sharded
-queue lives in one shard, chosen by its name (``durq.app.schedules.pinned_queue``).
+queue lives in one shard, chosen by its name (``durq.app.schedule_spec.pinned_queue``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from durq._sync.queue import Queue
-from durq.app.schedules import pinned_queue
+from durq.app.schedule_spec import pinned_queue
 from durq.cli.admin import _known_queues, _redis_errors, _when
 from durq.cli.common import namespace_option, url_option
 from durq.cli.inert import escape_controls, plain

@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 from durq.dashboard import actions, schedules, views, workflows
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
-from durq.dashboard.flow import flow_page
+from durq.dashboard.limits import flow_page
 from durq.dashboard.security import Guard, csrf_secret
 from durq.dashboard.state import Dashboard
 from durq.errors import CorruptQueue

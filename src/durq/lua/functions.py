@@ -34,7 +34,7 @@ second copy of any Lua:
   another member of the group ran before it. A lib's other top-level locals are functions
   or constants (``UPPER_CASE``, never assigned): tests/lua/test_functions.py fails on any
   other;
-* an include indented under a ``local function`` (lib/limits/flow.lua includes lib/limits/flow_hooks
+* an include indented under a ``local function`` (lib/limits/gate.lua includes lib/limits/gate_hooks
   so) is part of that function's body, made per call of it: it stays as it is.
 
 Every function name carries a hash of the library's text (``durq_<hash>_<op>``), and the

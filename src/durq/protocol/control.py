@@ -44,7 +44,8 @@ __all__ = [
 #: record flags, the same as in lua/lib/core/record_layout.lua
 FLAG_CANCEL = 4
 FLAG_CONTROL = 8
-#: the due time of a keep-last follow-up that waits for the job before it (lib/control/control.lua)
+#: the due time of a keep-last follow-up that waits for the job before it
+#: (lib/control/job_control.lua)
 PARKED = 9007199254740991
 MAX_PROGRESS_BYTES = 16 * 1024
 

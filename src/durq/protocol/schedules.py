@@ -2,7 +2,7 @@
 
 A schedule's state lives in its queue's slot (``lua/lib/schedules/sched_keys.lua`` has the key
 layout); its ticks are materialised by the dequeue script. Cron times are computed in
-Python by a :class:`TickSource` (``durq.app.schedules`` makes them with cronsim), which this
+Python by a :class:`TickSource` (``durq.app.schedule_spec`` makes them with cronsim), which this
 module calls between a read and a write, so it needs no cron code of its own.
 """
 
@@ -57,7 +57,7 @@ class TickSource(Protocol):
 
 @dataclass(frozen=True)
 class ScheduleRow:
-    """What ``schedule_upsert.lua`` stores for one schedule (built by durq.app.schedules)."""
+    """What ``schedule_upsert.lua`` stores for one schedule (built by durq.app.schedule_spec)."""
 
     name: str
     spec: str  # the timing identity: unchanged means timing and watermark are kept

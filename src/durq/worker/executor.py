@@ -14,14 +14,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from durq.app import tracing
-from durq.app.schedules import apply_tick
+from durq.app.schedule_spec import apply_tick
 from durq.app.task import Fail, Retry, Task
 from durq.backoff import exponential
 from durq.context import set_current_job
 from durq.errors import PayloadError, PayloadTooLarge
-from durq.flow import RateLimited
-from durq.message import encode_error, encode_result, parse_call, task_name_of
+from durq.limits import RateLimited
 from durq.models import Job
+from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
 from durq.worker.handoff import Handoff
 from durq.worker.threads import ThreadRunner

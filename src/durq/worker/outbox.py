@@ -10,7 +10,7 @@ then releases it. A worker that dies in between leaves the entry to come back wh
 lease ends; applying it again changes nothing, so nothing is lost or counted twice.
 Idle couriers block on the outbox's wake marker (no polling). The same outbox carries
 the pauses of a sharded queue (``durq.RateLimited(scope="queue")`` in one shard pauses
-the others: ``flow_pause.lua``, idempotent too).
+the others: ``limits_pause.lua``, idempotent too).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from durq.codec import PayloadCodec
 from durq.errors import DurqError, InvalidArgument
 from durq.keys import OutboxKeys
 from durq.models import Job
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import MAX_BLOCK, Op, Pipeline, ScriptCall
@@ -154,8 +155,8 @@ class OutboxCourier:
 def _apply_call(entry: bytes) -> ScriptCall:
     """The call applying ``entry`` in its target slot: a pause of a sharded queue's
     shard (durq.RateLimited, protocol.flow), else a workflow order."""
-    if entry.startswith(flow.PAUSE_ENTRY):
-        return flow.pause_call(entry)
+    if entry.startswith(limit_ops.PAUSE_ENTRY):
+        return limit_ops.pause_call(entry)
     return wf.deliver_call(entry)
 
 

@@ -309,7 +309,7 @@ class Worker:
         await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
-                source = self.app.async_queue(queue, client=self._client)
+                source = self.app.aqueue(queue, client=self._client)
                 self.pumps[queue] = QueuePump(
                     source,
                     self,

@@ -59,7 +59,7 @@ class ScheduleKeeper:
         schedules an earlier version declared are reported all the same."""
 
         async def sync() -> SyncReport:
-            return await self.schedules.async_sync(self.queue_names, client=self.client)
+            return await self.schedules.aupsert(self.queue_names, client=self.client)
 
         report = await retrying(sync, 30.0)
         changed = report.created + report.changed + report.updated

@@ -25,9 +25,9 @@ Cost     O(ids) commands (a prioritized pending job: O(log n) to leave its zset)
 --- @include "lib/core/clock"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/groups/group_keys"
+--- @include "lib/groups/keys"
 --- @include "lib/groups/offer"
---- @include "lib/control/control"
+--- @include "lib/control/job_control"
 --- @include "lib/core/types"
 
 local ttl = tonumber(ARGV[1])
@@ -73,7 +73,7 @@ for i = 2, #ARGV do
     status = S_CANCELLING
   end
   -- A workflow step cancelled here reports to its workflow like a dead one
-  -- (lib/control/control.lua end_unstarted, end_cancelled); a whole workflow is cancelled by
+  -- (lib/control/job_control.lua end_unstarted, end_cancelled); a whole workflow is cancelled by
   -- workflow_cancel.lua.
   out[#out + 1] = status
   out[#out + 1] = state

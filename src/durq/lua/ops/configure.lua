@@ -5,7 +5,7 @@ ARGV     triples (scope, name, value):
            scope 'limit': name is a group, value its concurrency limit
            scope 'weight': name is a group, value the jobs it is served per turn
            scope 'flow': name is rate, group_rate (value: a rate spec 'limit:per_ms:burst')
-             or max_active (flow control, lib/limits/flow_settings.lua)
+             or max_active (flow control, lib/limits/settings.lua)
            scope 'grate': name is a group, value its own rate spec
          value '' removes the setting (back to the default).
 Returns  OK
@@ -18,7 +18,7 @@ Cost     O(number of settings).
 --- @include "lib/core/keys"
 --- @include "lib/groups/offer"
 --- @include "lib/core/types"
---- @include "lib/limits/flow_settings"
+--- @include "lib/limits/settings"
 
 local hashes = {queue = K_CONF, limit = K_GLIMIT, weight = K_GWEIGHT,
   flow = K_PREFIX .. 'flow', grate = K_PREFIX .. 'grate'}

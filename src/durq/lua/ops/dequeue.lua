@@ -1,7 +1,7 @@
 --[[ dequeue: hand out up to N ready jobs under a lease of L ms.
 First its upkeep: it reclaims expired leases (at most RECLAIM_MAX), promotes due delayed
 jobs (at most PROMOTE_MAX) and fires the due ticks of periodic schedules (at most
-SCHED_MAX schedules, lib/schedules/schedules_due.lua), each while the call's budget of server time
+SCHED_MAX schedules, lib/schedules/due.lua), each while the call's budget of server time
 lasts (lib/core/budget.lua: at least one of each per call); then it serves the eligible groups
 in turn: each group gives up to its weight per turn (all that is asked when it is the
 only eligible group), never more than its free slots. Upkeep left for later makes
@@ -17,7 +17,7 @@ Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, re
          next_ms, when no job was handed out: ms until the next delayed job or schedule
          tick is due or the next lease expires (-1: none), so an idle consumer knows how
          long to block.
-         Under flow control (lib/limits/flow_hooks.lua: rate limits, max_active, pauses) it also
+         Under flow control (lib/limits/gate_hooks.lua: rate limits, max_active, pauses) it also
          counts when a parked group or the queue may start again, for the one consumer
          that holds the alarm; a consumer leaving with jobs wakes another to take it.
 Errors   DURQ_WRONGTYPE when a durq key the call uses holds another Redis type, before
@@ -41,7 +41,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
          their number (LPOP, HMGET, HSET, ZADD; one HMGET and one HDEL for their dedup
          keys); jobs under job control and stale ids cost commands of their own. While a
          workflow that failed or was cancelled stops its steps in this queue (a guard,
-         lib/workflows/wf_stop.lua), a popped step of it ends cancelled instead of starting, for the
+         lib/workflows/stop.lua), a popped step of it ends cancelled instead of starting, for the
          cost of WF_STOP_COST skipped ids; one EXISTS per call tells whether any is.
 ]]
 --- @include "lib/core/status"
@@ -51,29 +51,29 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/core/conf"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/groups/group_push"
---- @include "lib/groups/group_room"
---- @include "lib/groups/group_pop"
+--- @include "lib/groups/push"
+--- @include "lib/groups/room"
+--- @include "lib/groups/pop"
 --- @include "lib/groups/offer"
---- @include "lib/limits/flow"
+--- @include "lib/limits/gate"
 --- @include "lib/groups/slots"
 --- @include "lib/core/make_ready"
 --- @include "lib/core/dead_letter"
---- @include "lib/control/control"
+--- @include "lib/control/job_control"
 --- @include "lib/core/quarantine"
 --- @include "lib/core/reason"
 --- @include "lib/core/expire_done"
 --- @include "lib/core/types"
 --- @include "lib/core/typed_read"
---- @include "lib/schedules/schedules_due"
---- @include "lib/workflows/wf_stop"
+--- @include "lib/schedules/due"
+--- @include "lib/workflows/stop"
 --- @include "lib/core/budget"
 
 local RECLAIM_MAX = 100
 local PROMOTE_MAX = 1000
 local PROMOTE_SLICE = 100 -- due delayed jobs read at a time
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
-local WF_STOP_COST = 20 -- a guarded workflow step (lib/workflows/wf_stop.lua) counts as this many
+local WF_STOP_COST = 20 -- a guarded workflow step (lib/workflows/stop.lua) counts as this many
 local EXPIRE_MAX = 100
 local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
 
@@ -93,7 +93,7 @@ local proven = {active = false, delayed = false, conf = false, gweight = false,
 local guarded = false -- WRITTEN was checked: no later write meets a key of another type
 
 -- Call before the call's first write: the problem with a key of WRITTEN not proven, or nil.
--- (A function of few upvalues: a closure costs every call for each, lib/limits/flow.lua.)
+-- (A function of few upvalues: a closure costs every call for each, lib/limits/gate.lua.)
 local function guard()
   if guarded then return nil end
   guarded = true
@@ -184,7 +184,7 @@ end
 
 local budget = SKIP_MAX
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
--- whether a workflow that ended early is stopping steps of this queue (lib/workflows/wf_stop.lua):
+-- whether a workflow that ended early is stopping steps of this queue (lib/workflows/stop.lua):
 -- one EXISTS per call that pops jobs, read when the first one is popped
 local stopping = nil
 
@@ -249,7 +249,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     else
       local r = rec_decode(raw)
       local ok = r and r.state == ST_PENDING and not handed_ids[id]
-      local c = nil -- job control data (lib/control/control.lua), of a flagged job only
+      local c = nil -- job control data (lib/control/job_control.lua), of a flagged job only
       if ok and r.flags >= FLAG_CANCEL and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
         c = control().get(id)
         if control().expired(id, r, now, c) then
@@ -326,7 +326,7 @@ local function group_settings(proven)
   if err then return err end
   local weighted = n > 0
   -- a queue that never had a prioritized job has no priority zsets to look at (the
-  -- sequence of priorities, lib/groups/group_push.lua, exists once one was pushed); read with
+  -- sequence of priorities, lib/groups/push.lua, exists once one was pushed); read with
   -- the settings, in one HMGET
   local conf, seq
   err, conf, seq = read_by(K_CONF, 'hash', get_conf_and, 'seq')
@@ -548,7 +548,7 @@ while true do
   ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_SLICE)
 end
 local ticks_left
-ticks_left, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules/schedules_due.lua)
+ticks_left, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules/due.lua)
 if problem then return wrongtype(problem) end
 left = left or ticks_left
 offer_touched() -- groups touched above, after the guard

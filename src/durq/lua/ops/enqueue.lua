@@ -21,9 +21,9 @@ Cost     O(n) commands; superseding a default-priority pending job leaves its id
 --- @include "lib/core/conf"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/groups/group_push"
+--- @include "lib/groups/push"
 --- @include "lib/groups/offer"
---- @include "lib/core/schedule"
+--- @include "lib/core/delayed"
 --- @include "lib/core/reason"
 --- @include "lib/core/enqueue_one"
 

@@ -34,7 +34,7 @@ Cost     O(n) commands.
 --- @include "lib/core/clock"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/control/control"
+--- @include "lib/control/job_control"
 --- @include "lib/core/enqueue_one"
 --- @include "lib/core/types"
 

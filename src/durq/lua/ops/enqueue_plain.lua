@@ -23,7 +23,7 @@ Cost     O(n) work in O(1 + groups) commands: 8 for one ungrouped job of a queue
 --- @include "lib/core/conf_defaults"
 --- @include "lib/core/clock"
 --- @include "lib/core/record_layout"
---- @include "lib/groups/group_keys"
+--- @include "lib/groups/keys"
 --- @include "lib/core/typed_read"
 
 local FIELDS = 9

@@ -4,7 +4,7 @@ ARGV[1]  id
 Returns  {record or false, reason or false, lease_deadline or false, due or false,
           died_at or false, retained_until or false, now, control or false,
           progress or false}: control and progress are the job control data
-          (lib/control/control.lua)
+          (lib/control/job_control.lua)
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type
 Cost     O(1).
 ]]

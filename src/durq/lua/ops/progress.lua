@@ -8,7 +8,7 @@ ARGV[3]  the progress: a JSON object with at least one field ({"fraction": 0.5, 
 Returns  status: OK, CANCELLED (written, but a cancel was asked: stop the job),
          LEASE_LOST, NOT_FOUND, CORRUPT
 Effects  the job is flagged FLAG_CONTROL, so that the paths ending it remove its progress
-         with its record (lib/control/control.lua)
+         with its record (lib/control/job_control.lua)
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
 Cost     O(1).
 ]]

@@ -29,9 +29,9 @@ Cost     O(subscribers * (k + 3)) commands: about 1 ms when (k + 2) * subscriber
 --- @include "lib/core/conf"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/groups/group_push"
+--- @include "lib/groups/push"
 --- @include "lib/groups/offer"
---- @include "lib/core/schedule"
+--- @include "lib/core/delayed"
 --- @include "lib/core/reason"
 --- @include "lib/core/enqueue_one"
 

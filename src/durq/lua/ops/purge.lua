@@ -38,7 +38,7 @@ for i = 1, #ids do
     if linked then fan_in_gone(id, 'purged', now) end
     redis.call('HDEL', K_JOBS, id)
     redis.call('HDEL', K_REASONS, id)
-    redis.call('HDEL', K_PREFIX .. 'ctl', id) -- job control data (lib/control/control.lua)
+    redis.call('HDEL', K_PREFIX .. 'ctl', id) -- job control data (lib/control/job_control.lua)
     redis.call('HDEL', K_PREFIX .. 'progress', id)
     purged = purged + 1
     out[#out + 1] = id

@@ -13,9 +13,9 @@ Returns  {status_1, ..., status_n}: OK, LEASE_LOST, NOT_FOUND, CORRUPT; CANCELLE
          (its scope still pauses: the upstream's answer holds).
 Effects  the scope's limiter TAT (lib/limits/rate_limit.lua) moves to now + pause_ms (plus its
          burst tolerance) unless it is later already; one idle consumer is woken to plan
-         the wait, and the scope stays parked until then (lib/limits/flow.lua). A pause of the
+         the wait, and the scope stays parked until then (lib/limits/gate.lua). A pause of the
          queue also goes to the other shards (m > 0): one entry per shard in this shard's
-         outbox ('P', applied by flow_pause.lua), unless they know of a pause that ends
+         outbox ('P', applied by limits_pause.lua), unless they know of a pause that ends
          at most a tenth of this one's length earlier (lib/limits/queue_pause.lua).
 Errors   DURQ_ARG for an unknown scope; DURQ_WRONGTYPE when a durq key holds another
          Redis type (that of a group a job goes back to included, and the outbox's when
@@ -32,7 +32,7 @@ Cost     O(n) commands, plus O(m) for a pause sent to the other shards.
 --- @include "lib/core/send_back"
 --- @include "lib/core/types"
 --- @include "lib/limits/active_cap"
---- @include "lib/limits/flow_conf"
+--- @include "lib/limits/conf"
 --- @include "lib/limits/queue_pause"
 
 local m = tonumber(ARGV[1])

@@ -37,7 +37,7 @@ Cost     O(n) work in 13 commands per call whatever n is (3 of them TYPE; each w
 --- @include "lib/groups/offer"
 --- @include "lib/core/expire_done"
 --- @include "lib/core/result"
---- @include "lib/control/control"
+--- @include "lib/control/job_control"
 --- @include "lib/core/types"
 --- @include "lib/core/typed_read"
 --- @include "lib/limits/active_cap"
@@ -71,7 +71,7 @@ local links = nil
 if not plain then links = fan_in_links(ids) end
 local steps = {} -- released workflow steps: {id, token, link, result}
 local out = {}
--- Jobs with job control (lib/control/control.lua), {id, record} pairs handled once the checks
+-- Jobs with job control (lib/control/job_control.lua), {id, record} pairs handled once the checks
 -- below have passed: those whose cancel was asked end cancelled instead of completed
 -- (their result was stored by the cancel); the others end their job control when
 -- released. Made when needed: most calls have none.

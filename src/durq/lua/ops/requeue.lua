@@ -24,7 +24,7 @@ Cost     O(n) commands.
 --- @include "lib/core/dead_letter"
 --- @include "lib/core/send_back"
 --- @include "lib/core/result"
---- @include "lib/control/control"
+--- @include "lib/control/job_control"
 --- @include "lib/core/types"
 --- @include "lib/limits/active_cap"
 

@@ -16,7 +16,7 @@ Cost     O(1) commands (remove: O(stored ticks) for a cron schedule).
 --- @include "lib/core/clock"
 --- @include "lib/core/types"
 --- @include "lib/groups/offer"
---- @include "lib/schedules/sched_fire"
+--- @include "lib/schedules/fire"
 
 local action, name = ARGV[1], ARGV[2]
 local actions = {pause = true, resume = true, remove = true, trigger = true}

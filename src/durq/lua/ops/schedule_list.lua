@@ -11,7 +11,7 @@ Cost     O(log(schedules) + limit) commands.
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"
 --- @include "lib/core/type_check"
---- @include "lib/schedules/sched_keys"
+--- @include "lib/schedules/keys"
 
 -- mirrored by durq.protocol.schedules.LIST_FIELDS
 local LIST_FIELDS = {'spec', 'ver', 'kind', 'every', 'anchor', 'ends', 'wm', 'horizon',

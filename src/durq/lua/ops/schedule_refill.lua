@@ -16,7 +16,7 @@ Cost     O(ticks given).
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"
 --- @include "lib/core/type_check"
---- @include "lib/schedules/sched_keys"
+--- @include "lib/schedules/keys"
 
 local name = ARGV[1]
 local key, tk = sch_key(name), sch_ticks(name)

@@ -1,6 +1,6 @@
 --[[ schedule_upsert: create or change a periodic schedule, never re-firing a tick.
 KEYS     the queue key vector (lib/core/keys.lua); the schedule keys derive from the prefix
-         (lib/schedules/sched_keys.lua)
+         (lib/schedules/keys.lua)
 ARGV[1]  name
 ARGV[2]  spec: the timing identity (kind, interval or cron and time zone, start, end);
          a schedule whose spec is unchanged keeps its timing and watermark
@@ -32,7 +32,7 @@ Cost     O(ticks given) commands; O(1) when the timing is unchanged.
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"
 --- @include "lib/core/type_check"
---- @include "lib/schedules/sched_keys"
+--- @include "lib/schedules/keys"
 
 local name, spec, kind = ARGV[1], ARGV[2], ARGV[3]
 if kind ~= 'every' and kind ~= 'cron' then

@@ -7,11 +7,11 @@ cancel.lua ends a job that did not start (listed ones are skipped when dequeue r
 them), and are never delivered; running ones are flagged as cancel.lua flags a running
 job (FLAG_CANCEL, a hint on <prefix>cancel), so their workers stop them and their
 release ends them cancelled, never completed. This call stops the first STOP_CHUNK
-steps and puts up a guard in each queue of this slot (lib/workflows/wf_stop.lua: dequeue ends a
+steps and puts up a guard in each queue of this slot (lib/workflows/stop.lua: dequeue ends a
 guarded step it pops); the next chunks follow through this queue's outbox ('E'
 entries). Steps in queues of another slot are cancelled through the outbox too ('K'
 entries, workflow_deliver.lua): idempotent, delivered at least once; a start still on
-its way there is consumed ('Q' entries, lib/workflows/wf_seq.lua) and starts nothing.
+its way there is consumed ('Q' entries, lib/workflows/seq.lua) and starts nothing.
 KEYS     the home queue's key vector (lib/core/keys.lua)
 ARGV[1]  the workflow id
 Returns  {status, state}: CANCELLED (it ran: it ended cancelled now), FINISHED (it had

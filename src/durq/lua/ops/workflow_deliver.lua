@@ -15,7 +15,7 @@ ARGV[1]  the entry, NUL-separated fields, the first naming the order (run: the
                                         lib/workflows/fan_in_dead.lua fan_in_gone)
            S prefix sender seq item...  start steps in queue prefix; numbered per
                                         (sender queue, prefix): applied once whenever
-                                        it comes (lib/workflows/wf_seq.lua). An item is the
+                                        it comes (lib/workflows/seq.lua). An item is the
                                         NUL-joined id, group, priority, max_attempts,
                                         delay_ms, expiry, link, payload
            Q prefix (sender seq)...     consume those start entries: their workflow

@@ -5,7 +5,7 @@
 --- @include "lib/groups/slots"
 --- @include "lib/groups/offer"
 --- @include "lib/workflows/fan_in_dead"
---- @include "lib/control/control"
+--- @include "lib/control/job_control"
 
 -- Dead-lettering: moving an active job to K_DEAD, and keeping K_DEAD within dead_cap.
 
@@ -36,7 +36,7 @@ local function enforce_dead_cap(now)
   end
   redis.call('HDEL', K_JOBS, unpack(victims))
   redis.call('HDEL', K_REASONS, unpack(victims))
-  redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims)) -- job control data (lib/control/control.lua)
+  redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims)) -- job control data (lib/control/job_control.lua)
   redis.call('HDEL', K_PREFIX .. 'progress', unpack(victims))
   count('dead_evicted', #victims)
 end

@@ -4,9 +4,9 @@
 --- @include "lib/core/conf"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/groups/group_push"
+--- @include "lib/groups/push"
 --- @include "lib/groups/offer"
---- @include "lib/core/schedule"
+--- @include "lib/core/delayed"
 --- @include "lib/core/reason"
 --- @include "lib/core/types"
 
@@ -55,7 +55,7 @@ local function enqueue_problem(b0, n)
   -- dedup lookups, and superseding (of delayed jobs too)
   if keyed then parts[#parts + 1] = 'keys'; parts[#parts + 1] = 'reasons' end
   if keyed or delayed then parts[#parts + 1] = 'delayed' end
-  -- settings, and the FIFO sequence of priorities (lib/groups/group_push.lua)
+  -- settings, and the FIFO sequence of priorities (lib/groups/push.lua)
   if keyed or named or prioritized then parts[#parts + 1] = 'conf' end
   if named then parts[#parts + 1] = 'glimit'; parts[#parts + 1] = 'gactive' end
   local problem = keys_error(parts)

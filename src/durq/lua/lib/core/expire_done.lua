@@ -15,7 +15,7 @@ local function expire_done(now, limit)
     if r and (r.state == ST_COMPLETED or r.state == ST_SUPERSEDED or r.state == ST_CANCELLED
         or r.state == ST_EXPIRED) then
       gone[#gone + 1] = ids[i]
-      if bit.band(r.flags, FLAG_CONTROL) ~= 0 then -- job control data (lib/control/control.lua)
+      if bit.band(r.flags, FLAG_CONTROL) ~= 0 then -- job control data (lib/control/job_control.lua)
         controlled[#controlled + 1] = ids[i]
       end
     end

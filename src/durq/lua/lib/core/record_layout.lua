@@ -16,7 +16,7 @@ local ST_ACTIVE = 3
 local ST_DEAD = 4
 local ST_COMPLETED = 5
 local ST_SUPERSEDED = 6
-local ST_CANCELLED = 7 -- job control (lib/control/control.lua): cancelled, never to run (again)
+local ST_CANCELLED = 7 -- job control (lib/control/job_control.lua): cancelled, never to run (again)
 local ST_EXPIRED = 8   -- job control: not started by its expiry time, never to run
 
 -- The job was started before and is waiting to come back (retry, defer): it returns to
@@ -26,7 +26,7 @@ local FLAG_RETURNING = 1
 -- only while the queue has group limits; the flag keeps the count exact when limits are
 -- set or removed while jobs run.
 local FLAG_SLOT = 2
--- Job control (lib/control/control.lua). CANCEL: a cancel was asked while the job was active;
+-- Job control (lib/control/job_control.lua). CANCEL: a cancel was asked while the job was active;
 -- every way out of active (release, requeue, defer, rate_limited, lease expiry) then ends
 -- it cancelled.
 -- CONTROL: the job has job-control data (expiry, dedup mode, follow-up, progress) that

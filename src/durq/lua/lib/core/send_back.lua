@@ -1,12 +1,12 @@
 --- @include "lib/core/keys"
 --- @include "lib/core/dead_letter"
 --- @include "lib/core/make_ready"
---- @include "lib/core/schedule"
---- @include "lib/control/control"
+--- @include "lib/core/delayed"
+--- @include "lib/control/job_control"
 
 -- A running job whose cancel was asked (FLAG_CANCEL: cancel.lua, a cancelled workflow)
 -- never goes back, whatever would give it back (a retry, a defer, RateLimited): it ends
--- cancelled (lib/control/control.lua), as its result's waiter was told. Returns true then. Every
+-- cancelled (lib/control/job_control.lua), as its result's waiter was told. Returns true then. Every
 -- caller of send_back asks this first; make_ready clears the flag, so a job given back
 -- would run again and could complete.
 local function ends_cancelled(id, r, now)

@@ -7,7 +7,7 @@ local S_DEDUPLICATED = 3
 local S_REPLACED = 4
 local S_RETRYING = 5
 local S_DEAD = 6
--- Job control (lib/control/control.lua). CANCELLED: cancel ended the job now; release, requeue
+-- Job control (lib/control/job_control.lua). CANCELLED: cancel ended the job now; release, requeue
 -- and defer ended it cancelled (a cancel was asked while it ran); extend and progress: a
 -- cancel was asked. CANCELLING: cancel found the job running: its worker is told to stop
 -- it. FINISHED: cancel found the job ended already; nothing changed. UPDATED: enqueue

@@ -1,5 +1,5 @@
 --- @include "lib/core/keys"
---- @include "lib/groups/group_keys"
+--- @include "lib/groups/keys"
 --- @include "lib/core/type_check"
 
 -- The type each of the queue's keys must have (lib/core/keys.lua), for keys_error.
@@ -17,7 +17,7 @@ local KEY_TYPES = {
 local function keys_error(parts, skip)
   for i = 1, #parts do
     local want = KEY_TYPES[parts[i]]
-    -- The job-control keys (lib/control/control.lua) are hashes. They stay out of KEY_TYPES: a
+    -- The job-control keys (lib/control/job_control.lua) are hashes. They stay out of KEY_TYPES: a
     -- 17th entry doubles the size of a table Lua builds on every call (about 8 us).
     if want == nil and (parts[i] == 'ctl' or parts[i] == 'progress') then want = 'hash' end
     local err = not (skip and skip[parts[i]]) and type_error(K_PREFIX .. parts[i], want)

@@ -1,5 +1,5 @@
 --- @include "lib/core/keys"
---- @include "lib/groups/group_room"
+--- @include "lib/groups/room"
 
 -- K_RR lists the groups that are eligible (ready jobs and a free slot); dequeue serves
 -- them in turn. K_RRSET mirrors it so a group is listed at most once. A group that stops

@@ -1,5 +1,5 @@
 --- @include "lib/core/keys"
---- @include "lib/limits/flow_conf"
+--- @include "lib/limits/conf"
 --- @include "lib/groups/offer"
 
 -- A group over its rate (or paused by a task) is parked: it leaves K_RR for the park zset
@@ -12,7 +12,7 @@ local ALARM_SLACK = 1000 -- ms an alarm outlives its time (it is void once past 
 local function park_group(g, at)
   redis.call('ZADD', K_PREFIX .. 'park', at, g)
   local f = get_flow()
-  if not f.parks then -- groups may be parked: dequeue keeps looking (lib/limits/flow_conf.lua)
+  if not f.parks then -- groups may be parked: dequeue keeps looking (lib/limits/conf.lua)
     f.parks = true
     redis.call('HSET', K_PREFIX .. 'flow', 'parks', 1)
   end
@@ -60,7 +60,7 @@ end
 
 -- Every limit was removed: the parked groups go back to the rotation and the pauses
 -- end. Up to 1000 parked groups in this call; the marker parks = 'release' has each
--- dequeue bring back PARK_MAX more until none is left (lib/limits/flow_hooks.lua).
+-- dequeue bring back PARK_MAX more until none is left (lib/limits/gate_hooks.lua).
 local function unpark_all()
   if not release_parked(1000) then redis.call('HSET', K_PREFIX .. 'flow', 'parks', 'release') end
 end

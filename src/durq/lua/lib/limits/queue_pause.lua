@@ -1,17 +1,17 @@
 --- @include "lib/core/keys"
 --- @include "lib/groups/offer"
---- @include "lib/limits/flow_conf"
+--- @include "lib/limits/conf"
 --- @include "lib/core/type_check"
 --- @include "lib/core/outbox"
 
 -- A pause of a whole queue (durq.RateLimited, scope 'queue'; docs/flow-control.md). The
 -- queue limiter's TAT (lib/limits/rate_limit.lua) moves to `till` (ms, server time) plus the
 -- rate's burst tolerance, unless it is later already; one consumer is woken to park the
--- queue and plan the wake-up (the alarm, lib/limits/flow.lua). A TAT only ever moves later, so
+-- queue and plan the wake-up (the alarm, lib/limits/gate.lua). A TAT only ever moves later, so
 -- a pause applied twice is applied once.
 -- A sharded queue is paused in every shard. Its shards live in other Cluster slots: the
 -- shard where the task raised writes one order per other shard into its outbox
--- (lib/core/outbox.lua, delivered at least once by its workers), and flow_pause.lua applies
+-- (lib/core/outbox.lua, delivered at least once by its workers), and limits_pause.lua applies
 -- each in its shard. The flow hash's 'qfan' is the latest end of a pause this shard sent
 -- to its siblings or received from one: a pause that ends at most a tenth of its length
 -- later is not sent again, so a burst of RateLimited over all the shards (each had jobs

@@ -6,16 +6,16 @@
 --- @include "lib/core/counters"
 --- @include "lib/groups/slots"
 --- @include "lib/groups/offer"
---- @include "lib/control/control"
---- @include "lib/core/schedule"
+--- @include "lib/control/job_control"
+--- @include "lib/core/delayed"
 --- @include "lib/core/reason"
 --- @include "lib/core/types"
 --- @include "lib/core/enqueue_one"
 --- @include "lib/core/outbox"
---- @include "lib/workflows/wf_link"
---- @include "lib/workflows/wf_seq"
---- @include "lib/workflows/wf_stop"
---- @include "lib/workflows/wf_queue"
+--- @include "lib/workflows/link"
+--- @include "lib/workflows/seq"
+--- @include "lib/workflows/stop"
+--- @include "lib/workflows/steps"
 --- @include "lib/workflows/fan_in_stop"
 
 -- Workflows (durq.app.workflows): the fan-in engine. A workflow lives in its home queue's
@@ -39,7 +39,7 @@
 --           being gathered (their partial lists are in wfa:<run>:<b>:<wid>, strings)
 --     w<n>  the reason of a dead member waited for (policy "wait")
 --     Q<k>, Q, P  the steps by queue, in chunks, to stop them (lib/workflows/fan_in_stop.lua)
---     s<prefix>   the numbered 'S' entries sent to that queue (lib/workflows/wf_seq.lua)
+--     s<prefix>   the numbered 'S' entries sent to that queue (lib/workflows/seq.lua)
 --     stop, x     while stopping: 'X' (failed) or 'K' (cancelled), and the next chunk
 --   wfd:<run>:<wid>  set: the nodes whose completion counted
 --   wfr              zset: the running workflows, by start time
@@ -54,8 +54,8 @@
 -- steps, a fire gathers at most FIRE_CHUNK results, a stop ends about 50 steps (chunked
 -- by the client at submit); each continues through the home queue's outbox ('R', 'F',
 -- 'E' entries), from a cursor in the structure. Steps started in this slot are enqueued
--- at the end (fan_in_flush, lib/workflows/wf_queue.lua); steps and completions for another slot
--- leave through the outbox of the script's own queue, starts numbered (lib/workflows/wf_seq.lua).
+-- at the end (fan_in_flush, lib/workflows/steps.lua); steps and completions for another slot
+-- leave through the outbox of the script's own queue, starts numbered (lib/workflows/seq.lua).
 
 -- The engine is built on first use: its closures cost nothing to the releases of a queue
 -- that has no workflow steps (Lua re-creates every function of a script on each call).
@@ -67,7 +67,7 @@ local function wf_build()
   local CHUNK_BYTES = 262144 -- payload bytes started, result bytes gathered, per call
 
   local E = {now = nil} -- what lib/workflows/fan_in_stop.lua shares (filled in below)
-  local wf_queue, wf_stops_run = nil, nil -- lib/workflows/wf_queue.lua, lib/workflows/fan_in_stop.lua: on use
+  local wf_queue, wf_stops_run = nil, nil -- lib/workflows/steps.lua, lib/workflows/fan_in_stop.lua: on use
   local fire_left = FIRE_CHUNK                  -- results this call may still gather
   local wf_local, wf_local_order = {}, {}       -- prefix -> steps to enqueue in this slot
   local wf_remote, wf_remote_order = {}, {}     -- prefix + run -> steps for another slot
@@ -225,7 +225,7 @@ local function wf_build()
 
   -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends
   -- cancelled; its steps stop, and its running steps get the cancel flag of job control
-  -- (lib/control/control.lua): their workers stop them, their release ends them cancelled.
+  -- (lib/control/job_control.lua): their workers stop them, their release ends them cancelled.
   -- A workflow submitted by a durq version without runs (its header has none) does not
   -- progress under this one: a cancel ends it (its waiters get the outcome), and its
   -- steps, which this version cannot find, run on as plain jobs.
@@ -429,7 +429,7 @@ local function wf_build()
     end
   end
 
-  -- The value a worker reported for a step (durq.message.encode_result's JSON): the value,
+  -- The value a worker reported for a step (durq.payloads.encode_result's JSON): the value,
   -- or the error marker when the result could not be stored.
   local function wf_value(raw)
     if string.sub(raw, 1, 19) == '{"ok":true,"value":' then return string.sub(raw, 20, -2) end
@@ -475,7 +475,7 @@ local function wf_build()
     end
   end
 
-  -- The numbered 'S' entries that start `items` of run w in queue `prefix` (lib/workflows/wf_seq.lua),
+  -- The numbered 'S' entries that start `items` of run w in queue `prefix` (lib/workflows/seq.lua),
   -- sent from this queue's outbox; the run notes their numbers, so that stopping it
   -- consumes those still on their way.
   local function wf_send_starts(prefix, w, items)

@@ -1,6 +1,6 @@
 --- @include "lib/core/keys"
 --- @include "lib/core/outbox"
---- @include "lib/workflows/wf_link"
+--- @include "lib/workflows/link"
 
 -- A workflow step was dead-lettered (lib/core/dead_letter.lua kill): its workflow learns it through
 -- the outbox, whatever its slot, since kill() runs in the middle of scripts that still

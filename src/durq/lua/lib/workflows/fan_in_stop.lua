@@ -1,8 +1,8 @@
 --- @include "lib/core/keys"
 --- @include "lib/core/outbox"
---- @include "lib/workflows/wf_link"
---- @include "lib/workflows/wf_seq"
---- @include "lib/workflows/wf_stop"
+--- @include "lib/workflows/link"
+--- @include "lib/workflows/seq"
+--- @include "lib/workflows/stop"
 
 -- Stopping the steps of a workflow run that failed (policy "fail") or was cancelled, a
 -- chunk at a time (lib/workflows/fan_in.lua keeps the run; these are its stop's two halves). The

@@ -8,7 +8,7 @@ from rich import box
 from rich.table import Table
 
 from durq.cli.inert import plain
-from durq.flow import FlowInfo
+from durq.limits import FlowInfo
 
 __all__ = ["flow_tables"]
 

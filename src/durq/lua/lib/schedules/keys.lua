@@ -1,7 +1,7 @@
 --- @include "lib/core/keys"
 --- @include "lib/core/record"
 
--- Periodic schedules (durq.app.schedules). Every key lives under the queue's prefix, so in
+-- Periodic schedules (durq.app.schedule_spec). Every key lives under the queue's prefix, so in
 -- the queue's Redis Cluster slot; mirrored by durq.protocol.schedules.ScheduleKeys:
 --   <p>sched          zset  enabled schedule -> next due time (ms); dequeue reads it
 --   <p>snames         zset  every schedule, score 0 (listing in name order)
@@ -17,7 +17,7 @@
 -- maxatt, paused ('1'), decl (the enabled flag the code declared), ended ('1'), origin,
 -- task, info (JSON shown to people), current (the last fired job's id), last_tick,
 -- last_at, fired, skipped, missed, created, updated; cu (the newest tick of a catch-up
--- under way: the ticks in (wm, cu] were decided to fire, lib/schedules/schedules_due.lua).
+-- under way: the ticks in (wm, cu] were decided to fire, lib/schedules/due.lua).
 local SCH_CODEC_JSON = 1 -- the payload head is JSON text (durq.codec.Codec.JSON)
 local SCH_FIELDS = {'kind', 'every', 'anchor', 'ends', 'wm', 'horizon', 'catch', 'cap',
   'grace', 'overlap', 'head', 'maxatt', 'paused', 'current', 'ver', 'cu'}
@@ -64,7 +64,7 @@ end
 
 -- Put the schedule in the due set at its next tick after the watermark, or take it out
 -- (paused, ended). A cron schedule whose stored ticks ran out is due just after its
--- horizon: then it asks for a refill (lib/schedules/schedules_due.lua). Returns the due time or nil.
+-- horizon: then it asks for a refill (lib/schedules/due.lua). Returns the due time or nil.
 local function sch_plan(s)
   local key = sch_key(s.name)
   if s.paused then

@@ -112,7 +112,7 @@ local function control()
     end
   end
 
-  -- The outcome a waiter of the job's result gets (durq.message: {"ok": false, ...}),
+  -- The outcome a waiter of the job's result gets (durq.payloads: {"ok": false, ...}),
   -- stored as lib/core/result.lua does.
   function c.outcome(id, why, now, ttl)
     if ttl and ttl > 0 then

@@ -1,5 +1,5 @@
 --- @include "lib/core/keys"
---- @include "lib/groups/group_keys"
+--- @include "lib/groups/keys"
 --- @include "lib/core/clock"
 
 -- Add a ready id to group g: at the head (a returning job) or the tail.

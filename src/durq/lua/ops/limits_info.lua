@@ -1,4 +1,4 @@
---[[ flow_info: the flow-control state of a queue (rate limits, max_active, pauses).
+--[[ limits_info: the flow-control state of a queue (rate limits, max_active, pauses).
 Read only.
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  limit: parked groups and per-group rates listed at most
@@ -18,8 +18,8 @@ Cost     O(limit) commands.
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"
 --- @include "lib/core/types"
---- @include "lib/groups/group_keys"
---- @include "lib/limits/flow_conf"
+--- @include "lib/groups/keys"
+--- @include "lib/limits/conf"
 
 local limit = tonumber(ARGV[1])
 local problem = keys_error({'stats', 'active', 'groups'}) or flow_error(true)

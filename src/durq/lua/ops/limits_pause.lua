@@ -1,4 +1,4 @@
---[[ flow_pause: apply the pause of a sharded queue in one of its shards: an outbox entry
+--[[ limits_pause: apply the pause of a sharded queue in one of its shards: an outbox entry
 'P' that rate_limited.lua wrote in another shard (durq.RateLimited with scope 'queue'),
 delivered at least once by that shard's workers (durq.worker.outbox). Idempotent: the
 queue limiter's TAT only moves later, so an entry applied again changes nothing, however

@@ -13,7 +13,7 @@
 --   <prefix>gtat   hash    group -> the TAT of its limiter (ms)
 --   <prefix>park   zset    group -> when it may start again (ms); out of K_RR till then
 --   <prefix>alarm  string  '<ms>|<consumer>': the one idle consumer due to wake then
--- The settings' defaults; durq.protocol.flow.FLOW_DEFAULTS holds the same
+-- The settings' defaults; durq.protocol.limits.FLOW_DEFAULTS holds the same
 -- (tests/lua/test_flow_agreement.py keeps both equal).
 local FLOW_DEFAULT_RATE = ''          -- no rate for the whole queue
 local FLOW_DEFAULT_GROUP_RATE = ''    -- no rate for each named group

@@ -1,4 +1,4 @@
---- @include "lib/schedules/sched_keys"
+--- @include "lib/schedules/keys"
 --- @include "lib/core/counters"
 --- @include "lib/core/enqueue_one"
 

@@ -5,12 +5,12 @@
 --- @include "lib/core/counters"
 --- @include "lib/groups/slots"
 --- @include "lib/groups/offer"
---- @include "lib/control/control"
---- @include "lib/core/schedule"
+--- @include "lib/control/job_control"
+--- @include "lib/core/delayed"
 --- @include "lib/core/types"
 --- @include "lib/core/enqueue_one"
---- @include "lib/workflows/wf_link"
---- @include "lib/workflows/wf_stop"
+--- @include "lib/workflows/link"
+--- @include "lib/workflows/stop"
 
 -- Workflow steps in the queue the K_* keys name (lib/core/bind_prefix.lua points them at each
 -- queue of the slot in turn): starting them (linked to their workflow) and stopping
@@ -22,12 +22,12 @@ local function wf_queue_build(hmget)
     counts, ready_delta, ready_groups = {}, {}, {}
     touched, touched_list, need_wake = {}, {}, false
     earliest_due, conf_cache = nil, nil
-    control_fns = nil -- lib/control/control names its keys from the prefix when it is built
+    control_fns = nil -- lib/control/job_control names its keys from the prefix when it is built
   end
 
   -- Stop step `id` of workflow wid in the queue K_* name, if it is still linked (not
   -- finished; a step whose start never applied has no link: nothing to do). A step that
-  -- did not start ends cancelled (lib/workflows/wf_stop.lua); a dead one waited for is unlinked;
+  -- did not start ends cancelled (lib/workflows/stop.lua); a dead one waited for is unlinked;
   -- a running one: kind 'X' (failed) lets it finish, its release reports to the ended
   -- run, which ignores it; kind 'K' (cancelled) flags it as cancel.lua flags a running
   -- job: its worker stops it and its release ends it cancelled.
@@ -60,7 +60,7 @@ local function wf_queue_build(hmget)
     wf_stop_unstarted(id, r, now, kind, wid, listed)
   end
 
-  -- Job control for a step started with an expiry (lib/control/control.lua: dequeue ends it
+  -- Job control for a step started with an expiry (lib/control/job_control.lua: dequeue ends it
   -- expired when it has not started by then).
   local function wf_expiry(id, expiry, now)
     local kind, ms = string.match(expiry, '^(%a+):(%d+)$')

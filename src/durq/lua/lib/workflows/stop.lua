@@ -1,8 +1,8 @@
 --- @include "lib/core/keys"
 --- @include "lib/core/record"
 --- @include "lib/core/counters"
---- @include "lib/control/control"
---- @include "lib/workflows/wf_link"
+--- @include "lib/control/job_control"
+--- @include "lib/workflows/link"
 
 -- A workflow that fails (policy "fail") or is cancelled stops its steps, STOP_CHUNK per
 -- call (lib/workflows/fan_in.lua). Until the last chunk of a queue of its home's slot went

@@ -1,6 +1,6 @@
 --- @include "lib/core/keys"
---- @include "lib/schedules/sched_fire"
---- @include "lib/groups/group_keys"
+--- @include "lib/schedules/fire"
+--- @include "lib/groups/keys"
 --- @include "lib/core/type_check"
 --- @include "lib/core/budget"
 

@@ -1,18 +1,16 @@
 """The flow-control constants both sides hold agree: the settings' defaults and the
-types of the flow keys (lib/limits/flow_conf.lua and durq.protocol.flow)."""
+types of the flow keys (lib/limits/conf.lua and durq.protocol.limits)."""
 
 from __future__ import annotations
 
 import re
 from importlib import resources
 
-from durq.protocol.flow import FLOW_DEFAULTS, FLOW_KEY_TYPES
+from durq.protocol.limits import FLOW_DEFAULTS, FLOW_KEY_TYPES
 
 
 def _flow_conf() -> str:
-    return (
-        resources.files("durq.lua").joinpath("lib/limits/flow_conf.lua").read_text(encoding="utf-8")
-    )
+    return resources.files("durq.lua").joinpath("lib/limits/conf.lua").read_text(encoding="utf-8")
 
 
 def test_the_flow_settings_defaults_agree() -> None:

@@ -1,4 +1,4 @@
---- @include "lib/groups/group_keys"
+--- @include "lib/groups/keys"
 
 local function append_all(dst, src)
   for i = 1, #src do dst[#dst + 1] = src[i] end

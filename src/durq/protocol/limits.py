@@ -1,5 +1,5 @@
 """Flow-control operations as IO-free generators: store limits, give back rate-limited
-jobs, read the limits' state (scripts configure, rate_limited, flow_info; the limiter
+jobs, read the limits' state (scripts configure, rate_limited, limits_info; the limiter
 itself runs inside dequeue, see src/durq/lua/lib/flow.lua)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from durq import lua
 from durq.errors import InvalidArgument
-from durq.flow import FlowInfo, ParkedGroup, Rate
 from durq.keys import QueueKeys, check_group, shard_name, split_shard, vector_of
+from durq.limits import FlowInfo, ParkedGroup, Rate
 from durq.protocol.calls import MAX_BATCH, Arg, Command, Op, ScriptCall, batched, script_call
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
@@ -35,7 +35,7 @@ src/durq/lua/lib/flow_conf.lua holds the same (tests/lua/test_flow_agreement.py)
 FLOW_KEY_TYPES: dict[str, str] = {
     "flow": "hash", "grate": "hash", "gtat": "hash", "park": "zset", "alarm": "string",
 }  # fmt: skip
-"""The Redis type of each flow-control key (``<prefix><part>``), as lib/limits/flow_conf.lua's
+"""The Redis type of each flow-control key (``<prefix><part>``), as lib/limits/conf.lua's
 FLOW_KEY_TYPES."""
 
 FlowSetting = Rate | int | None
@@ -129,11 +129,11 @@ PAUSE_ENTRY = b"P\0"
 
 def pause_call(entry: bytes) -> ScriptCall:
     """The script call that applies an outbox entry pausing a shard of a sharded queue
-    (``PAUSE_ENTRY``) in that shard: ``flow_pause.lua``, idempotent."""
+    (``PAUSE_ENTRY``) in that shard: ``limits_pause.lua``, idempotent."""
     parts = entry.split(b"\0")
     if len(parts) != 3 or parts[0] != b"P":
         raise ValueError("not a pause entry")
-    return ScriptCall(lua.load("flow_pause"), vector_of(parts[1].decode()), (entry,))
+    return ScriptCall(lua.load("limits_pause"), vector_of(parts[1].decode()), (entry,))
 
 
 def check(keys: QueueKeys) -> Op[list[str]]:
@@ -155,7 +155,7 @@ def flow_info(keys: QueueKeys, limit: int = 20) -> Op[FlowInfo]:
     """The queue's limits, current rate, pauses and parked groups (``limit`` listed)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArgument(f"limit must be a positive int, got {limit!r}")
-    reply = yield script_call("flow_info", keys, (min(limit, MAX_BATCH),))
+    reply = yield script_call("limits_info", keys, (min(limit, MAX_BATCH),))
     head, parked, rates = reply
     values = {_text(head[i]): head[i + 1] for i in range(0, len(head), 2)}
 

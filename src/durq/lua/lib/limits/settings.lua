@@ -1,5 +1,5 @@
 --- @include "lib/core/keys"
---- @include "lib/limits/flow_conf"
+--- @include "lib/limits/conf"
 --- @include "lib/limits/park"
 --- @include "lib/groups/offer"
 

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from durq.dashboard.params import corrupt_page, queue_or_error
 from durq.dashboard.state import Dashboard, dashboard_of, render
 from durq.errors import CorruptQueue
-from durq.flow import FlowInfo
+from durq.limits import FlowInfo
 
 __all__ = ["FlowCollector", "flow_infos", "flow_page"]
 
@@ -46,7 +46,7 @@ async def flow_page(request: Request) -> Response:
     infos = await flow_infos(dash, [name], MAX_PARKED_SHOWN)
     if not infos:
         return corrupt_page(request, dash, name)
-    return render(request, dash, "flow.html", {"name": name, "f": infos[0], "live": True})
+    return render(request, dash, "limits.html", {"name": name, "f": infos[0], "live": True})
 
 
 class FlowCollector(Collector):

@@ -1,6 +1,6 @@
 --- @include "lib/core/keys"
 --- @include "lib/core/conf"
---- @include "lib/groups/group_keys"
+--- @include "lib/groups/keys"
 
 -- How many more jobs group g may start now: 0 when it has none ready or no free slot.
 -- (A group whose keys hold another type counts as having none ready.)

@@ -1,11 +1,11 @@
 --- @include "lib/core/keys"
 --- @include "lib/groups/offer"
---- @include "lib/limits/flow_conf"
+--- @include "lib/limits/conf"
 --- @include "lib/limits/rate_limit"
 --- @include "lib/limits/park"
 
--- The flow-control hooks of dequeue (rate limits, max_active, pauses; lib/limits/flow_conf.lua).
--- lib/limits/flow.lua includes this file inside a function, which returns the table at the end:
+-- The flow-control hooks of dequeue (rate limits, max_active, pauses; lib/limits/conf.lua).
+-- lib/limits/gate.lua includes this file inside a function, which returns the table at the end:
 -- include it nowhere else.
 local flow_blocked = false -- the queue's own rate or max_active allows no more starts now
 local queue_base = nil     -- the queue limiter's TAT as counted in this call

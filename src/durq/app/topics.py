@@ -28,8 +28,8 @@ from durq.backoff import Backoff
 from durq.codec import check_json
 from durq.durability import Durability
 from durq.keys import TopicKeys
-from durq.message import TOPIC_MARK, build_call
 from durq.models import EnqueueResult, Message
+from durq.payloads import TOPIC_MARK, build_call
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
@@ -72,7 +72,7 @@ class TopicOwner(Protocol):
         """The blocking Queue ``name``."""
         ...
 
-    def async_queue(self, name: str, *, client: Any = None) -> AsyncQueue:
+    def aqueue(self, name: str, *, client: Any = None) -> AsyncQueue:
         """The AsyncQueue ``name``."""
         ...
 
@@ -131,7 +131,7 @@ class AppTopic:
 
     async def apublish(self, *args: Any, **kwargs: Any) -> dict[str, EnqueueResult]:
         """``publish`` for asyncio code."""
-        client = self.app.async_queue(self.app.default_queue).client
+        client = self.app.aqueue(self.app.default_queue).client
         topic = AsyncTopic(self.name, client=client, **self._options())
         results = await topic.publish_many([self._message(args, kwargs)])
         return {sub: items[0] for sub, items in results.items()}
