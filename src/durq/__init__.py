@@ -5,9 +5,11 @@ leases, fence late completions, retry with backoff, dead-letter with reasons, an
 groups of jobs in turn. See README.md and docs/design.md.
 """
 
+from durq._async.namespace import AsyncNamespace
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
 from durq._async.topic import AsyncTopic
+from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
@@ -55,9 +57,11 @@ from durq.models import (
     JobControl,
     JobInfo,
     JobState,
+    LibraryInfo,
     Message,
     Progress,
     QueueStats,
+    Trust,
 )
 from durq.protocol.status import Status
 from durq.redaction import Redact
@@ -100,6 +104,8 @@ __all__ = [
     "ShardedQueue",
     "AsyncTopic",
     "Topic",
+    "AsyncNamespace",
+    "Namespace",
     # data
     "CancelResult",
     "CancelStatus",
@@ -113,6 +119,8 @@ __all__ = [
     "Message",
     "Progress",
     "QueueStats",
+    "LibraryInfo",
+    "Trust",
     "Status",
     "Codec",
     "Durability",

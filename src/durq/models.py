@@ -6,6 +6,7 @@ Times are seconds since the epoch, as floats, read from the Redis server's clock
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -22,10 +23,14 @@ __all__ = [
     "JobInfo",
     "JobControl",
     "JobState",
+    "LibraryInfo",
     "Message",
     "Progress",
     "QueueStats",
     "ScheduleInfo",
+    "StepInfo",
+    "Trust",
+    "WorkflowInfo",
 ]
 
 
@@ -383,3 +388,72 @@ class ScheduleInfo:
     def state(self) -> str:
         """``paused``, ``ended`` or ``active``."""
         return "paused" if self.paused else "ended" if self.ended else "active"
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One step of a workflow: its node number, task, queue, job id and state
+    (``waiting``: not started yet; ``starting``: its start is on its way to its queue,
+    in another slot; ``cancelled``: its workflow failed or was cancelled before it ran,
+    or it was stopped; ``done``: finished and gone; else its job's state: pending,
+    active, dead...)."""
+
+    node: int
+    task: str
+    queue: str
+    job_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    """A workflow as stored: ``state`` is running, completed, failed or cancelled; ``waiting_on``
+    maps each open group (node) to how many of its members are still open; ``dead``
+    lists the steps whose death the workflow waits out (policy "wait"); ``run`` is the
+    tag of its submission, part of its steps' job ids."""
+
+    id: str
+    queue: str
+    state: str
+    policy: str
+    created_at: float
+    finished_at: float | None
+    error: dict[str, Any] | None
+    steps: list[StepInfo]
+    waiting_on: dict[int, int]
+    dead: dict[int, Any]
+    plan: Any
+    run: str = ""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many steps are in each state."""
+        return dict(Counter(s.state for s in self.steps))
+
+
+@dataclass(frozen=True)
+class LibraryInfo:
+    """One of durq's Functions libraries on a server."""
+
+    #: ``durq_<hash>``
+    name: str
+    #: how many functions (operations) it registers
+    functions: int
+    #: True for the library of this durq version
+    current: bool
+
+
+class Trust(Enum):
+    """How a client may run durq's scripts on a server, as :func:`trust_library` found."""
+
+    #: durq's own library was there, its code exactly this version's: FCALL
+    VERIFIED = "verified"
+    #: it was missing and this call loaded it: FCALL
+    LOADED = "loaded"
+    #: the server has no Functions (Redis 6.2): EVALSHA
+    NO_FUNCTIONS = "no Functions"
+    #: the user may not list (or, the library missing, load) Functions: EVALSHA
+    NOT_ALLOWED = "not allowed"
+    #: the library is missing and the server, out of memory, refused to load it:
+    #: EVALSHA for now, FCALL once it can be loaded
+    OUT_OF_MEMORY = "out of memory"

@@ -160,7 +160,7 @@ async def test_a_consumer_told_a_job_is_due_in_a_millisecond_does_not_hang(
     try:
         with later(2.0, lambda: other.enqueue("rescue")):  # ends a wait that never would
             start = time.monotonic()
-            jobs = await q.run(_with_next_due(lifecycle.dequeue(q.keys, q.codec, 1, 5.0, 0.2), 1))
+            jobs = await q._run(_with_next_due(lifecycle.dequeue(q.keys, q.codec, 1, 5.0, 0.2), 1))
             elapsed = time.monotonic() - start
     finally:
         other.close()

@@ -84,7 +84,7 @@ async def test_a_running_job_is_flagged_and_ends_cancelled_whatever_its_holder_s
     elif end == "defer":
         assert await q.defer_many([job]) == [Status.CANCELLED]
     elif end == "rate_limited":  # issue 30 bug 1: a RateLimited did undo the cancel
-        assert await q.run(limit_ops.rate_limited(q.keys, [(job, 0.0, "group")])) == [
+        assert await q._run(limit_ops.rate_limited(q.keys, [(job, 0.0, "group")])) == [
             Status.CANCELLED
         ]
     else:

@@ -49,7 +49,9 @@ async def test_at_maxmemory_every_acknowledgement_and_extension_is_applied(
         assert await q.requeue(retried, reason="boom", delay=0) is Status.RETRYING
         assert await q.requeue(dead, reason="fatal", dead=True) is Status.DEAD
         assert await q.defer_many([deferred], 0) == [Status.OK]
-        assert await q.run(limit_ops.rate_limited(q.keys, [(limited, 0.0, "group")])) == [Status.OK]
+        assert await q._run(limit_ops.rate_limited(q.keys, [(limited, 0.0, "group")])) == [
+            Status.OK
+        ]
     stats = await q.stats()
     assert (stats.completed, stats.dead, stats.active, stats.pending) == (2, 1, 0, 3)
     assert await q.wait_result(kept.id, 0) == b'"a result"'

@@ -194,7 +194,7 @@ async def test_a_failure_result_is_stored_only_when_the_job_dies(q: Any, dead: b
 
     await q.enqueue("x", id="res")
     job = await q.dequeue()
-    await q.run(
+    await q._run(
         lifecycle.requeue(q.keys, [(job, 0, b'{"reason":"x"}', dead)], results=[b"failed!"])
     )
     assert await q.wait_result("res", 0) == (b"failed!" if dead else None)

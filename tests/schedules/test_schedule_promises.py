@@ -169,7 +169,7 @@ def test_a_stored_schedule_the_code_never_declared_is_never_reported_missing(
     q = app.queue(app.default_queue)
     row = app.schedule("made-at-runtime", "tick", every=60, args=("log",)).row(origin="api")
     app.schedules.declared.clear()
-    assert q.run(ops.upsert(q.keys, row, None)) == "created"
+    assert q._run(ops.upsert(q.keys, row, None)) == "created"
     app.schedule("declared", "tick", every=60, args=("log",))
     report = app.sync_schedules()
     assert report.created == ["declared"] and report.missing == []

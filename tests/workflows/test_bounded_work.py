@@ -116,7 +116,7 @@ class Big:
         self.meter = Meter(server.pid)
 
     def run(self, op: Op[Any]) -> Any:
-        return self.queue.run(self.meter.serial(op))
+        return self.queue._run(self.meter.serial(op))
 
     def submit(self) -> durq.WorkflowHandle:
         self.client.slowlog_reset()

@@ -43,10 +43,10 @@ def _outbox(queue: durq.Queue) -> OutboxKeys:
 
 def _forward(queue: durq.Queue) -> int:
     """Be the courier of ``queue``'s outbox once: apply every entry, release it."""
-    jobs, _, _ = queue.run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
+    jobs, _, _ = queue._run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
     for job in jobs:
-        assert queue.run(_apply(job.data)) == b"OK"
-    queue.run(lifecycle.release(_outbox(queue), jobs))
+        assert queue._run(_apply(job.data)) == b"OK"
+    queue._run(lifecycle.release(_outbox(queue), jobs))
     return len(jobs)
 
 
@@ -92,11 +92,11 @@ def test_an_outbox_entry_applied_twice_counts_once(wapp: durq.App, log: str) -> 
     step = _take(far)
     far.release_many([step], results=[encode_result(9)])
     # the completion waits in the far queue's outbox: take it, apply it twice
-    jobs, _, _ = far.run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 30.0))
+    jobs, _, _ = far._run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 30.0))
     [entry] = jobs
     assert wf.entry_target(entry.data) == home.keys.prefix
     for _ in range(2):
-        assert far.run(_apply(entry.data)) == b"OK"
+        assert far._run(_apply(entry.data)) == b"OK"
     assert _callback_input(home) == [1, 4, 9]
 
 
@@ -120,9 +120,9 @@ def test_a_courier_dying_after_the_apply_delivers_again_harmlessly(
     for job in (_take(home), _take(home)):
         home.release_many([job], results=[encode_result(1)])
     far.release_many([_take(far)], results=[encode_result(4)])
-    jobs, _, _ = far.run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 0.3))
+    jobs, _, _ = far._run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 0.3))
     [entry] = jobs
-    far.run(_apply(entry.data))  # ... and the courier dies here
+    far._run(_apply(entry.data))  # ... and the courier dies here
     with running_worker(wapp, queues=[home_queue, other]):
         assert handle.result(10) == 3
         # the entry comes back after its lease and is delivered (again)
@@ -143,11 +143,11 @@ def test_a_start_delivered_twice_enqueues_once(wapp: durq.App, log: str) -> None
     home, far = wapp.queue(wapp.default_queue), wapp.queue(other)
     home.release_many([_take(home)], results=[encode_result(1)])
     home.release_many([_take(home)], results=[encode_result(4)])
-    jobs, _, _ = home.run(lifecycle.fetch(_outbox(home), PayloadCodec(), 10, 30.0))
+    jobs, _, _ = home._run(lifecycle.fetch(_outbox(home), PayloadCodec(), 10, 30.0))
     [entry] = jobs
     assert entry.data.startswith(b"S\0")
-    home.run(_apply(entry.data))
-    home.run(_apply(entry.data))
+    home._run(_apply(entry.data))
+    home._run(_apply(entry.data))
     step = _take(far)
     assert step.id == handle.step_id(4) and step.payload[1] == [5]
     assert far.dequeue() is None

@@ -19,7 +19,7 @@ def test_a_cancelled_workflows_step_given_back_by_rate_limited_ends_cancelled(
     step = queue.dequeue()
     assert step is not None
     assert handle.cancel() is durq.CancelStatus.CANCELLED  # the running step is flagged
-    assert queue.run(limit_ops.rate_limited(queue.keys, [(step, 0.0, "queue")])) == [
+    assert queue._run(limit_ops.rate_limited(queue.keys, [(step, 0.0, "queue")])) == [
         Status.CANCELLED
     ]
     assert queue.dequeue() is None  # it did not come back; nothing else starts

@@ -130,8 +130,9 @@ class AsyncQueue(AsyncQueueAdmin):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
-    async def run(self, op: Op[T]) -> T:
-        """Run a protocol operation (from ``durq.protocol``) against this queue's server."""
+    async def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation (from ``durq.protocol``) against this queue's server:
+        for durq's own layers (the app, the worker), not a public API."""
         return await self._driver.run(op)
 
     async def aclose(self) -> None:
@@ -415,7 +416,7 @@ class AsyncQueue(AsyncQueueAdmin):
 
     # -- for workers ------------------------------------------------------------------
 
-    async def run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
+    async def _run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
         """Run several operations at once, their first requests in one round trip (a
         worker's acknowledgements and its next fetch): each result, or the exception
         its operation raised."""

@@ -112,9 +112,10 @@ class AsyncShardedQueue:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def run(self, op: Op[T]) -> T:
-        """Run a protocol operation that names no queue key (e.g. server checks)."""
-        return await self.shards[0].run(op)
+    async def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation that names no queue key (e.g. server checks): for
+        durq's own layers, not a public API."""
+        return await self.shards[0]._run(op)
 
     # -- routing ------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class AsyncShardedQueue:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
         space = NamespaceKeys(self.namespace)
-        await self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
+        await self.shards[0]._run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------

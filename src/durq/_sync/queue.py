@@ -130,8 +130,9 @@ class Queue(QueueAdmin):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
-    def run(self, op: Op[T]) -> T:
-        """Run a protocol operation (from ``durq.protocol``) against this queue's server."""
+    def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation (from ``durq.protocol``) against this queue's server:
+        for durq's own layers (the app, the worker), not a public API."""
         return self._driver.run(op)
 
     def close(self) -> None:
@@ -415,7 +416,7 @@ class Queue(QueueAdmin):
 
     # -- for workers ------------------------------------------------------------------
 
-    def run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
+    def _run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
         """Run several operations at once, their first requests in one round trip (a
         worker's acknowledgements and its next fetch): each result, or the exception
         its operation raised."""

@@ -111,9 +111,10 @@ class ShardedQueue:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, op: Op[T]) -> T:
-        """Run a protocol operation that names no queue key (e.g. server checks)."""
-        return self.shards[0].run(op)
+    def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation that names no queue key (e.g. server checks): for
+        durq's own layers, not a public API."""
+        return self.shards[0]._run(op)
 
     # -- routing ------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ class ShardedQueue:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
         space = NamespaceKeys(self.namespace)
-        self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
+        self.shards[0]._run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------

@@ -228,25 +228,22 @@ class Schedules:
             registered.register()
         if not plan:
             return SyncReport()
-        return self.app.queue(next(iter(plan))).run(self._sync(plan, remove_missing))
+        return self.app.queue(next(iter(plan)))._run(self._sync(plan, remove_missing))
 
     def all(self, queue: str | None = None) -> list[ScheduleInfo]:
         """Every schedule stored for ``queue`` (default: the app's queues), with state."""
         out: list[ScheduleInfo] = []
         for name in self._queues(None if queue is None else [queue]):
-            q = self.app.queue(name)
-            out += q.run(ops.list_all(q.keys))
+            out += self.app.queue(name).schedules()
         return out
 
     def get(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
         """Schedule ``name`` as stored, or None."""
-        q = self.app.queue(self.queue_of(name, queue))
-        found = q.run(ops.get(q.keys, [name]))
-        return found[0] if found else None
+        return self.app.queue(self.queue_of(name, queue)).schedule(name)
 
     def _control(self, action: str, name: str, queue: str | None) -> Any:
         q = self.app.queue(self.queue_of(name, queue))
-        result = q.run(ops.control(q.keys, action, name))
+        result = q.control_schedule(action, name)
         if result is None:
             raise KeyError(f"no schedule {name!r} in queue {q.name!r}")
         return result
@@ -289,17 +286,15 @@ class Schedules:
         if not plan:
             return SyncReport()
         q = self.app.aqueue(next(iter(plan)), client=client)
-        return await q.run(self._sync(plan, remove_missing))
+        return await q._run(self._sync(plan, remove_missing))
 
     async def aget(self, name: str, queue: str | None = None) -> ScheduleInfo | None:
         """``get`` for asyncio code."""
-        q = self.app.aqueue(self.queue_of(name, queue))
-        found = await q.run(ops.get(q.keys, [name]))
-        return found[0] if found else None
+        return await self.app.aqueue(self.queue_of(name, queue)).schedule(name)
 
     async def _acontrol(self, action: str, name: str, queue: str | None) -> Any:
         q = self.app.aqueue(self.queue_of(name, queue))
-        result = await q.run(ops.control(q.keys, action, name))
+        result = await q.control_schedule(action, name)
         if result is None:
             raise KeyError(f"no schedule {name!r} in queue {q.name!r}")
         return result

@@ -43,14 +43,12 @@ from durq.app.task import Call, Task
 from durq.codec import check_json
 from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
 from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
-from durq.models import CancelStatus
+from durq.models import CancelStatus, StepInfo, WorkflowInfo
 from durq.payloads import build_call, decode_result
 from durq.protocol import workflows as wf
 from durq.protocol.args import PRIORITY_RANGE, delay_ms, int_in, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.control import expiry
-from durq.protocol.status import Status
-from durq.protocol.workflows import StepInfo, WorkflowInfo
 
 if TYPE_CHECKING:
     from durq.app.app import App
@@ -138,7 +136,7 @@ class _Flow:
                 s.register()
 
         def attempt() -> tuple[bool, str]:
-            return queue.run(sub.op())
+            return queue._run(sub.op())
 
         created, run = sync_retrying(attempt, app.enqueue_retry_for)
         return WorkflowHandle(app, sub.home_queue, sub.id, created=created, run=run)
@@ -163,7 +161,7 @@ class _Flow:
                 await s.register()
 
         async def attempt() -> tuple[bool, str]:
-            return await queue.run(sub.op())
+            return await queue._run(sub.op())
 
         created, run = await async_retrying(attempt, app.enqueue_retry_for)
         return WorkflowHandle(app, sub.home_queue, sub.id, created=created, run=run)
@@ -249,13 +247,11 @@ class WorkflowHandle:
     def status(self) -> WorkflowInfo | None:
         """The workflow now: its state, each step's state, where it waits (None once
         its summary expired)."""
-        queue = self.app.queue(self.queue)
-        return queue.run(wf.info(queue.keys, self.id))
+        return self.app.queue(self.queue).workflow(self.id)
 
     async def astatus(self) -> WorkflowInfo | None:
         """``status`` for asyncio code."""
-        queue = self.app.aqueue(self.queue)
-        return await queue.run(wf.info(queue.keys, self.id))
+        return await self.app.aqueue(self.queue).workflow(self.id)
 
     def cancel(self) -> CancelStatus:
         """Cancel the workflow: it ends ``cancelled`` and its callback never runs. Its
@@ -264,22 +260,20 @@ class WorkflowHandle:
         Returns CANCELLED, or FINISHED when it had ended already (nothing changed: see
         ``status()``). Raises JobNotFound for a workflow unknown to its home queue (or
         whose summary expired)."""
-        queue = self.app.queue(self.queue)
-        return _cancel_status(self, queue.run(wf.cancel(queue.keys, self.id)))
+        return _cancel_status(self, self.app.queue(self.queue).cancel_workflow(self.id)[0])
 
     async def acancel(self) -> CancelStatus:
         """``cancel`` for asyncio code."""
-        queue = self.app.aqueue(self.queue)
-        return _cancel_status(self, await queue.run(wf.cancel(queue.keys, self.id)))
+        status, _state = await self.app.aqueue(self.queue).cancel_workflow(self.id)
+        return _cancel_status(self, status)
 
 
-def _cancel_status(handle: WorkflowHandle, reply: tuple[Status, str | None]) -> CancelStatus:
-    status = reply[0]
-    if status is Status.NOT_FOUND:
+def _cancel_status(handle: WorkflowHandle, status: CancelStatus) -> CancelStatus:
+    if status is CancelStatus.NOT_FOUND:
         error = JobNotFound(handle.id)
         error.args = (f"no workflow {handle.id!r} in queue {handle.queue}",)
         raise error
-    return CancelStatus.CANCELLED if status is Status.CANCELLED else CancelStatus.FINISHED
+    return status
 
 
 def _value(workflow_id: str, raw: bytes | None, timeout: float) -> Any:

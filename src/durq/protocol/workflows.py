@@ -34,6 +34,7 @@ from durq.keys import (
     workflow_key,
     workflow_structure_key,
 )
+from durq.models import StepInfo, WorkflowInfo
 from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
@@ -45,14 +46,13 @@ __all__ = [
     "Compiled",
     "GroupSpec",
     "NodeSpec",
-    "StepInfo",
     "StepSpec",
-    "WorkflowInfo",
     "cancel",
     "compile_workflow",
     "counters",
     "deliver_call",
     "entry_target",
+    "exists",
     "info",
     "new_run",
     "running",
@@ -290,6 +290,13 @@ def submit(
     return Status(status) is Status.CREATED, used.decode()
 
 
+def exists(home: QueueKeys, workflow_id: str) -> Op[bool]:
+    """True when home queue ``home`` holds workflow ``workflow_id`` (running, or ended
+    and its summary kept)."""
+    reply = yield Command(("EXISTS", workflow_key(home.prefix, workflow_id)))
+    return bool(reply)
+
+
 def cancel(home: QueueKeys, workflow_id: str) -> Op[tuple[Status, str | None]]:
     """Cancel workflow ``workflow_id`` of home queue ``home`` (workflow_cancel.lua):
     (CANCELLED, "cancelled") when it was running and ended now; (FINISHED, its state)
@@ -313,47 +320,6 @@ def deliver_call(entry: bytes) -> ScriptCall:
 
 
 # -- reading ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepInfo:
-    """One step of a workflow: its node number, task, queue, job id and state
-    (``waiting``: not started yet; ``starting``: its start is on its way to its queue,
-    in another slot; ``cancelled``: its workflow failed or was cancelled before it ran,
-    or it was stopped; ``done``: finished and gone; else its job's state: pending,
-    active, dead...)."""
-
-    node: int
-    task: str
-    queue: str
-    job_id: str
-    state: str
-
-
-@dataclass(frozen=True)
-class WorkflowInfo:
-    """A workflow as stored: ``state`` is running, completed, failed or cancelled; ``waiting_on``
-    maps each open group (node) to how many of its members are still open; ``dead``
-    lists the steps whose death the workflow waits out (policy "wait"); ``run`` is the
-    tag of its submission, part of its steps' job ids."""
-
-    id: str
-    queue: str
-    state: str
-    policy: str
-    created_at: float
-    finished_at: float | None
-    error: dict[str, Any] | None
-    steps: list[StepInfo]
-    waiting_on: dict[int, int]
-    dead: dict[int, Any]
-    plan: Any
-    run: str = ""
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """How many steps are in each state."""
-        return dict(Counter(s.state for s in self.steps))
 
 
 def _walk_steps(plan: Any, out: list[dict[str, Any]]) -> list[dict[str, Any]]:

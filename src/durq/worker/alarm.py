@@ -65,4 +65,4 @@ class Alarm:
     async def _send(self) -> None:
         # on failure the wait ends by its own timeout, a little later
         with contextlib.suppress(RedisError, DurqError, OSError):
-            await self.queue.run(wake.ring(self.ring_key, _RING_TTL_MS))
+            await self.queue._run(wake.ring(self.ring_key, _RING_TTL_MS))

@@ -74,7 +74,7 @@ class OutboxCourier:
                     op = lifecycle.fetch_after_wait(
                         self.keys, self._codec, self.batch, self.lease, block
                     )
-                jobs, next_ms, _ = await self.queue.run(op)
+                jobs, next_ms, _ = await self.queue._run(op)
                 failures = 0
             except _TRANSIENT:
                 failures += 1
@@ -117,7 +117,7 @@ class OutboxCourier:
     ) -> None:
         """Apply entries of one target slot, in one round trip."""
         try:
-            replies = await self.queue.run(_send(tuple(_apply_call(j.data) for j in group)))
+            replies = await self.queue._run(_send(tuple(_apply_call(j.data) for j in group)))
         except (DurqError, RedisError, OSError) as exc:  # the target slot is unreachable
             retry.extend((j, f"{type(exc).__name__}: {exc}") for j in group)
             return
@@ -143,10 +143,10 @@ class OutboxCourier:
         items += [(j, 0.0, _reason(why), True) for j, why in bad]
         try:
             if done:
-                await self.queue.run(lifecycle.release(self.keys, done))
+                await self.queue._run(lifecycle.release(self.keys, done))
                 self.delivered += len(done)
             if items:
-                await self.queue.run(lifecycle.requeue(self.keys, items))
+                await self.queue._run(lifecycle.requeue(self.keys, items))
         except (DurqError, RedisError, OSError) as exc:
             # the entries come back when their leases end and are applied again: harmless
             log.warning("outbox of %s: acknowledging failed: %s", name, exc)

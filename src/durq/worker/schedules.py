@@ -83,7 +83,7 @@ class ScheduleKeeper:
     async def refill(self) -> None:
         """Store more ticks for the cron schedules that asked for them."""
         for queue in self.queues:
-            done = await queue.run(ops.refill(queue.keys, timing_of))
+            done = await queue._run(ops.refill(queue.keys, timing_of))
             if done:
                 log.debug("refilled the ticks of %d schedules of %s", done, queue.name)
 

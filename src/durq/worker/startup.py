@@ -26,7 +26,7 @@ log = logging.getLogger("durq.worker")
 async def check_server(queue: AsyncQueue) -> None:
     """Say loudly when the server's settings can lose jobs."""
     try:
-        found = await queue.run(server_warnings())
+        found = await queue._run(server_warnings())
     except Exception as exc:  # best effort: the worker runs regardless
         log.debug("could not read the server's settings: %s", exc)
         return
