@@ -23,17 +23,18 @@ from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.app.handle import JobHandle
+from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
-from durq.app.task import Call, PlainCall, Task, TaskConfig
+from durq.app.task import Call, Task, TaskCall, TaskConfig
 from durq.app.topics import AppTopic
 from durq.backoff import Backoff
-from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES
+from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
-from durq.models import Message
-from durq.protocol.args import lease_ms, new_ids
+from durq.models import EnqueueResult
+from durq.protocol.args import lease_ms
 from durq.redaction import Redact
 from durq.transport import connection
 
@@ -41,14 +42,6 @@ __all__ = ["App"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _jobs(encoded: list[tuple[int, bytes]]) -> list[tuple[str, int, bytes]]:
-    """Encoded payloads as ``(id, codec, data)`` jobs under fresh ids."""
-    ids = new_ids(len(encoded))
-    if len(encoded) == 1:  # Task.enqueue: no zip, no comprehension
-        return [(ids[0], *encoded[0])]
-    return [(i, c, d) for i, (c, d) in zip(ids, encoded, strict=True)]
 
 
 class App:
@@ -101,6 +94,8 @@ class App:
         self.namespace = namespace
         self.serializer = serializer
         self.max_payload_bytes = max_payload_bytes
+        # the codec of every queue of the app: task calls are encoded with it once
+        self.codec = PayloadCodec(serializer, max_payload_bytes)
         self.default_queue = check_queue_name(default_queue)
         lease_ms(lease)
         self.lease = lease
@@ -417,61 +412,48 @@ class App:
 
     # -- enqueueing -------------------------------------------------------------------
 
-    def _batches(self, calls: Sequence[Call[Any]]) -> dict[str, list[tuple[int, Message]]]:
-        by_queue: dict[str, list[tuple[int, Message]]] = {}
-        for i, call in enumerate(calls):
-            if call.task.app is not self:
-                raise InvalidArgument(f"task {call.task.name} belongs to another App")
-            queue = call.options.queue or call.task.queue
-            by_queue.setdefault(queue, []).append((i, call.task.message(call)))
-        return by_queue
-
-    def enqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
-        """Enqueue calls of ``task`` without per-job options, in one round trip: the path
-        of ``Task.enqueue`` and ``Task.enqueue_many``, which skips the per-message
-        options of ``enqueue_calls`` (same checks, script and results)."""
-        name = task.queue
-        if task.app is not self or name in self.shards:
-            return self.enqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
-        queue = self.queue(name)
-        jobs = _jobs(task.encode_calls(calls, queue.codec))
-        results = queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
-        return [JobHandle(self, name, result, task) for result in results]
-
-    async def aenqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
-        """``enqueue_plain`` for asyncio code."""
-        name = task.queue
-        if task.app is not self or name in self.shards:
-            return await self.aenqueue_calls([Call(task, args, dict(kw)) for args, kw in calls])
-        queue = self.aqueue(name)
-        jobs = _jobs(task.encode_calls(calls, queue.codec))
-        results = await queue.enqueue_encoded(jobs, max_attempts=task.config.max_attempts)
-        return [JobHandle(self, name, result, task) for result in results]
-
     def enqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
-        """Enqueue prepared calls, one round trip per queue; handles in order."""
-        calls = list(calls)
-        handles: list[Any] = [None] * len(calls)
-        for queue, items in self._batches(calls).items():
-            messages = [m for _, m in items]
-            if queue in self.shards:
-                results = self.sharded_queue(queue).enqueue_many(messages)
-            else:
-                results = self.queue(queue).enqueue_many(messages)
-            for (i, _), result in zip(items, results, strict=True):
-                handles[i] = JobHandle(self, result.queue or queue, result, calls[i].task)
-        return handles
+        """Enqueue prepared calls (``task.call(...)``, each with its options), one round
+        trip per queue; handles in order."""
+        return self._enqueue([(c.task, c.args, c.kwargs, c.options) for c in calls])
 
     async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
         """``enqueue_calls`` for asyncio code."""
-        calls = list(calls)
+        return await self._aenqueue([(c.task, c.args, c.kwargs, c.options) for c in calls])
+
+    def _enqueue(self, calls: Sequence[TaskCall]) -> list[JobHandle[Any]]:
+        """The one way of every task call to Redis (``durq.app.jobs``): checked and
+        encoded once, handed to its queue, one round trip per queue; handles in order."""
         handles: list[Any] = [None] * len(calls)
-        for queue, items in self._batches(calls).items():
-            messages = [m for _, m in items]
-            if queue in self.shards:
-                results = await self.asharded_queue(queue).enqueue_many(messages)
+        for batch in batches(self, calls, self.codec):
+            name = batch.queue
+            if batch.plain and name not in self.shards:
+                queue = self.queue(name)
+                results = queue.enqueue_encoded(batch.jobs(), max_attempts=batch.max_attempts)
+            elif name in self.shards:
+                results = self.sharded_queue(name).enqueue_many(batch.messages())
             else:
-                results = await self.aqueue(queue).enqueue_many(messages)
-            for (i, _), result in zip(items, results, strict=True):
-                handles[i] = JobHandle(self, result.queue or queue, result, calls[i].task)
+                results = self.queue(name).enqueue_many(batch.messages())
+            self._hand_out(batch, results, handles)
         return handles
+
+    async def _aenqueue(self, calls: Sequence[TaskCall]) -> list[JobHandle[Any]]:
+        """``_enqueue`` for asyncio code."""
+        handles: list[Any] = [None] * len(calls)
+        for batch in batches(self, calls, self.codec):
+            name = batch.queue
+            if batch.plain and name not in self.shards:
+                queue = self.aqueue(name)
+                jobs = batch.jobs()
+                results = await queue.enqueue_encoded(jobs, max_attempts=batch.max_attempts)
+            elif name in self.shards:
+                results = await self.asharded_queue(name).enqueue_many(batch.messages())
+            else:
+                results = await self.aqueue(name).enqueue_many(batch.messages())
+            self._hand_out(batch, results, handles)
+        return handles
+
+    def _hand_out(self, batch: Batch, results: list[EnqueueResult], handles: list[Any]) -> None:
+        """The handles of a batch's jobs, in their places in ``handles``."""
+        for i, call, result in zip(batch.at, batch.calls, results, strict=True):
+            handles[i] = JobHandle(self, result.queue or batch.queue, result, call[0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
@@ -23,10 +23,12 @@ from durq.models import Message
 from durq.payloads import build_call
 
 __all__ = [
+    "NO_OPTIONS",
     "Call",
     "Fail",
     "Retry",
     "Task",
+    "TaskCall",
     "TaskCaller",
     "TaskConfig",
     "TaskOwner",
@@ -34,10 +36,6 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-#: a call without per-job options: positional and keyword arguments
-PlainCall = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 class TaskOwner(HandleOwner, Protocol):
@@ -55,16 +53,12 @@ class TaskOwner(HandleOwner, Protocol):
         """Enqueue prepared calls; their handles in order."""
         ...
 
-    async def aenqueue_calls(self, calls: Iterable[Call[Any]]) -> list[JobHandle[Any]]:
-        """``enqueue_calls`` for asyncio code."""
+    def _enqueue(self, calls: Sequence[TaskCall]) -> list[JobHandle[Any]]:
+        """The one path of every task call to its queue; handles in order."""
         ...
 
-    def enqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
-        """Enqueue calls of ``task`` without per-job options; their handles in order."""
-        ...
-
-    async def aenqueue_plain(self, task: Task[Any, Any], calls: Sequence[PlainCall]) -> list[Any]:
-        """``enqueue_plain`` for asyncio code."""
+    async def _aenqueue(self, calls: Sequence[TaskCall]) -> list[JobHandle[Any]]:
+        """``_enqueue`` for asyncio code."""
         ...
 
 
@@ -116,6 +110,16 @@ class _EnqueueOptions:
     keep_last: bool | None = None
 
 
+#: the options of a call that has none of its own (shared: never changed)
+NO_OPTIONS = _EnqueueOptions()
+#: the keyword arguments of a call that has none (shared: encoding only reads them)
+_NO_KWARGS: dict[str, Any] = {}
+
+#: a task call on its way to its queue: the task, its positional and keyword arguments,
+#: its per-job options (a plain tuple: ``Task.enqueue`` makes one per call)
+TaskCall = tuple["Task[Any, Any]", tuple[Any, ...], dict[str, Any], _EnqueueOptions]
+
+
 @dataclass(frozen=True)
 class Call(Generic[R]):
     """A prepared call of a task, for ``enqueue_many``: ``task.call(*args, **kwargs)``;
@@ -125,7 +129,7 @@ class Call(Generic[R]):
     task: Task[Any, R]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    options: _EnqueueOptions = field(default_factory=_EnqueueOptions)
+    options: _EnqueueOptions = NO_OPTIONS
     immutable: bool = False
 
     def with_options(self, **options: Any) -> Call[R]:
@@ -154,29 +158,25 @@ class TaskCaller(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one call; returns its handle."""
-        return self.task.app.enqueue_calls([self.call(*args, **kwargs)])[0]
+        return self.task.app._enqueue(((self.task, args, kwargs, self._options),))[0]
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for asyncio code."""
-        return (await self.task.app.aenqueue_calls([self.call(*args, **kwargs)]))[0]
+        return (await self.task.app._aenqueue(((self.task, args, kwargs, self._options),)))[0]
 
     def enqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """Enqueue many calls with these options, as ``Task.enqueue_many`` does (items
         made with ``call(...)`` keep their own options)."""
-        return self.task.app.enqueue_calls([self._as_call(c) for c in calls])
+        return self.task.app._enqueue([self.task._task_call(c, self._options) for c in calls])
 
     async def aenqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """``enqueue_many`` for asyncio code."""
-        return await self.task.app.aenqueue_calls([self._as_call(c) for c in calls])
-
-    def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
-        if isinstance(item, Call):
-            return item
-        return replace(self.task._as_call(item), options=self._options)
+        items = [self.task._task_call(c, self._options) for c in calls]
+        return await self.task.app._aenqueue(items)
 
 
 class Task(Generic[P, R]):
@@ -266,109 +266,87 @@ class Task(Generic[P, R]):
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one call of this task; returns its handle."""
-        handles: list[JobHandle[R]] = self.app.enqueue_plain(self, ((args, kwargs),))
-        return handles[0]
+        return self.app._enqueue(((self, args, kwargs, NO_OPTIONS),))[0]
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for asyncio code."""
-        handles: list[JobHandle[R]] = await self.app.aenqueue_plain(self, ((args, kwargs),))
-        return handles[0]
+        return (await self.app._aenqueue(((self, args, kwargs, NO_OPTIONS),)))[0]
 
     def enqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """Enqueue many calls in one round trip per queue. Items are ``task.call(...)``
         results, tuples of positional arguments, or dicts of keyword arguments."""
-        items = list(calls)
-        plain = self._plain_calls(items)
-        if plain is not None:
-            handles: list[JobHandle[R]] = self.app.enqueue_plain(self, plain)
-            return handles
-        return self.app.enqueue_calls([self._as_call(c) for c in items])
+        return self.app._enqueue([self._task_call(c, NO_OPTIONS) for c in calls])
 
     async def aenqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """``enqueue_many`` for asyncio code."""
-        items = list(calls)
-        plain = self._plain_calls(items)
-        if plain is not None:
-            handles: list[JobHandle[R]] = await self.app.aenqueue_plain(self, plain)
-            return handles
-        return await self.app.aenqueue_calls([self._as_call(c) for c in items])
+        return await self.app._aenqueue([self._task_call(c, NO_OPTIONS) for c in calls])
 
-    def _plain_calls(self, items: list[Any]) -> list[PlainCall] | None:
-        """``items`` as calls without options when all are tuples of positional
-        arguments (the common bulk form), else None (each item is taken in turn)."""
-        empty: dict[str, Any] = {}
-        for item in items:
-            if type(item) is not tuple:
-                return None
-        # the dict is never changed: encode_calls only reads it
-        return [(item, empty) for item in items]
-
-    def encode_calls(
-        self, calls: Sequence[PlainCall], codec: PayloadCodec
-    ) -> list[tuple[int, bytes]]:
-        """The payloads of calls without per-job options, checked as ``message`` checks
-        them and encoded with ``codec``: ``(codec, data)`` each. Plain JSON arguments take
-        one pass each and the signature check is remembered per argument shape; anything
-        else goes through ``message``, which words the error."""
-        out: list[tuple[int, bytes]] = []
-        arity = self._check.shapes
-        traced = tracing.enabled()
-        name = self.name
-        for args, kwargs in calls:
-            try:
-                problem = arity[(len(args), *kwargs) if kwargs else len(args)]
-            except KeyError:
-                problem = self.arguments_problem(args, kwargs)  # remembers it
-            if problem is not None:
-                raise InvalidArgument(problem)
-            encoded = None if traced else codec.encode_call(name, args, kwargs)
-            if encoded is None:
-                encoded = codec.encode(self.message(Call(self, args, kwargs)).payload)
-            out.append(encoded)
-        return out
-
-    def _as_call(self, item: Call[R] | tuple[Any, ...] | dict[str, Any]) -> Call[R]:
+    def _task_call(
+        self, item: Call[Any] | tuple[Any, ...] | dict[str, Any], options: _EnqueueOptions
+    ) -> TaskCall:
+        """An item of ``enqueue_many`` as a task call: a tuple of positional arguments
+        or a dict of keyword arguments with ``options``; a ``call(...)`` with its own."""
+        if type(item) is tuple:
+            return (self, item, _NO_KWARGS, options)
         if isinstance(item, Call):
-            return item
-        if isinstance(item, tuple):
-            return Call(self, item, {})
+            return (item.task, item.args, item.kwargs, item.options)
         if isinstance(item, dict):
-            return Call(self, (), dict(item))
+            return (self, (), dict(item), options)
         raise InvalidArgument(
             f"enqueue_many takes task.call(...) items, tuples of args or dicts of kwargs, "
             f"not {type(item).__name__}"
         )
+
+    def encode(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        options: _EnqueueOptions,
+        codec: PayloadCodec,
+        traced: bool | None = None,
+    ) -> tuple[int, bytes]:
+        """A call's job payload, checked and encoded with ``codec`` once: ``(codec,
+        data)``. The signature check is remembered per argument shape; plain JSON
+        arguments take one pass (``PayloadCodec.encode_call``); anything else, or a call
+        that carries a trace context, is checked argument by argument (an error names
+        the argument) and encoded whole. ``traced``: whether tracing is on, when the
+        caller looked it up once for many calls."""
+        try:
+            problem = self._check.shapes[(len(args), *kwargs) if kwargs else len(args)]
+        except KeyError:
+            problem = self.arguments_problem(args, kwargs)  # remembers it
+        if problem is not None:
+            raise InvalidArgument(problem)
+        meta = None
+        if tracing.enabled() if traced is None else traced:  # the job carries its trace
+            meta = tracing.enqueue_meta(self.name, options.queue or self.queue, options.id)
+        if meta is None:
+            encoded = codec.encode_call(self.name, args, kwargs)
+            if encoded is not None:
+                return encoded
+        return codec.encode(self._payload(args, kwargs, meta))
 
     def arguments_problem(self, args: Any, kwargs: Any) -> str | None:
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
         return self._check.problem(args, kwargs)
 
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
-        """The queue message for ``call``: arguments checked, payload built."""
+        """The queue message for ``call``, with its options: arguments checked, payload
+        built (for code that hands a task's job to a queue itself, or checks a call
+        early, as ``durq.contrib.django.enqueue_on_commit`` does)."""
         args, kwargs = call.args, call.kwargs
         problem = self.arguments_problem(args, kwargs)
         if problem is not None:
             raise InvalidArgument(problem)
-        try:
-            check_json(list(args), "args")
-            check_json(kwargs, "kwargs")
-        except NotSerializable:
-            # name the parameter, not a position in the payload
-            for pname, value in self.signature.bind(*args, **kwargs).arguments.items():
-                try:
-                    check_json(value, f"argument {pname!r}")
-                except NotSerializable as exc:
-                    raise NotSerializable(f"{self.name}(): {exc}") from None
-            raise
         o = call.options
         if meta is None:  # the job carries the producer's trace context, if tracing is on
             meta = tracing.enqueue_meta(self.name, o.queue or self.queue, o.id)
         return Message(
-            build_call(self.name, list(args), kwargs, meta),
+            self._payload(args, kwargs, meta),
             o.id,
             o.delay,
             o.priority,
@@ -382,3 +360,22 @@ class Task(Generic[P, R]):
             o.max_wait,
             o.keep_last,
         )
+
+    def _payload(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], meta: Mapping[str, Any] | None
+    ) -> list[Any]:
+        """The payload ``[name, args, kwargs(, meta)]`` of a call whose arguments fit the
+        signature, after checking that they are plain JSON data (an error names the
+        parameter)."""
+        try:
+            check_json(list(args), "args")
+            check_json(kwargs, "kwargs")
+        except NotSerializable:
+            # name the parameter, not a position in the payload
+            for pname, value in self.signature.bind(*args, **kwargs).arguments.items():
+                try:
+                    check_json(value, f"argument {pname!r}")
+                except NotSerializable as exc:
+                    raise NotSerializable(f"{self.name}(): {exc}") from None
+            raise
+        return build_call(self.name, list(args), kwargs, meta)
