@@ -5,6 +5,8 @@ leases, fence late completions, retry with backoff, dead-letter with reasons, an
 groups of jobs in turn. See README.md and docs/design.md.
 """
 
+import warnings
+
 from durq._async.namespace import AsyncNamespace
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
@@ -15,15 +17,14 @@ from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app.app import App
-from durq.app.handle import Cancelled, Expired, JobFailed, JobHandle
+from durq.app.handle import JobHandle
 from durq.app.schedule_control import SyncReport
 from durq.app.schedule_spec import Schedule, ScheduleInfo
-from durq.app.task import Call, Fail, Retry, Task
+from durq.app.task import Call, Task
 from durq.app.workflows import (
     Chain,
     Group,
     StepInfo,
-    WorkflowFailed,
     WorkflowHandle,
     WorkflowInfo,
     chain,
@@ -33,20 +34,28 @@ from durq.app.workflows import (
 from durq.backoff import Backoff, exponential, fixed
 from durq.codec import Codec
 from durq.context import current_job
-from durq.durability import Durability, NotDurable
+from durq.durability import Durability
 from durq.errors import (
+    Cancelled,
     CorruptQueue,
     DurqError,
+    Expired,
+    Fail,
     ForeignLibrary,
     InvalidArgument,
+    JobFailed,
     JobNotFound,
     LeaseLost,
+    NotDurable,
     NotSerializable,
     PayloadError,
     PayloadRefused,
     PayloadTooLarge,
+    RateLimited,
+    Retry,
+    WorkflowFailed,
 )
-from durq.limits import FlowInfo, ParkedGroup, Rate, RateLimited
+from durq.limits import FlowInfo, ParkedGroup, Rate
 from durq.models import (
     CancelResult,
     CancelStatus,
@@ -59,11 +68,11 @@ from durq.models import (
     JobState,
     LibraryInfo,
     Message,
+    Outcome,
     Progress,
     QueueStats,
     Trust,
 )
-from durq.protocol.status import Status
 from durq.redaction import Redact
 
 __all__ = [
@@ -119,9 +128,9 @@ __all__ = [
     "Message",
     "Progress",
     "QueueStats",
+    "Outcome",
     "LibraryInfo",
     "Trust",
-    "Status",
     "Codec",
     "Durability",
     # secrets kept out of sight
@@ -144,3 +153,16 @@ __all__ = [
     "PayloadTooLarge",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # durq.Status, the scripts' wire codes, was what the batch methods returned before
+    # durq.Outcome; the name stays for a while, as Outcome (same member names)
+    if name == "Status":
+        warnings.warn(
+            "durq.Status is deprecated: the batch methods return durq.Outcome",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Outcome
+    raise AttributeError(f"module 'durq' has no attribute {name!r}")

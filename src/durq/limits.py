@@ -11,17 +11,16 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from durq.errors import InvalidArgument
 
-__all__ = ["FlowInfo", "ParkedGroup", "Rate", "RateLimited"]
+__all__ = ["FlowInfo", "ParkedGroup", "Rate"]
 
 MAX_PER = 366 * 86400.0
 """The longest period of a rate: a year (in seconds)."""
 MAX_LIMIT = 1_000_000
 MAX_BURST = 1_000_000
-MAX_RETRY_AFTER = 366 * 86400.0
 
 _UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _TEXT = re.compile(
@@ -115,34 +114,6 @@ class Rate:
         if shards == 1:
             return self
         return Rate(self.limit, per=self.per_ms * shards / 1000, burst=-(-self.burst // shards))
-
-
-class RateLimited(Exception):
-    """Raise from a task when an upstream says "slow down" (an HTTP 429, a quota error).
-
-    The job goes back to the head of its group without counting an attempt (however
-    often it happens, it never dead-letters the job), and its scope pauses for
-    ``retry_after`` seconds for every worker: ``"group"`` (the default) pauses the job's
-    group (ungrouped jobs form one group), ``"queue"`` the whole queue. Failures still
-    count attempts as usual.
-    """
-
-    def __init__(self, retry_after: float, *, scope: Literal["group", "queue"] = "group") -> None:
-        if (
-            isinstance(retry_after, bool)
-            or not isinstance(retry_after, (int, float))
-            or not math.isfinite(retry_after)
-            or not 0 <= retry_after <= MAX_RETRY_AFTER
-        ):
-            raise InvalidArgument(
-                f"retry_after must be a number of seconds in 0..{MAX_RETRY_AFTER:.0f}, "
-                f"got {retry_after!r}"
-            )
-        if scope not in ("group", "queue"):
-            raise InvalidArgument(f"scope must be 'group' or 'queue', got {scope!r}")
-        super().__init__(f"rate limited: retry after {retry_after:g} s ({scope})")
-        self.retry_after = float(retry_after)
-        self.scope = scope
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ __all__ = [
     "JobState",
     "LibraryInfo",
     "Message",
+    "Outcome",
     "Progress",
     "QueueStats",
     "ScheduleInfo",
@@ -235,6 +236,27 @@ class Progress:
     fraction: float
     info: Any = None
     at: float | None = None
+
+
+class Outcome(str, Enum):
+    """What a call did to one job, for the batch methods of the queues
+    (``release_many``, ``requeue``, ``requeue_many``, ``extend_many``, ``defer_many``)."""
+
+    OK = "ok"  #: done as asked
+    CREATED = "created"  #: a new job (or schedule) was stored
+    EXISTS = "exists"  #: a job of that id exists: nothing was added
+    DEDUPLICATED = "deduplicated"  #: a pending job holds the dedup key: that job stands
+    REPLACED = "replaced"  #: the pending job of the dedup key was replaced
+    RETRYING = "retrying"  #: the failed job comes back for another attempt
+    DEAD = "dead"  #: the job went to the dead letters
+    CANCELLED = "cancelled"  #: the job was (or had been) cancelled
+    CANCELLING = "cancelling"  #: the job runs: its worker stops it
+    FINISHED = "finished"  #: the job had ended already: nothing changed
+    UPDATED = "updated"  #: the job's stored data was updated
+    LEASE_LOST = "lease_lost"  #: the caller no longer holds the lease: nothing changed
+    NOT_FOUND = "not_found"  #: no such job
+    CORRUPT = "corrupt"  #: the job's record is unreadable
+    NOT_DEAD = "not_dead"  #: the job is not a dead letter
 
 
 class CancelStatus(str, Enum):

@@ -60,9 +60,9 @@ async def test_consumers_drain_every_shard_and_acks_find_their_shard(
         await queue.enqueue_many(range(60))
         jobs = await queue.dequeue_many(60, wait=1)
         assert len(jobs) == 60 and len({j.queue for j in jobs}) == 3
-        assert await queue.release_many(jobs[:50]) == [durq.Status.OK] * 50
+        assert await queue.release_many(jobs[:50]) == [durq.Outcome.OK] * 50
         statuses = await queue.requeue_many(jobs[50:], reason="boom")
-        assert statuses == [durq.Status.DEAD] * 10
+        assert statuses == [durq.Outcome.DEAD] * 10
         dead = await queue.dead_letters()
         assert len(dead) == 10
         reason = dead[0].reason

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import redis
 
-from durq import AsyncQueue, CorruptQueue, InvalidArgument, Message, Rate, Status
+from durq import AsyncQueue, CorruptQueue, InvalidArgument, Message, Rate
 from durq.dev.server import RedisServer
 from durq.protocol import lifecycle
 from durq.protocol import limits as limit_ops
+from durq.protocol.status import Status
 from engine.support import expire, keys_of, server_time
 
 

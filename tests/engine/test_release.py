@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from durq import EnqueueStatus, JobState, Status
+from durq import EnqueueStatus, JobState, Outcome
 from engine.support import server_time
 
 
@@ -84,7 +84,7 @@ async def test_release_many_releases_each_and_reports_each(q: Any) -> None:
     await q.enqueue_many(range(4))
     jobs = await q.dequeue_many(4)
     statuses = await q.release_many(jobs[:3])
-    assert statuses == [Status.OK] * 3
+    assert statuses == [Outcome.OK] * 3
     assert (await q.stats()).active == 1
     assert await q.release_many([]) == []
 
@@ -108,7 +108,7 @@ async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any
     jobs = await q.dequeue_many(3)
     by_id = {j.id: j for j in jobs}
     ordered = [by_id[i] for i in ids]
-    assert await q.release_many(ordered, results=[b"one", None, b"three"]) == [Status.OK] * 3
+    assert await q.release_many(ordered, results=[b"one", None, b"three"]) == [Outcome.OK] * 3
     assert raw.lrange(q.keys.prefix + "result:s1", 0, -1) == [b"one"]
     assert raw.lrange(q.keys.prefix + "result:s2", 0, -1) == [b"stale"]  # no result given
     assert raw.lrange(q.keys.prefix + "result:s3", 0, -1) == [b"three"]

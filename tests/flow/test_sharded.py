@@ -11,12 +11,13 @@ import pytest
 import redis
 
 import durq
-from durq import InvalidArgument, Rate, Status
+from durq import InvalidArgument, Rate
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
 from durq.protocol import lifecycle
 from durq.protocol import limits as limit_ops
 from durq.protocol.calls import Op, ScriptCall
+from durq.protocol.status import Status
 from durq.worker.outbox import OutboxCourier
 
 

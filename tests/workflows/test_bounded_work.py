@@ -179,12 +179,12 @@ def test_the_largest_workflow_stops_in_short_calls(big: Big, end: str) -> None:
     handle = big.submit()
     if end == "cancel":
         status, _ = big.run(wf.cancel(big.queue.keys, handle.id))
-        assert status is durq.Status.CANCELLED
+        assert status is durq.Outcome.CANCELLED
     else:
         [job] = big.take(1)
         reason = reason_json("broken")
         assert big.run(lifecycle.requeue(big.queue.keys, [(job, 0, reason, True)])) == [
-            durq.Status.DEAD
+            durq.Outcome.DEAD
         ]
         assert [e[:2] for e in big.courier(rounds=1)] == [b"D\0"]  # it fails
     assert big.take(1) == []  # the guard: no step starts while the stop goes on

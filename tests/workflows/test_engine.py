@@ -65,9 +65,9 @@ def test_a_step_whose_lease_expired_counts_once(wapp: durq.App, log: str) -> Non
     assert again.id == first.id and again.token != first.token
     # both holders finish: the stale one is fenced, the step counts once
     statuses = queue.release_many([again], results=[encode_result(1)])
-    assert statuses == [durq.Status.OK]
+    assert statuses == [durq.Outcome.OK]
     statuses = queue.release_many([first], results=[encode_result(111)])
-    assert statuses == [durq.Status.LEASE_LOST]
+    assert statuses == [durq.Outcome.LEASE_LOST]
     queue.release_many([second], results=[encode_result(4)])
     assert _callback_input(queue) == [1, 4]
     info = handle.status()

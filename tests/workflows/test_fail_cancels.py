@@ -55,7 +55,7 @@ def test_fail_ends_the_unstarted_steps_cancelled(wapp: durq.App, log: str) -> No
     *steps, callback = info.steps
     job = home.dequeue()
     assert job is not None and job.id == steps[0].job_id
-    assert home.requeue(job, reason="broken", dead=True) is durq.Status.DEAD
+    assert home.requeue(job, reason="broken", dead=True) is durq.Outcome.DEAD
 
     # the death reaches the home (an outbox entry, applied twice): the workflow fails,
     # its home-slot steps end cancelled now, the other slot's through a cancel entry

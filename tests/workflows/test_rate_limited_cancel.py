@@ -5,8 +5,8 @@ the give-back of RateLimited must not undo the cancel flag the workflow's cancel
 from __future__ import annotations
 
 import durq
-from durq import Status
 from durq.protocol import limits as limit_ops
+from durq.protocol.status import Status
 
 
 def test_a_cancelled_workflows_step_given_back_by_rate_limited_ends_cancelled(

@@ -72,7 +72,7 @@ async def test_a_start_consumed_by_a_failure_starts_nothing_however_late(
     home.release_many(jobs[:3], results=[encode_result(1)] * 3)  # starts echo, far
     [start], _, _ = home._run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
     assert start.data.startswith(b"S\0")
-    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Status.DEAD
+    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Outcome.DEAD
     courier(home)  # the death, and what the failure sends
     info = await front.status(handle)
     assert info is not None and info.state == "failed"

@@ -97,7 +97,7 @@ def test_a_dead_step_stays_in_its_queues_dead_letters_under_every_policy(
 ) -> None:
     handle, queue = _pair(wapp, log, policy)
     job = _take(queue)
-    assert queue.requeue(job, reason="broken", dead=True) is durq.Status.DEAD
+    assert queue.requeue(job, reason="broken", dead=True) is durq.Outcome.DEAD
     _deliver(queue)
     assert [d.id for d in queue.dead_letters()] == [job.id]
     assert _status(handle).state == ("failed" if policy == "fail" else "running")

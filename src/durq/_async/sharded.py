@@ -35,13 +35,13 @@ from durq.models import (
     Job,
     JobInfo,
     Message,
+    Outcome,
     QueueStats,
 )
 from durq.protocol import namespace
 from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
-from durq.protocol.status import Status
 from durq.transport import connection
 
 __all__ = ["AsyncShardedQueue"]
@@ -228,10 +228,10 @@ class AsyncShardedQueue:
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
-    ) -> list[Status]:
-        """Release many jobs, one round trip per shard; a status per job."""
+    ) -> list[Outcome]:
+        """Release many jobs, one round trip per shard; an outcome per job."""
 
-        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Outcome]:
             mine = None if results is None else [results[i] for i in at]
             return await shard.release_many([jobs[i] for i in at], keep=keep, results=mine)
 
@@ -239,15 +239,15 @@ class AsyncShardedQueue:
 
     async def requeue(
         self, job: Job, *, reason: Any = None, delay: float | None = None, dead: bool = False
-    ) -> Status:
+    ) -> Outcome:
         """The job failed (see ``AsyncQueue.requeue``)."""
         return await self.shard_of(job).requeue(job, reason=reason, delay=delay, dead=dead)
 
-    async def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Status]:
+    async def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Outcome]:
         """Requeue many failed jobs, one round trip per shard (options as for
         ``AsyncQueue.requeue_many``, one value for all jobs)."""
 
-        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Outcome]:
             return await shard.requeue_many([jobs[i] for i in at], **options)
 
         return await self._per_shard(jobs, call)
@@ -258,10 +258,10 @@ class AsyncShardedQueue:
 
     async def extend_many(
         self, jobs: Sequence[Leased], *, lease: float | None = None
-    ) -> list[Status]:
+    ) -> list[Outcome]:
         """Extend many leases, one round trip per shard."""
 
-        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Outcome]:
             return await shard.extend_many([jobs[i] for i in at], lease=lease)
 
         return await self._per_shard(jobs, call)

@@ -34,13 +34,13 @@ from durq.models import (
     Job,
     JobInfo,
     Message,
+    Outcome,
     QueueStats,
 )
 from durq.protocol import namespace
 from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
-from durq.protocol.status import Status
 from durq.transport import connection
 
 __all__ = ["ShardedQueue"]
@@ -227,10 +227,10 @@ class ShardedQueue:
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
-    ) -> list[Status]:
-        """Release many jobs, one round trip per shard; a status per job."""
+    ) -> list[Outcome]:
+        """Release many jobs, one round trip per shard; an outcome per job."""
 
-        def call(shard: Queue, at: list[int]) -> list[Status]:
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
             mine = None if results is None else [results[i] for i in at]
             return shard.release_many([jobs[i] for i in at], keep=keep, results=mine)
 
@@ -238,15 +238,15 @@ class ShardedQueue:
 
     def requeue(
         self, job: Job, *, reason: Any = None, delay: float | None = None, dead: bool = False
-    ) -> Status:
+    ) -> Outcome:
         """The job failed (see ``Queue.requeue``)."""
         return self.shard_of(job).requeue(job, reason=reason, delay=delay, dead=dead)
 
-    def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Status]:
+    def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Outcome]:
         """Requeue many failed jobs, one round trip per shard (options as for
         ``Queue.requeue_many``, one value for all jobs)."""
 
-        def call(shard: Queue, at: list[int]) -> list[Status]:
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
             return shard.requeue_many([jobs[i] for i in at], **options)
 
         return self._per_shard(jobs, call)
@@ -257,10 +257,10 @@ class ShardedQueue:
 
     def extend_many(
         self, jobs: Sequence[Leased], *, lease: float | None = None
-    ) -> list[Status]:
+    ) -> list[Outcome]:
         """Extend many leases, one round trip per shard."""
 
-        def call(shard: Queue, at: list[int]) -> list[Status]:
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
             return shard.extend_many([jobs[i] for i in at], lease=lease)
 
         return self._per_shard(jobs, call)

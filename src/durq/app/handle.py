@@ -8,10 +8,9 @@ was enqueued for is typed by what the handle reads of it (``HandledTask``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from durq.errors import DurqError, InvalidArgument, JobNotFound
+from durq.errors import Cancelled, Expired, InvalidArgument, JobFailed, JobNotFound
 from durq.models import CancelResult, CancelStatus, EnqueueResult, EnqueueStatus, JobInfo, Progress
 from durq.payloads import decode_result
 
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
     from durq._sync.queue import Queue
 
-__all__ = ["Cancelled", "Expired", "HandleOwner", "HandledTask", "JobFailed", "JobHandle"]
+__all__ = ["HandleOwner", "HandledTask", "JobHandle"]
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
@@ -60,26 +59,6 @@ class HandledTask(Protocol[R_co]):
     def config(self) -> _ResultConfig:
         """How the task runs (``TaskConfig``)."""
         ...
-
-
-class JobFailed(DurqError):
-    """The job whose result was awaited ended in the dead letters."""
-
-    def __init__(self, job_id: str, error: Mapping[str, Any]) -> None:
-        self.job_id = job_id
-        self.error = dict(error)
-        kind = error.get("type") or error.get("reason", "failed")
-        super().__init__(f"job {job_id} failed: {kind}: {error.get('message', '')}")
-
-
-class Cancelled(JobFailed):
-    """The job whose result was awaited was cancelled (``JobHandle.cancel``,
-    ``Queue.cancel``): it did not run, or was stopped, and will not run again."""
-
-
-class Expired(JobFailed):
-    """The job whose result was awaited was not started by its expiry time (the
-    ``expires`` option): it never ran."""
 
 
 class JobHandle(Generic[R]):

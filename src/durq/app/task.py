@@ -25,8 +25,6 @@ from durq.payloads import build_call
 __all__ = [
     "NO_OPTIONS",
     "Call",
-    "Fail",
-    "Retry",
     "Task",
     "TaskCall",
     "TaskCaller",
@@ -60,24 +58,6 @@ class TaskOwner(HandleOwner, Protocol):
     async def _aenqueue(self, calls: Sequence[TaskCall]) -> list[JobHandle[Any]]:
         """``_enqueue`` for asyncio code."""
         ...
-
-
-class Retry(Exception):
-    """Raise from a task to retry it after ``delay`` seconds (default: the task's
-    backoff). The attempt counts; when attempts are exhausted the job is dead-lettered."""
-
-    def __init__(self, reason: str = "retry requested", *, delay: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.delay = delay
-
-
-class Fail(Exception):
-    """Raise from a task to dead-letter its job at once, with ``reason``."""
-
-    def __init__(self, reason: str = "failed by the task") -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -38,10 +38,16 @@ from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
 from durq._sync.sharded import shard_index
 from durq.app import tracing
-from durq.app.handle import Cancelled, JobFailed
 from durq.app.task import Call, Task
 from durq.codec import check_json
-from durq.errors import InvalidArgument, JobNotFound, NotSerializable, PayloadTooLarge
+from durq.errors import (
+    Cancelled,
+    InvalidArgument,
+    JobNotFound,
+    NotSerializable,
+    PayloadTooLarge,
+    WorkflowFailed,
+)
 from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
 from durq.models import CancelStatus, StepInfo, WorkflowInfo
 from durq.payloads import build_call, decode_result
@@ -57,7 +63,6 @@ __all__ = [
     "Chain",
     "Group",
     "StepInfo",
-    "WorkflowFailed",
     "WorkflowHandle",
     "WorkflowInfo",
     "chain",
@@ -67,21 +72,6 @@ __all__ = [
 
 Flow: TypeAlias = Union[Call[Any], "Chain", "Group"]
 _UNKNOWN = object()  # a result type that is not declared
-
-
-class WorkflowFailed(JobFailed):
-    """The workflow whose result was awaited ended failed (policy "fail": a step was
-    dead-lettered; policy "wait": a dead step waited for was purged or evicted by
-    ``dead_cap``, reason ``purged`` / ``evicted``; ``error["error"]`` is that step's
-    reason)."""
-
-    def __init__(self, workflow_id: str, error: dict[str, Any]) -> None:
-        super().__init__(workflow_id, error)
-        step = error.get("job", "?")
-        inner = error.get("error") or {}
-        kind = inner.get("type") or inner.get("reason", "failed")
-        self.args = (f"workflow {workflow_id} failed: step {step}: {kind}: "
-                     f"{inner.get('message', '')}",)  # fmt: skip
 
 
 def step_error(value: Any) -> dict[str, Any] | None:

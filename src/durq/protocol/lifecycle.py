@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from durq import lua
 from durq.codec import PayloadCodec
-from durq.durability import Durability, NotDurable
-from durq.errors import CorruptQueue, InvalidArgument
+from durq.durability import Durability
+from durq.errors import CorruptQueue, InvalidArgument, NotDurable
 from durq.keys import QueueKeys, TopicKeys, check_group, check_job_id, check_key
 from durq.models import EnqueueResult, EnqueueStatus, Job, Message
 from durq.protocol.args import (

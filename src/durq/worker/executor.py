@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from durq.app import tracing
 from durq.app.schedule_spec import apply_tick
-from durq.app.task import Fail, Retry, Task
+from durq.app.task import Task
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import PayloadError, PayloadTooLarge
-from durq.limits import RateLimited
+from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry
 from durq.models import Job
 from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
