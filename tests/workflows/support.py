@@ -14,7 +14,7 @@ import redis
 # reasons, superseded records until a dequeue passes them, and the one-member wake
 # marker: an offer sets it, and a worker that fetched the job without blocking and then
 # stopped leaves it for the next idle consumer; the numbering of workflow start entries
-# between queues, lua/lib/workflows/wf_seq.lua, which does not grow with workflows)
+# between queues, lua/lib/workflows/seq.lua, which does not grow with workflows)
 _QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake", "wfq", "wfi")
 
 

@@ -2,7 +2,7 @@
 come back (issue 30, bug 4): a courier applies an entry and dies before releasing it;
 the step runs and finishes, its record and tombstone go (the dedup window lapses);
 the entry comes back after its lease and is applied again. Before, the step (here the
-callback) was enqueued and ran a second time. Its number (lua/lib/workflows/wf_seq.lua) says it
+callback) was enqueued and ran a second time. Its number (lua/lib/workflows/seq.lua) says it
 was applied, however late it comes. The same for a start that a failure consumed."""
 
 from __future__ import annotations

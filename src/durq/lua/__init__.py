@@ -24,7 +24,7 @@ from importlib import resources
 
 __all__ = ["SCRIPT_NAMES", "Script", "ScriptLoadError", "lib_names", "load", "load_all"]
 
-# an indented include is inside a function of the including file (lib/functions.py)
+# an indented include is inside a function of the including file (functions.py)
 _INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
 
 SCRIPT_NAMES: tuple[str, ...] = (

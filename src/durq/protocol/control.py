@@ -2,7 +2,7 @@
 and of the dedup modes throttle, debounce and keep-last (see docs/job-control.md).
 
 The scripts: ``cancel.lua``, ``progress.lua``, ``enqueue_control.lua``; what the other
-scripts do for a job that uses job control is in ``lua/lib/control/control.lua``.
+scripts do for a job that uses job control is in ``lua/lib/control/job_control.lua``.
 """
 
 from __future__ import annotations

@@ -385,7 +385,7 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
 def dequeue_call(keys: QueueKeys, count: int, lease: float, consumer: str = "") -> ScriptCall:
     """The script call behind one dequeue attempt (for pipelining with other calls).
     ``consumer`` names a worker's consumer, which may then hold the flow-control alarm
-    (see src/durq/lua/lib/park.lua)."""
+    (see src/durq/lua/lib/limits/park.lua)."""
     args: tuple[Arg, ...] = (positive_int("count", count), lease_ms(lease))
     return script_call("dequeue", keys, (*args, consumer) if consumer else args)
 

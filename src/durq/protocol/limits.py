@@ -1,6 +1,6 @@
 """Flow-control operations as IO-free generators: store limits, give back rate-limited
 jobs, read the limits' state (scripts configure, rate_limited, limits_info; the limiter
-itself runs inside dequeue, see src/durq/lua/lib/flow.lua)."""
+itself runs inside dequeue, see src/durq/lua/lib/limits/gate.lua)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ __all__ = [
 
 FLOW_DEFAULTS: dict[str, str | int] = {"rate": "", "group_rate": "", "max_active": 0}
 """The flow settings' defaults, as stored values ("" is no rate, 0 no cap);
-src/durq/lua/lib/flow_conf.lua holds the same (tests/lua/test_flow_agreement.py)."""
+src/durq/lua/lib/limits/conf.lua holds the same (tests/lua/test_limits_agreement.py)."""
 
 FLOW_KEY_TYPES: dict[str, str] = {
     "flow": "hash", "grate": "hash", "gtat": "hash", "park": "zset", "alarm": "string",

@@ -1,6 +1,6 @@
 """Periodic schedules, without IO: upsert, refill, control and list operations.
 
-A schedule's state lives in its queue's slot (``lua/lib/schedules/sched_keys.lua`` has the key
+A schedule's state lives in its queue's slot (``lua/lib/schedules/keys.lua`` has the key
 layout); its ticks are materialised by the dequeue script. Cron times are computed in
 Python by a :class:`TickSource` (``durq.app.schedule_spec`` makes them with cronsim), which this
 module calls between a read and a write, so it needs no cron code of its own.

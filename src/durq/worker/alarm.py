@@ -7,7 +7,7 @@ ends up to 100 ms late: at 20 jobs per second that would halve the rate. So the 
 also blocks on a marker of its own (``<prefix>ring:<consumer>``, in the queue's slot) and
 a local timer sets it when the wait is due: the wait then ends within a millisecond or
 two, for the cost of one ZADD. Only the consumer that planned the wait is woken; a
-rate-limited queue has one such consumer at a time (the alarm, src/durq/lua/lib/park.lua).
+rate-limited queue has one such consumer at a time (the alarm, src/durq/lua/lib/limits/park.lua).
 """
 
 from __future__ import annotations

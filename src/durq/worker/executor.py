@@ -226,7 +226,7 @@ class Executor:
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
-        except RateLimited as exc:  # no attempt counted, however often (see flow.py)
+        except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
             fields = {"reason": "retry_requested", "message": exc.reason}

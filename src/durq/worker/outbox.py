@@ -154,7 +154,7 @@ class OutboxCourier:
 
 def _apply_call(entry: bytes) -> ScriptCall:
     """The call applying ``entry`` in its target slot: a pause of a sharded queue's
-    shard (durq.RateLimited, protocol.flow), else a workflow order."""
+    shard (durq.RateLimited, protocol.limits), else a workflow order."""
     if entry.startswith(limit_ops.PAUSE_ENTRY):
         return limit_ops.pause_call(entry)
     return wf.deliver_call(entry)

@@ -1,7 +1,7 @@
 """The worker's part in periodic jobs: upsert the app's schedules on start, and keep
 the cron schedules of its queues supplied with upcoming ticks.
 
-Ticks themselves are fired by the dequeue script (lua/lib/schedules/schedules_due.lua), in whichever
+Ticks themselves are fired by the dequeue script (lua/lib/schedules/due.lua), in whichever
 worker dequeues first; nothing here fires a job, so a worker that dies or lags here
 cannot lose or duplicate a tick. Cron times are computed in Python (cronsim) and stored
 ahead; a cron schedule asks for more once half are used, and the keeper looks for such

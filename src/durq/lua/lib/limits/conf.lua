@@ -14,7 +14,7 @@
 --   <prefix>park   zset    group -> when it may start again (ms); out of K_RR till then
 --   <prefix>alarm  string  '<ms>|<consumer>': the one idle consumer due to wake then
 -- The settings' defaults; durq.protocol.limits.FLOW_DEFAULTS holds the same
--- (tests/lua/test_flow_agreement.py keeps both equal).
+-- (tests/lua/test_limits_agreement.py keeps both equal).
 local FLOW_DEFAULT_RATE = ''          -- no rate for the whole queue
 local FLOW_DEFAULT_GROUP_RATE = ''    -- no rate for each named group
 local FLOW_DEFAULT_MAX_ACTIVE = 0     -- 0: no cap on leased jobs
