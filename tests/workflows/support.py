@@ -169,13 +169,13 @@ class Front:
 def courier(queue: Any, *, rounds: int = 10_000, run: Any = None) -> list[bytes]:
     """Be the courier of the blocking ``queue``'s workflow outbox until it is empty (or
     ``rounds`` fetches): apply every entry, release it (each op through ``run``, by
-    default ``queue.run``). The entries, in order."""
+    default ``queue._run``). The entries, in order."""
     from durq.codec import PayloadCodec
     from durq.keys import OutboxKeys
     from durq.protocol import lifecycle
     from durq.protocol import workflows as wf
 
-    run = run or queue.run
+    run = run or queue._run
     box = OutboxKeys(queue.keys.name, queue.keys.namespace, queue.keys.shard_count)
     seen: list[bytes] = []
     for _ in range(rounds):
