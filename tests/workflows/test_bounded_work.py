@@ -28,6 +28,7 @@ from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import Op, Pipeline, ScriptCall
+from durq.protocol.status import Status
 from workflows.support import courier
 
 pytestmark = pytest.mark.slow
@@ -179,12 +180,12 @@ def test_the_largest_workflow_stops_in_short_calls(big: Big, end: str) -> None:
     handle = big.submit()
     if end == "cancel":
         status, _ = big.run(wf.cancel(big.queue.keys, handle.id))
-        assert status is durq.Outcome.CANCELLED
+        assert status is Status.CANCELLED
     else:
         [job] = big.take(1)
         reason = reason_json("broken")
         assert big.run(lifecycle.requeue(big.queue.keys, [(job, 0, reason, True)])) == [
-            durq.Outcome.DEAD
+            Status.DEAD
         ]
         assert [e[:2] for e in big.courier(rounds=1)] == [b"D\0"]  # it fails
     assert big.take(1) == []  # the guard: no step starts while the stop goes on
