@@ -184,9 +184,7 @@ def test_the_largest_workflow_stops_in_short_calls(big: Big, end: str) -> None:
     else:
         [job] = big.take(1)
         reason = reason_json("broken")
-        assert big.run(lifecycle.requeue(big.queue.keys, [(job, 0, reason, True)])) == [
-            Status.DEAD
-        ]
+        assert big.run(lifecycle.requeue(big.queue.keys, [(job, 0, reason, True)])) == [Status.DEAD]
         assert [e[:2] for e in big.courier(rounds=1)] == [b"D\0"]  # it fails
     assert big.take(1) == []  # the guard: no step starts while the stop goes on
     entries = big.courier()

@@ -455,5 +455,9 @@ class App:
 
     def _hand_out(self, batch: Batch, results: list[EnqueueResult], handles: list[Any]) -> None:
         """The handles of a batch's jobs, in their places in ``handles``."""
+        name, task = batch.queue, batch.task
+        if task is not None and len(batch.at) == len(handles):  # every call, one task
+            handles[:] = [JobHandle(self, r.queue or name, r, task) for r in results]
+            return
         for i, call, result in zip(batch.at, batch.calls, results, strict=True):
-            handles[i] = JobHandle(self, result.queue or batch.queue, result, call[0])
+            handles[i] = JobHandle(self, result.queue or name, result, call[0])

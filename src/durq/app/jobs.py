@@ -17,7 +17,6 @@ makes the handles:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from durq.app import tracing
@@ -30,19 +29,30 @@ from durq.protocol.args import new_ids
 __all__ = ["Batch", "batches"]
 
 
-@dataclass
 class Batch:
     """The calls of one queue, checked and encoded, with their places in the caller's
-    list (``at``)."""
+    list (``at``). A plain class with slots: ``Task.enqueue`` makes one per call."""
 
-    queue: str
-    at: list[int] = field(default_factory=list)
-    calls: list[TaskCall] = field(default_factory=list)
-    encoded: list[tuple[int, bytes]] = field(default_factory=list)
-    #: the first call's task's ``max_attempts`` (None: the queue's)
-    max_attempts: int | None = None
-    #: no call has per-job options and all share ``max_attempts``
-    plain: bool = True
+    __slots__ = ("at", "calls", "encoded", "max_attempts", "plain", "queue", "task")
+
+    def __init__(
+        self,
+        queue: str,
+        at: Sequence[int],
+        calls: Sequence[TaskCall],
+        encoded: list[tuple[int, bytes]],
+    ) -> None:
+        """The batch of ``queue``, from calls of one task (at ``at``, encoded)."""
+        self.queue = queue
+        self.at = at
+        self.calls = calls
+        self.encoded = encoded
+        #: the task of every call (None once calls of several tasks are merged in)
+        self.task: Any = calls[0][0]
+        #: the first call's task's ``max_attempts`` (None: the queue's)
+        self.max_attempts: int | None = calls[0][0].config.max_attempts
+        #: no call has per-job options and all share ``max_attempts``
+        self.plain = calls[0][3] is NO_OPTIONS
 
     def jobs(self) -> list[tuple[str, int, bytes]]:
         """A plain batch as ``(id, codec, data)`` jobs under fresh ids."""
@@ -68,22 +78,46 @@ class Batch:
 def batches(owner: Any, calls: Sequence[TaskCall], codec: PayloadCodec) -> list[Batch]:
     """``calls`` (of tasks of ``owner``, an App) by queue, each checked and encoded with
     ``codec``: InvalidArgument, NotSerializable or PayloadTooLarge before any is sent."""
-    by_queue: dict[str, Batch] = {}
+    if not calls:
+        return []
     traced = tracing.enabled()  # looked up once for the whole list
-    for i, call in enumerate(calls):
-        task, args, kwargs, options = call
-        if task.app is not owner:
-            raise InvalidArgument(f"task {task.name} belongs to another App")
-        config = task.config
-        name = options.queue or config.queue
-        batch = by_queue.get(name)
-        if batch is None:
-            batch = by_queue[name] = Batch(name, max_attempts=config.max_attempts)
-        elif config.max_attempts != batch.max_attempts:
-            batch.plain = False
-        if options is not NO_OPTIONS:
-            batch.plain = False
-        batch.at.append(i)
-        batch.calls.append(call)
-        batch.encoded.append(task.encode(args, kwargs, options, codec, traced))
+    task, options = calls[0][0], calls[0][3]
+    for call in calls:
+        if call[0] is not task or call[3] is not options:
+            break
+    else:  # one task, one set of options: Task.enqueue, and enqueue_many's usual form
+        return [_batch(owner, range(len(calls)), calls, codec, traced)]
+    by_run: dict[tuple[int, int], tuple[list[int], list[TaskCall]]] = {}
+    for i, call in enumerate(calls):  # the calls of each task and set of options
+        at, run = by_run.setdefault((id(call[0]), id(call[3])), ([], []))
+        at.append(i)
+        run.append(call)
+    by_queue: dict[str, Batch] = {}
+    for at, run in by_run.values():
+        batch = _batch(owner, at, run, codec, traced)
+        found = by_queue.get(batch.queue)
+        if found is None:
+            by_queue[batch.queue] = batch
+            continue
+        found.plain = found.plain and batch.plain and batch.max_attempts == found.max_attempts
+        found.task = found.task if found.task is batch.task else None
+        found.at = [*found.at, *batch.at]
+        found.calls = [*found.calls, *batch.calls]
+        found.encoded += batch.encoded
+    for batch in by_queue.values():  # a queue gets its calls in the caller's order
+        order = sorted(range(len(batch.at)), key=batch.at.__getitem__)
+        batch.at = [batch.at[k] for k in order]
+        batch.calls = [batch.calls[k] for k in order]
+        batch.encoded = [batch.encoded[k] for k in order]
     return list(by_queue.values())
+
+
+def _batch(
+    owner: Any, at: Sequence[int], calls: Sequence[TaskCall], codec: PayloadCodec, traced: bool
+) -> Batch:
+    """The batch of calls of one task with one set of options."""
+    task, options = calls[0][0], calls[0][3]
+    if task.app is not owner:
+        raise InvalidArgument(f"task {task.name} belongs to another App")
+    encoded = task.encode(calls, options, codec, traced)
+    return Batch(options.queue or task.config.queue, at, calls, encoded)

@@ -149,14 +149,13 @@ class TaskCaller(Generic[P, R]):
     ) -> list[JobHandle[R]]:
         """Enqueue many calls with these options, as ``Task.enqueue_many`` does (items
         made with ``call(...)`` keep their own options)."""
-        return self.task.app._enqueue([self.task._task_call(c, self._options) for c in calls])
+        return self.task.app._enqueue(self.task._task_calls(calls, self._options))
 
     async def aenqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """``enqueue_many`` for asyncio code."""
-        items = [self.task._task_call(c, self._options) for c in calls]
-        return await self.task.app._aenqueue(items)
+        return await self.task.app._aenqueue(self.task._task_calls(calls, self._options))
 
 
 class Task(Generic[P, R]):
@@ -257,13 +256,24 @@ class Task(Generic[P, R]):
     ) -> list[JobHandle[R]]:
         """Enqueue many calls in one round trip per queue. Items are ``task.call(...)``
         results, tuples of positional arguments, or dicts of keyword arguments."""
-        return self.app._enqueue([self._task_call(c, NO_OPTIONS) for c in calls])
+        return self.app._enqueue(self._task_calls(calls, NO_OPTIONS))
 
     async def aenqueue_many(
         self, calls: Iterable[Call[R] | tuple[Any, ...] | dict[str, Any]]
     ) -> list[JobHandle[R]]:
         """``enqueue_many`` for asyncio code."""
-        return await self.app._aenqueue([self._task_call(c, NO_OPTIONS) for c in calls])
+        return await self.app._aenqueue(self._task_calls(calls, NO_OPTIONS))
+
+    def _task_calls(
+        self,
+        items: Iterable[Call[Any] | tuple[Any, ...] | dict[str, Any]],
+        options: _EnqueueOptions,
+    ) -> list[TaskCall]:
+        """The items of ``enqueue_many`` as task calls (see ``_task_call``)."""
+        listed: list[Any] = items if type(items) is list else list(items)
+        if all(type(item) is tuple for item in listed):  # the common bulk form
+            return [(self, item, _NO_KWARGS, options) for item in listed]
+        return [self._task_call(item, options) for item in listed]
 
     def _task_call(
         self, item: Call[Any] | tuple[Any, ...] | dict[str, Any], options: _EnqueueOptions
@@ -283,32 +293,33 @@ class Task(Generic[P, R]):
 
     def encode(
         self,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
+        calls: Sequence[TaskCall],
         options: _EnqueueOptions,
         codec: PayloadCodec,
-        traced: bool | None = None,
-    ) -> tuple[int, bytes]:
-        """A call's job payload, checked and encoded with ``codec`` once: ``(codec,
-        data)``. The signature check is remembered per argument shape; plain JSON
-        arguments take one pass (``PayloadCodec.encode_call``); anything else, or a call
-        that carries a trace context, is checked argument by argument (an error names
-        the argument) and encoded whole. ``traced``: whether tracing is on, when the
-        caller looked it up once for many calls."""
-        try:
-            problem = self._check.shapes[(len(args), *kwargs) if kwargs else len(args)]
-        except KeyError:
-            problem = self.arguments_problem(args, kwargs)  # remembers it
-        if problem is not None:
-            raise InvalidArgument(problem)
-        meta = None
-        if tracing.enabled() if traced is None else traced:  # the job carries its trace
-            meta = tracing.enqueue_meta(self.name, options.queue or self.queue, options.id)
-        if meta is None:
-            encoded = codec.encode_call(self.name, args, kwargs)
-            if encoded is not None:
-                return encoded
-        return codec.encode(self._payload(args, kwargs, meta))
+        traced: bool,
+    ) -> list[tuple[int, bytes]]:
+        """The job payloads of calls of this task with ``options``, each checked and
+        encoded with ``codec`` once: ``(codec, data)`` each. The signature check is
+        remembered per argument shape; plain JSON arguments take one pass
+        (``PayloadCodec.encode_call``); anything else, or a call that carries a trace
+        context (``traced``: tracing is on), is checked argument by argument (an error
+        names the argument) and encoded whole."""
+        out: list[tuple[int, bytes]] = []
+        shapes = self._check.shapes
+        name = self.name
+        for _task, args, kwargs, _options in calls:
+            try:
+                problem = shapes[(len(args), *kwargs) if kwargs else len(args)]
+            except KeyError:
+                problem = self.arguments_problem(args, kwargs)  # remembers it
+            if problem is not None:
+                raise InvalidArgument(problem)
+            meta = None
+            if traced:  # the job carries the producer's trace context
+                meta = tracing.enqueue_meta(name, options.queue or self.queue, options.id)
+            encoded = None if meta is not None else codec.encode_call(name, args, kwargs)
+            out.append(encoded or codec.encode(self._payload(args, kwargs, meta)))
+        return out
 
     def arguments_problem(self, args: Any, kwargs: Any) -> str | None:
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
