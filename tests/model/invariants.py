@@ -117,7 +117,7 @@ def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
 
 def check_schedules(world: World, unit: str, model: Schedules) -> None:
     front = world.fronts[unit]
-    _, stored = front.run(ops.list_page(front.keys, 0, 100))
+    _, stored = front._run(ops.list_page(front.keys, 0, 100))
     seen = {s.name: (s.state == "paused", s.fired, s.skipped, s.missed) for s in stored}
     expected = {n: (s.paused, s.fired, s.skipped, s.missed) for n, s in model.by_name.items()}
     for name, fired in model.retired.items():

@@ -27,12 +27,12 @@ from hypothesis.stateful import (
     rule,
 )
 
-from durq import Job, Rate
+from durq import Job, Outcome, Rate
 from durq._sync.sharded import shard_index
 from durq.errors import InvalidArgument
-from durq.flow import shard_settings
-from durq.message import encode_result
-from durq.protocol import flow
+from durq.limits import shard_settings
+from durq.payloads import encode_result
+from durq.protocol import limits as flow
 from durq.protocol.status import Status
 from model import invariants
 from model.clock import FrozenClock
@@ -289,7 +289,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             unit, job = data.draw(st.sampled_from(self.handles[-30:]))
         return unit, job, self.units[unit].held(job.id, job.token)
 
-    def _refused(self, unit: str, job: Job, status: Status) -> None:
+    def _refused(self, unit: str, job: Job, status: Outcome | Status) -> None:
         assert status.name.lower() in self.units[unit].refused(job.id), (
             f"a call with the stale lease of {job.id} answered {status.name}"
         )
@@ -358,7 +358,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             scope = "group"
         front = self.world.fronts[unit]
         scoped: Literal["group", "queue"] = "queue" if scope == "queue" else "group"
-        (status,) = front.run(flow.rate_limited(front.keys, [(job, pause / 1000, scoped)]))
+        (status,) = front._run(flow.rate_limited(front.keys, [(job, pause / 1000, scoped)]))
         if mj is None:
             return self._refused(unit, job, status)
         m = self.units[unit]

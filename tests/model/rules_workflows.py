@@ -149,19 +149,19 @@ class WorkflowRules:
         their lease ends), or apply each twice (at least once is the contract)."""
         front = self.world.fronts[unit]
         keys = OutboxKeys(front.keys.name, front.keys.namespace, front.keys.shard_count)
-        jobs, _, _ = front.run(lifecycle.fetch(keys, PayloadCodec(), 100, LEASE_S))
+        jobs, _, _ = front._run(lifecycle.fetch(keys, PayloadCodec(), 100, LEASE_S))
         release = []
         for job in jobs:
             ident = ident_of(self._unit_of_prefix, job.data)
             gate = ident[0] == "S" and gated("callback-twice-after-courier-crash")
             again = mode != "deliver" and not gate
             for _ in range(2 if again and mode == "twice" else 1):
-                reply = front.run(_apply(job.data))
+                reply = front._run(_apply(job.data))
                 if isinstance(reply, DurqError):
                     raise reply
                 self.workflows.deliver(unit, ident, self.now)
             if not (again and mode == "die"):
                 release.append(job)
         if release:
-            front.run(lifecycle.release(keys, release))
+            front._run(lifecycle.release(keys, release))
             self.workflows.unreleased[unit] -= len(release)
