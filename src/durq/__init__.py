@@ -53,6 +53,7 @@ from durq.errors import (
     PayloadTooLarge,
     RateLimited,
     Retry,
+    TimeLimitExceeded,
     WorkflowFailed,
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
@@ -86,6 +87,7 @@ __all__ = [
     "JobHandle",
     "Retry",
     "Task",
+    "TimeLimitExceeded",
     "current_job",
     # periodic jobs
     "Schedule",

@@ -14,9 +14,10 @@ dead-lettered as an unknown task.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
@@ -143,6 +144,7 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -159,6 +161,7 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -176,6 +179,11 @@ class App:
             result_ttl: how long the result is kept (default: the app's).
             shards: make the task's queue a sharded queue of this many shards (see
                 ``App``); every task of the queue must agree.
+            pool: where a worker runs this sync task: ``"process"`` in a child process
+                of its process pool, where a timeout stops it for good (killed and
+                replaced) and a crash or a leak cannot take the worker down;
+                ``"thread"`` in its threads; default: the worker's ``--pool``
+                (docs/process-pool.md). Async tasks run in the worker's event loop.
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -183,6 +191,8 @@ class App:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
             lease_ms(lease)
+        if pool not in (None, "thread", "process"):
+            raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -191,10 +201,16 @@ class App:
             lease=lease,
             result=result,
             result_ttl=result_ttl,
+            pool=pool,
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
             task_name = name or func.__name__
+            if pool is not None and inspect.iscoroutinefunction(func):
+                raise InvalidArgument(
+                    f"task {task_name!r} is async: it runs in the worker's event loop, "
+                    "not in a pool (pool= is for plain def tasks)"
+                )
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
             task = Task(self, func, task_name, config)

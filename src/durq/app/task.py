@@ -11,7 +11,7 @@ import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
@@ -72,6 +72,7 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    pool: Literal["thread", "process"] | None = None
 
 
 @dataclass(frozen=True)
