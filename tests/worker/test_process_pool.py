@@ -18,6 +18,7 @@ import pytest
 from prometheus_client import generate_latest
 
 import durq
+from cli.support import durq as run
 from durq.metrics import WorkerMetrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.capacity import Capacity
@@ -161,6 +162,7 @@ def test_a_task_past_its_timeout_is_stopped_retried_then_dead_lettered_and_the_p
         pids = {h.result(timeout=10)["pid"] for h in done}
         assert pids <= {c.pid for c in _pool(worker).children}
         kills = dict(_pool(worker).metrics.kills)
+        text = generate_latest(worker.metrics.registry).decode()
     starts = [e["time"] for e in exec_log.events("start", "t")]
     assert len(starts) == 2
     # the second attempt began once the first was stopped: within timeout + grace + 1 s
@@ -171,9 +173,11 @@ def test_a_task_past_its_timeout_is_stopped_retried_then_dead_lettered_and_the_p
         assert "stopped by durq.TimeLimitExceeded" in reason["message"]
         assert exec_log.count("time_limit", "t") == 2
         assert kills == {}
+        assert 'durq_pool_recycles_total{cause="timeout"} 2.0' in text
     else:
         assert "killed with SIGKILL" in reason["message"]
         assert kills == {"timeout": 2}
+        assert 'durq_pool_kills_total{reason="timeout"} 2.0' in text
 
 
 def test_a_child_that_aborts_fails_its_job_with_the_signal_and_the_worker_runs_on(
@@ -300,3 +304,24 @@ def test_bad_pool_settings_are_refused_when_declared(app: durq.App) -> None:
         ProcessPoolConfig(kill_grace=-1)
     with pytest.raises(durq.InvalidArgument):
         WorkerConfig(memory_limit=0)
+
+
+# -- observability ----------------------------------------------------------------------
+
+
+def test_durq_workers_lists_each_child_of_the_pool(
+    app: durq.App, exec_log: ExecLog, redis_url: str
+) -> None:
+    with running_worker(app, concurrency=2, **_process_pool()) as worker:
+        app.tasks["whoami"].enqueue(str(exec_log), "a").result(timeout=10)
+        pids = {c.pid for c in _pool(worker).children}
+
+        def listed() -> str:
+            out = run("workers", "--url", redis_url).output
+            return out if all(str(pid) in out for pid in pids) else ""
+
+        shown = eventually(listed, 5, "the children in `durq workers`")
+    assert "process pool children" in shown
+    assert worker.id in shown
+    text = generate_latest(worker.metrics.registry).decode()
+    assert "durq_pool_children 2.0" in text

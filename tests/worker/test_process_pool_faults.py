@@ -97,7 +97,7 @@ def test_sigterm_past_the_grace_kills_the_running_child_and_its_job_comes_back(
     app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
 ) -> None:
     worker = _pool_worker(durq_cli, redis_url, queue_name, "-c", "1", "--grace", "0.5")
-    app.tasks["work"].enqueue(str(exec_log), "long", 30.0)
+    handle = app.tasks["work"].enqueue(str(exec_log), "long", 30.0)
     eventually(lambda: exec_log.count("start") == 1, 15, durq_cli.outputs)
     family = [p.pid for p in worker.children()]
 
@@ -106,3 +106,5 @@ def test_sigterm_past_the_grace_kills_the_running_child_and_its_job_comes_back(
     assert not _alive(family)
     stats = app.queue(queue_name).stats()
     assert (stats.pending, stats.failed, stats.dead) == (1, 0, 0)
+    info = app.queue(queue_name).job(handle.id)
+    assert info is not None and info.attempts == 0  # given back: no attempt counted
