@@ -9,6 +9,7 @@ SIGTERM drain) are in test_process_pool_faults.py.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -271,17 +272,19 @@ def test_the_memory_limit_holds_fetching_above_it_and_lets_go_under_ninety_perce
     assert "durq_worker_resident_bytes" in text
 
 
+@pytest.mark.parametrize("pool", ["thread", "process"])
 def test_a_worker_over_its_memory_limit_fetches_nothing_until_it_is_under_it(
-    app: durq.App, exec_log: ExecLog, queue_name: str
+    app: durq.App, exec_log: ExecLog, queue_name: str, pool: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with running_worker(app, concurrency=2, memory_limit=1.0, **_process_pool()) as worker:
+    with running_worker(app, concurrency=2, memory_limit=1.0, pool=pool) as worker:
         eventually(lambda: worker.capacity.held, 5, "the limit to hold fetching")
+        assert "over its limit of 1 MB: fetching stops" in caplog.text
         app.tasks["work"].enqueue(str(exec_log), "w")
         time.sleep(0.5)
         assert exec_log.count("start") == 0
         assert _stats(app, queue_name).pending == 1
     # the job waits for a worker with room, and is not lost
-    with running_worker(app, concurrency=2, **_process_pool()):
+    with running_worker(app, concurrency=2, pool=pool):
         eventually(lambda: exec_log.count("finish", "w") == 1, 10)
 
 
@@ -325,3 +328,30 @@ def test_durq_workers_lists_each_child_of_the_pool(
     assert worker.id in shown
     text = generate_latest(worker.metrics.registry).decode()
     assert "durq_pool_children 2.0" in text
+
+
+# -- queues and front ends --------------------------------------------------------------
+
+
+def test_jobs_of_a_sharded_queue_sent_through_both_front_ends_run_in_the_pool(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    sharded = app.task(
+        name="sharded_whoami", queue=f"{queue_name}-s", shards=2, result=True, pool="process"
+    )(pool_app.whoami)
+
+    async def through_asyncio() -> list[Any]:
+        try:
+            handles = await sharded.aenqueue_many([(str(exec_log), f"a{i}") for i in range(4)])
+            return [await h.aresult(timeout=10) for h in handles]
+        finally:
+            await app.aclose()  # its asyncio clients belong to this loop
+
+    with running_worker(app, concurrency=2):
+        plain = [
+            h.result(timeout=10)
+            for h in sharded.enqueue_many([(str(exec_log), f"s{i}") for i in range(4)])
+        ]
+        awaited = asyncio.run(through_asyncio())
+    assert {s["pid"] for s in plain + awaited}.isdisjoint({os.getpid()})
+    assert exec_log.count("finish") == 8
