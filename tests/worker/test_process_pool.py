@@ -355,3 +355,11 @@ def test_jobs_of_a_sharded_queue_sent_through_both_front_ends_run_in_the_pool(
         awaited = asyncio.run(through_asyncio())
     assert {s["pid"] for s in plain + awaited}.isdisjoint({os.getpid()})
     assert exec_log.count("finish") == 8
+
+
+def test_pool_limits_for_an_app_without_a_task_in_the_pool_are_a_usage_error(
+    redis_url: str,
+) -> None:
+    result = run("worker", "worker.apps:app", "--url", redis_url, "--max-jobs-per-child", "5")
+    assert result.exit_code == 2, result.output
+    assert "no task of this app is" in result.output
