@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,10 +22,10 @@ from prometheus_client import generate_latest
 import durq
 from cli.support import durq as run
 from durq.metrics import WorkerMetrics
-from durq.worker import Worker, WorkerConfig
+from durq.worker import Worker, WorkerConfig, WorkerState
 from durq.worker.capacity import Capacity
 from durq.worker.memory_limit import MemoryLimit
-from durq.worker.pool import ProcessPoolConfig
+from durq.worker.pool import PoolBroken, ProcessPoolConfig
 from helpers import eventually
 from worker import pool_app
 from worker.support import ExecLog, running_worker
@@ -363,3 +364,29 @@ def test_pool_limits_for_an_app_without_a_task_in_the_pool_are_a_usage_error(
     result = run("worker", "worker.apps:app", "--url", redis_url, "--max-jobs-per-child", "5")
     assert result.exit_code == 2, result.output
     assert "no task of this app is" in result.output
+
+
+def test_a_dead_template_stops_the_worker_and_gives_its_jobs_back_unspent(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    """No child can be forked any more: the worker stops (``durq worker`` exits 1, for
+    its supervisor to start it afresh) rather than run on with a shrinking pool."""
+    with pytest.raises(PoolBroken), running_worker(app, concurrency=1, **_process_pool()) as worker:
+        handle = app.tasks["work"].enqueue(str(exec_log), "w", 30.0)
+        eventually(lambda: exec_log.count("start") == 1, 10)
+        children = [c.pid for c in _pool(worker).children]
+        os.kill(_pool(worker).template.pid, signal.SIGKILL)
+        eventually(lambda: worker.state is WorkerState.STOPPED, 10, "the worker to stop")
+    assert exec_log.count("finish") == 0
+    info = app.queue(queue_name).job(handle.id)
+    # given back (after a second), no attempt counted
+    assert info is not None and info.state is durq.JobState.DELAYED and info.attempts == 0
+    eventually(lambda: not any(_exists(pid) for pid in children), 5, "the children to die")
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
