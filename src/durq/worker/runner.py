@@ -45,7 +45,7 @@ from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
-from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, ProcessPool, cpus, start_pool
+from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, cpus, start_pool
 from durq.worker.pool.rss import available as rss_available
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
@@ -54,6 +54,7 @@ from durq.worker.startup import check_server, find_shards, subscribe
 
 if TYPE_CHECKING:
     from durq.app.app import App
+    from durq.worker.pool.pool import ProcessPool
 
 __all__ = ["Worker", "WorkerState"]
 

@@ -2,6 +2,7 @@
 time limits, recycling and no orphans (docs/process-pool.md).
 
     config    ProcessPoolConfig: kill grace and recycling limits
+    errors    PoolBroken
     pool      ProcessPool, in the worker: children, dispatch, time limits, deaths
     template  the template process, which forks, signals and reaps the children
     child     a child's loop: one job at a time, its flags, TimeLimitExceeded
@@ -17,18 +18,18 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from durq.metrics import WorkerMetrics
 from durq.worker.pool.config import DEFAULT_KILL_GRACE, ProcessPoolConfig
-from durq.worker.pool.pool import PoolBroken, ProcessPool
+from durq.worker.pool.errors import PoolBroken
 
 if TYPE_CHECKING:
     from durq.app.app import App
     from durq.app.task import Task
+    from durq.metrics import WorkerMetrics
+    from durq.worker.pool.pool import ProcessPool
 
 __all__ = [
     "DEFAULT_KILL_GRACE",
     "PoolBroken",
-    "ProcessPool",
     "ProcessPoolConfig",
     "cpus",
     "needs_pool",
@@ -57,4 +58,7 @@ def start_pool(
     task of ``app`` runs in one. ``size``: its children."""
     if not needs_pool(default, app.tasks.values()):
         return None
+    # imported here: a worker without a task in the pool never loads its code
+    from durq.worker.pool.pool import ProcessPool
+
     return ProcessPool(app, size, config, default=default == "process", metrics=metrics)

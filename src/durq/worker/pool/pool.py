@@ -48,6 +48,7 @@ from durq.worker.capacity import Delivery
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.pool.child import TIME_LIMIT_SIGNAL
 from durq.worker.pool.config import ProcessPoolConfig
+from durq.worker.pool.errors import PoolBroken
 from durq.worker.pool.metrics import PoolMetrics
 from durq.worker.pool.reasons import OomKills, death_fields
 from durq.worker.pool.rss import rss
@@ -63,12 +64,6 @@ log = logging.getLogger("durq.worker")
 
 #: a child that dies before it is ready is replaced after a pause, doubling to this
 _MOST_PAUSE = 5.0
-
-
-class PoolBroken(RuntimeError):
-    """The process pool's template died: no child can be forked any more. The worker
-    drains (the jobs of its children are given back without an attempt) and
-    ``Worker.run`` raises this, so that its supervisor starts it afresh."""
 
 
 def _stopped(delivery: Delivery) -> str:
