@@ -24,6 +24,7 @@ from cli.support import durq as run
 from durq.metrics import WorkerMetrics
 from durq.worker import Worker, WorkerConfig, WorkerState
 from durq.worker.capacity import Capacity
+from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
 from durq.worker.pool import PoolBroken, ProcessPoolConfig
 from helpers import eventually
@@ -390,3 +391,31 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_job_whose_lease_was_taken_over_has_its_child_killed_and_nothing_acknowledged(
+    app: durq.App, exec_log: ExecLog, queue_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fencing makes the kill safe: once another consumer holds the job, the worker
+    kills the child running it, and nothing the old run did reaches the job."""
+    extend = [False]  # the worker's extensions held back until the lease has lapsed
+    real_due = LeaseKeeper._due
+    monkeypatch.setattr(
+        LeaseKeeper, "_due", lambda self, d, now: extend[0] and real_due(self, d, now)
+    )
+    with running_worker(app, concurrency=1, lease=1.0, **_process_pool()) as worker:
+        handle = app.tasks["work"].enqueue(str(exec_log), "w", 3.0)
+        eventually(lambda: exec_log.count("start") == 1, 10)
+        queue = app.queue(queue_name)
+        taken = eventually(lambda: queue.dequeue(lease=30), 5, "the lapsed lease")
+        assert taken.id == handle.id
+        extend[0] = True  # the next extension is refused: the lease is lost
+        eventually(lambda: _pool(worker).metrics.kills.get("lease_lost") == 1, 5)
+        eventually(lambda: _full(worker, 1), 5)
+        started = exec_log.events("start")[0]["time"]
+        time.sleep(max(0.0, started + 3.5 - time.time()))  # past the killed run's end
+    assert exec_log.count("finish") == 0
+    info = queue.job(handle.id)
+    assert info is not None and info.state is durq.JobState.ACTIVE  # still the taker's
+    queue.release(taken)
+    assert queue.stats().completed == 1
