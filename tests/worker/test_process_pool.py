@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 from prometheus_client import generate_latest
 
@@ -27,6 +28,7 @@ from durq.worker.capacity import Capacity
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
 from durq.worker.pool import PoolBroken, ProcessPoolConfig
+from durq.worker.pool.pool import ProcessPool
 from helpers import eventually
 from worker import pool_app
 from worker.support import ExecLog, running_worker
@@ -419,3 +421,37 @@ def test_a_job_whose_lease_was_taken_over_has_its_child_killed_and_nothing_ackno
     assert info is not None and info.state is durq.JobState.ACTIVE  # still the taker's
     queue.release(taken)
     assert queue.stats().completed == 1
+
+
+def test_a_job_handed_to_a_child_that_just_died_goes_back_without_an_attempt(
+    app: durq.App, exec_log: ExecLog, queue_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle child killed (the OOM killer's favourite) in the instant before the worker
+    learns of it: the job it was handed never reached it, so it costs nothing."""
+    real_acquire = ProcessPool._acquire
+    killed: list[int] = []
+
+    async def acquire_a_dead_child(self: ProcessPool) -> Any:
+        child = await real_acquire(self)
+        if child is not None and not killed:
+            killed.append(child.pid)
+            os.kill(child.pid, signal.SIGKILL)
+            eventually(lambda: not _exists(child.pid) or _zombie(child.pid), 5, interval=0.001)
+        return child
+
+    monkeypatch.setattr(ProcessPool, "_acquire", acquire_a_dead_child)
+    with running_worker(app, concurrency=1, **_process_pool()) as worker:
+        seen = app.tasks["whoami"].enqueue(str(exec_log), "w").result(timeout=10)
+        eventually(lambda: _full(worker, 1), 5)
+        kills = dict(_pool(worker).metrics.kills)
+    assert killed and seen["pid"] != killed[0]
+    assert seen["attempt"] == 1  # given back unspent, then run by the replacement
+    assert kills == {}
+    assert _stats(app, queue_name).failed == 0
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False

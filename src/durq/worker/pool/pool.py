@@ -251,8 +251,13 @@ class ProcessPool:
         timeout = task.config.timeout
         timer = loop.call_later(timeout, self._time_is_up, child, seq) if timeout else None
         try:
-            with contextlib.suppress(OSError):  # a child that died: its exit answers
+            try:
                 await loop.sock_sendall(child.sock, frame(("run", seq, job_fields(job))))
+            except OSError:  # it died idle (its exit is on its way): the job never started
+                child.future, child.delivery = None, None
+                log.warning("job %s: its child process died before the job reached it; "
+                            "given back without an attempt", job.id)  # fmt: skip
+                return Outcome("defer")
             reply = await future
         except asyncio.CancelledError:
             if child.future is future:  # still running it: stop it
