@@ -22,14 +22,17 @@ def _run(worker: Worker) -> None:
     try:
         import uvloop  # optional: a faster event loop where installed
     except ImportError:
+        uvloop = None
+    # outside the try: an error of the worker must not come chained to the missing
+    # uvloop, and an ImportError it raises must not start the (already awaited)
+    # coroutine again on another loop
+    if uvloop is None:
         # the loop whose thread short sync tasks may borrow without stalling it; the
         # worker's signals come through it
         worker.handle_signals = False
         run_worker(worker.run(), worker.on_signal)
-        return
-    # outside the try: an ImportError raised by the worker itself must not start the
-    # (already awaited) coroutine again on another loop; sync tasks all run in threads
-    uvloop.run(worker.run())
+    else:  # sync tasks all run in threads
+        uvloop.run(worker.run())
 
 
 @click.command()

@@ -46,7 +46,7 @@ from durq.worker.outbox import OutboxCourier
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
-from durq.worker.startup import check_server, find_shards, subscribe
+from durq.worker.startup import check_server, find_shards, subscribe, wait_for_redis
 
 if TYPE_CHECKING:
     from durq.app.app import App
@@ -306,6 +306,12 @@ class Worker:
         """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
         if self._client is None:
             self._client = connection.async_client(self.app.url)
+        if not await wait_for_redis(self._client, self.app.url, self._stop):
+            if self._owns_client:
+                await self._client.aclose()
+            self.state = WorkerState.STOPPED
+            log.info("worker %s stopped before Redis answered", self.id)
+            return
         await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
