@@ -22,6 +22,7 @@ from worker.support import Durq, ExecLog
         ("no_such_module:app", "cannot import 'no_such_module'"),
         ("worker.apps:build", "'worker.apps:build' is not a durq.App (found function)"),
         ("worker.apps", "expected MODULE:APP"),
+        ("worker.apps:ap", "module 'worker.apps' has no attribute 'ap'; its durq.App: app"),
     ],
 )
 def test_worker_refuses_a_target_that_is_not_an_app(target: str, message: str) -> None:

@@ -260,6 +260,12 @@ class App:
                 f"app.queue('{name}~<i>') for one shard"
             )
 
+    def handle(self, queue: str, job_id: str) -> JobHandle[Any]:
+        """The handle of job ``job_id`` in ``queue`` (for a sharded queue, its shard:
+        ``handle.queue``), from an id stored earlier; ``task.handle(job_id)`` also types
+        its result."""
+        return JobHandle.of(self, queue, job_id)
+
     def queue(self, name: str) -> Queue:
         """The blocking Queue ``name`` (or one shard, ``name~i``), sharing the app's
         connection pool."""

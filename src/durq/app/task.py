@@ -185,6 +185,13 @@ class Task(Generic[P, R]):
         """The queue this task's jobs go to by default."""
         return self.config.queue
 
+    def handle(self, job_id: str, queue: str | None = None) -> JobHandle[R]:
+        """The handle of this task's job ``job_id`` (an id stored from an earlier
+        ``enqueue``), in ``queue`` (default: the task's queue; for a sharded queue, the
+        shard the handle named: ``handle.queue``), to wait for its result, read its
+        state or cancel it."""
+        return JobHandle.of(self.app, queue or self.queue, job_id, self)
+
     def options(
         self,
         *,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 import click
 
+from durq.app.app import App
 from durq.cli.common import load_app, url_option
 from durq.errors import InvalidArgument
 from durq.logs import configure_logging
@@ -16,6 +18,8 @@ from durq.worker.handoff import run_worker
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
+
+log = logging.getLogger("durq.worker")
 
 
 def _run(worker: Worker) -> None:
@@ -150,6 +154,8 @@ def worker(
         )
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
+    if SLOT_ENV not in os.environ:  # once, not again in each child of -p N
+        _warn_unused_queues(app, queues)
     if processes > 1:
         argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
         sys.exit(Supervisor(argv, processes, burst=burst).run())
@@ -159,6 +165,21 @@ def worker(
         slot = int(os.environ.get(SLOT_ENV, "0"))
         serve_metrics(metrics, metrics_port + slot, metrics_host)
     _run(Worker(app, config, metrics=metrics))
+
+
+def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
+    """Say so when ``-q`` names a queue that none of the app's tasks, schedules or
+    topic subscriptions uses (a typo consumes nothing, silently, otherwise)."""
+    used = set(app.queues) | {s.queue for s in app.schedules.declared.values()}
+    for name in queues:
+        if name in used or any(t.subscription_of(name) for t in app.topics.values()):
+            continue
+        log.warning(
+            "queue %s: no task, schedule or topic of the app uses it; the worker consumes "
+            "it anyway (jobs sent there with .options(queue=...) run). The app's queues: %s",
+            name,
+            ", ".join(sorted(used)) or "-",
+        )
 
 
 def _child_args(args: list[str]) -> list[str]:

@@ -151,7 +151,8 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
         self.started_at = time.time()
-        self.processed = 0
+        self.processed = 0  # runs of jobs that ended, whatever their outcome
+        self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
 
     # -- called by the pumps and the lease keeper -----------------------------------
 
@@ -277,6 +278,7 @@ class Worker:
             return  # already given back during shutdown
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
+        self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
         delivery.metrics.finished(outcome.kind, seconds)
         if outcome is not DONE or _debug():  # a plain success is logged only at DEBUG
             log_outcome(job, delivery.name, outcome, seconds)
@@ -419,7 +421,7 @@ class Worker:
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
-            log.info("worker %s stopped after %d jobs", self.id, self.processed)
+            log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
@@ -493,3 +495,24 @@ class Worker:
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
+
+
+# the words of the outcome kinds in the worker's last line
+_OUTCOME_WORDS = {
+    "done": "completed",
+    "retry": "to be retried",
+    "dead": "dead-lettered",
+    "defer": "deferred",
+    "limited": "rate-limited",
+    "cancelled": "cancelled",
+    "lost": "lost to another worker",
+}
+
+
+def _runs(outcomes: dict[str, int]) -> str:
+    """``"5 runs of jobs (3 completed, 2 to be retried)"``: what a worker did, by outcome
+    (a job retried twice and completed makes three runs)."""
+    total = sum(outcomes.values())
+    parts = [f"{n} {_OUTCOME_WORDS.get(kind, kind)}" for kind, n in outcomes.items() if n]
+    noun = "run" if total == 1 else "runs"
+    return f"{total} {noun} of jobs" + (f" ({', '.join(parts)})" if parts else "")
