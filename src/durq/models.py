@@ -145,6 +145,7 @@ class Job:
         "queue",
         "schedule",
         "scheduled_at",
+        "task",
         "token",
     )
 
@@ -187,6 +188,8 @@ class Job:
         self.scheduled_at: float | None = None
         #: set by the worker that runs the job: its cancel flag and progress writer
         self.control: JobControl | None = None
+        #: the name of the task it runs (set by the worker once the payload was read)
+        self.task: str | None = None
 
     @property
     def attempts(self) -> int:

@@ -10,8 +10,9 @@ import click
 
 from durq.app.app import App
 from durq.cli.common import load_app, url_option
+from durq.context import JobLogContext
 from durq.errors import InvalidArgument
-from durq.logs import configure_logging
+from durq.logs import configure_logging, route_task_logs
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
@@ -137,9 +138,11 @@ def worker(
     unstarted and unfinished jobs are given back. A second signal stops at once.
     Nothing is lost either way: unacknowledged jobs return after their lease.
     """
-    configure_logging(log_level, log_format)
+    handler = configure_logging(log_level, log_format, context=JobLogContext())
     # checked before any child starts: a mistake is one error, not children failing forever
     app = load_app(target)
+    # after the import: an app that configures logging itself keeps its own set-up
+    route_task_logs(handler, log_level)
     if url:
         app.url = url
     try:

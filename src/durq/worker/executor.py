@@ -59,6 +59,7 @@ class Outcome:
     reason: bytes = b""
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
+    trace: str = ""  # retry, dead: the traceback of the exception, for the log
 
 
 DONE = Outcome("done")
@@ -110,6 +111,12 @@ def error_fields(exc: BaseException, fn: Any = None) -> dict[str, Any]:
     }
 
 
+def _trace(fields: dict[str, Any]) -> str:
+    """The (redacted) traceback of a failure's fields, if an exception made it."""
+    trace = fields.get("traceback")
+    return trace if isinstance(trace, str) else ""
+
+
 def _timed(fn: Callable[..., Any], streak: list[int], args: Any, kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; its own run time (not the hop to its thread) counts in
     ``streak``, the [short runs in a row, the streak that allows inline runs] of its task.
@@ -154,7 +161,9 @@ class Executor:
         fields = self.app.redact.fields(fields)
         reason = reason_json(fields, attempt=job.attempt)
         result = encode_error(fields) if task is not None and task.config.result else None
-        return Outcome("dead", result=result, reason=reason, summary=_summary(fields))
+        return Outcome(
+            "dead", result=result, reason=reason, summary=_summary(fields), trace=_trace(fields)
+        )
 
     def _failed(
         self, task: Task[Any, Any], fields: dict[str, Any], job: Job, delay: float | None = None
@@ -166,7 +175,9 @@ class Executor:
             delay = backoff(job.attempt)
         fields = self.app.redact.fields(fields)
         reason = reason_json(fields, attempt=job.attempt)
-        return Outcome("retry", delay=delay, reason=reason, summary=_summary(fields))
+        return Outcome(
+            "retry", delay=delay, reason=reason, summary=_summary(fields), trace=_trace(fields)
+        )
 
     def prepare(self, job: Job) -> Call | Outcome:
         """The task, arguments and metadata of ``job``, or the dead-letter outcome saying
@@ -214,6 +225,7 @@ class Executor:
         task, args, kwargs, meta = prepared
         timeout = task.config.timeout
         started = time.monotonic()
+        job.task = task.name  # for the records of the task's own loggers (JobLogContext)
         set_current_job(job)  # this coroutine runs in its own asyncio task: local to it
         try:
             if task.is_async:
