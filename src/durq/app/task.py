@@ -72,6 +72,26 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    #: the exceptions a failed run is retried for (``@app.task(retry_on=...)``)...
+    retry_on: tuple[type[Exception], ...] = (Exception,)
+    #: ...unless it is one of these (they dead-letter the job at once)
+    dont_retry_on: tuple[type[Exception], ...] = ()
+
+    def retries(self, exc: Exception) -> bool:
+        """Whether a run that raised ``exc`` may be retried."""
+        return isinstance(exc, self.retry_on) and not isinstance(exc, self.dont_retry_on)
+
+
+def exception_types(name: str, value: Any) -> tuple[type[Exception], ...]:
+    """``value`` (an exception class or a tuple of them) as a tuple, or InvalidArgument
+    naming the option: checked when the task is declared, not when a job fails."""
+    found = value if isinstance(value, tuple) else (value,)
+    for item in found:
+        if not (isinstance(item, type) and issubclass(item, Exception)):
+            raise InvalidArgument(
+                f"{name} takes exception classes (a class or a tuple of them), not {item!r}"
+            )
+    return found
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,12 @@ def _safe_text(value: Any) -> str:
 
 def _summary(fields: dict[str, Any]) -> str:
     kind = str(fields.get("type") or fields.get("reason") or "failed").rsplit(".", 1)[-1]
-    return f"{kind}: {str(fields.get('message', ''))[:200]}"
+    note = (
+        " (not retried: the task's retry_on/dont_retry_on)"
+        if fields.get("retried") is False
+        else ""
+    )
+    return f"{kind}: {str(fields.get('message', ''))[:200]}{note}"
 
 
 def _from_frame_of(exc: BaseException, fn: Any) -> TracebackType | None:
@@ -253,7 +258,10 @@ class Executor:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._failed(task, error_fields(exc, task.fn), job)
+            fields = error_fields(exc, task.fn)
+            if not task.config.retries(exc):  # retry_on / dont_retry_on: not worth a retry
+                return self._dead(task, {**fields, "retried": False}, job)
+            return self._failed(task, fields, job)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
