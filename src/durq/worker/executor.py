@@ -184,6 +184,12 @@ class Executor:
             "retry", delay=delay, reason=reason, summary=_summary(fields), trace=_trace(fields)
         )
 
+    def _raised(self, task: Task[Any, Any], exc: Exception, job: Job) -> Outcome:
+        fields = error_fields(exc, task.fn)
+        if not task.config.retries(exc):  # retry_on / dont_retry_on: not worth a retry
+            return self._dead(task, {**fields, "retried": False}, job)
+        return self._failed(task, fields, job)
+
     def prepare(self, job: Job) -> Call | Outcome:
         """The task, arguments and metadata of ``job``, or the dead-letter outcome saying
         why the job cannot run at all. The worker prepares each job once, when it is
@@ -258,10 +264,7 @@ class Executor:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            fields = error_fields(exc, task.fn)
-            if not task.config.retries(exc):  # retry_on / dont_retry_on: not worth a retry
-                return self._dead(task, {**fields, "retried": False}, job)
-            return self._failed(task, fields, job)
+            return self._raised(task, exc, job)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
