@@ -54,7 +54,7 @@ def test_an_exception_the_task_does_not_retry_dead_letters_at_the_first_attempt(
     dead = {j.id: j for j in queue.dead_letters(10)}
     reason = dead[bad.id].reason or {}
     assert reason["retried"] is False and reason["type"] == "builtins.ValueError"
-    assert dead[flaky.id].reason is not None and "retried" not in dead[flaky.id].reason
+    assert "retried" not in (dead[flaky.id].reason or {"retried": True})
     app.close()
 
 
