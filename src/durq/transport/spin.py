@@ -32,7 +32,6 @@ MISSES = 4
 #: exchanges a resting connection makes without polling before it tries again
 REST = 256
 
-_SPIN_ATTR = "_durq_spin"  # per connection: misses in a row (>= 0) or rest left (< 0)
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 # polling needs both non-blocking reads (POSIX); elsewhere the budget stays 0
 _CAN_POLL = bool(_DONTWAIT) and hasattr(os, "readv")
@@ -63,18 +62,17 @@ def set_budget(seconds: float) -> None:
     _budget = max(float(seconds), 0.0) if _CAN_POLL else 0.0
 
 
-def first_read(conn: Any, sock: Any, buffer: bytearray) -> int:
-    """Read the first bytes of a reply on ``sock`` (``conn``'s socket) into ``buffer``:
-    poll without sleeping for up to the budget, then block as ``recv_into`` does.
-    Returns the number of bytes read (0: the server closed the connection); raises what
-    ``recv_into`` raises (its timeout included)."""
-    state: int = conn.__dict__.get(_SPIN_ATTR, 0)
+def first_read(sock: Any, buffer: bytearray, state: int) -> tuple[int, int]:
+    """Read the first bytes of a reply on ``sock`` into ``buffer``: poll without sleeping
+    for up to the budget, then block as ``recv_into`` does. ``state`` is the connection's
+    (kept by the caller; 0 for a new one): polls in a row that found nothing (>= 0), or
+    exchanges left to rest (< 0). Returns the number of bytes read (0: the server closed
+    the connection) and the connection's next state; raises what ``recv_into`` raises (its
+    timeout included)."""
     # only the standard library's own socket class: TLS sockets (ssl) are another, and so
     # are gevent's and eventlet's cooperative ones, whose other greenlets a poll would hold up
     if state < 0 or not _budget or type(sock).__module__ != "socket":
-        if state < 0:
-            conn.__dict__[_SPIN_ATTR] = state + 1
-        return int(sock.recv_into(buffer))
+        return int(sock.recv_into(buffer)), state + 1 if state < 0 else state
     # a socket with a timeout is non-blocking underneath, and its recv_into would poll()
     # with the timeout before reading: read its descriptor directly instead. A socket
     # without one blocks, so it is asked not to.
@@ -86,8 +84,6 @@ def first_read(conn: Any, sock: Any, buffer: bytearray) -> int:
         except BlockingIOError:
             if time.perf_counter() < deadline:
                 continue
-            conn.__dict__[_SPIN_ATTR] = -REST if state + 1 >= MISSES else state + 1
-            return int(sock.recv_into(buffer))
-        if state:
-            conn.__dict__[_SPIN_ATTR] = 0
-        return size
+            missed = -REST if state + 1 >= MISSES else state + 1
+            return int(sock.recv_into(buffer)), missed
+        return size, 0

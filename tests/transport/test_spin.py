@@ -12,8 +12,8 @@ import pytest
 from redis.exceptions import ConnectionError
 
 from durq.errors import InvalidArgument
-from durq.transport import connection, spin
-from durq.transport.connection import sync_exchange
+from durq.transport import connection, redispy, spin
+from durq.transport.redispy import sync_exchange
 
 pytestmark = pytest.mark.skipif(not spin._CAN_POLL, reason="no non-blocking reads here")
 
@@ -49,7 +49,7 @@ def _close(client: Any, conn: Any) -> None:
 
 
 def _state(conn: Any) -> int:
-    return int(conn.__dict__.get("_durq_spin", 0))
+    return int(redispy.attached(conn).get(redispy.SPIN, 0))
 
 
 def test_replies_read_by_polling_come_back_whole_and_in_order(redis_url: str, budget: None) -> None:
