@@ -88,9 +88,7 @@ async def test_a_blocking_wait_and_a_wake_up_cross_threads_on_this_redis_py(url:
     """A dequeue that waits is woken by an enqueue from another thread (the wait and the
     fetch after it on one connection)."""
     with Queue(_name(), url, lease=10.0) as queue:
-        waiting = asyncio.get_running_loop().run_in_executor(
-            None, lambda: queue.dequeue(wait=5.0)
-        )
+        waiting = asyncio.get_running_loop().run_in_executor(None, lambda: queue.dequeue(wait=5.0))
         await asyncio.sleep(0.2)
         queue.enqueue({"n": 7})
         job = await asyncio.wait_for(waiting, 30)

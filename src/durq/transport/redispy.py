@@ -356,4 +356,3 @@ def _newest(pool: Any, states: list[Any]) -> tuple[str, int]:
         epoch, count = votes.get(address, (0, 0))
         votes[address] = (max(epoch, int(st.get("config-epoch", 0))), count + 1)
     return max(votes, key=lambda address: votes[address])
-
