@@ -143,6 +143,13 @@ def test_the_budget_comes_from_the_environment(
     assert spin._budget_from_env() == pytest.approx(seconds)
 
 
+def test_a_blocking_client_does_not_poll_unless_durq_reply_spin_us_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DURQ_REPLY_SPIN_US", raising=False)
+    assert spin._budget_from_env() == 0.0
+
+
 def test_a_budget_that_is_not_a_number_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DURQ_REPLY_SPIN_US", "fast")
     with pytest.raises(InvalidArgument, match="DURQ_REPLY_SPIN_US"):

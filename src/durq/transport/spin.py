@@ -1,12 +1,12 @@
-"""Spin, then sleep: how a blocking connection waits for the first bytes of a reply.
+"""Spin, then sleep: how a blocking connection may wait for the first bytes of a reply.
 
 A blocking ``recv`` puts the calling thread to sleep, and the kernel wakes it when the
-reply lands. On a virtual machine that wake-up is the larger part of a round trip to a
-server on the same host: a loopback ``LPUSH`` measured 22-25 µs from a caller that polls
-the socket without sleeping and 42-76 µs from one that sleeps, for about the same CPU
-(the sleeper pays the scheduler instead; ``bench/archive/``). So the sync front end's exchange
-polls for up to ``budget()`` seconds (``DURQ_REPLY_SPIN_US``, 100 µs by default; 0 turns
-it off) before it sleeps in ``recv`` as before.
+reply lands. Where that wake-up is a large part of a round trip (a virtual machine, a
+server on the same host, a producer sending back to back), polling the socket for a
+moment before sleeping can shorten the round trip. It costs CPU in the caller's thread,
+and in a threaded application it gains nothing measurable, so it is off by default:
+``DURQ_REPLY_SPIN_US`` (microseconds) turns it on for a process, ``set_budget`` for the
+running one. The figures and the choice are in ``docs/decisions/reply-spin.md``.
 
 A reply that takes longer than the budget (a remote server, a blocking wait, a large
 batch) gains nothing from the poll, so a connection that misses ``MISSES`` times in a row
@@ -38,7 +38,7 @@ _CAN_POLL = bool(_DONTWAIT) and hasattr(os, "readv")
 
 
 def _budget_from_env() -> float:
-    raw = os.environ.get("DURQ_REPLY_SPIN_US", "100")
+    raw = os.environ.get("DURQ_REPLY_SPIN_US", "0")
     try:
         micros = float(raw)
     except ValueError:
