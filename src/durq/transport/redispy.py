@@ -137,7 +137,7 @@ _RESP2 = (None, 2, "2")
 
 # asyncio.timeout (3.11+): one deadline for a whole exchange. redis-py's asyncio
 # connection otherwise sends under asyncio.wait_for (a Task and a timer) and reads each
-# reply under a timeout of its own: about 15 µs of CPU and a loop turn per round trip.
+# reply under a timeout of its own: CPU and a loop turn per round trip.
 _deadline = getattr(asyncio, "timeout", None) if sys.version_info >= (3, 11) else None
 
 
@@ -230,8 +230,8 @@ def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
     reader = _lean_reader(conn, _PLAIN_CONNECTIONS, _HiredisParser)
     if sock is None or reader is None:
         return _redis_py_exchange(conn, packed, count)
-    # redis-py's own socket, reader and buffer, without its read_response layers
-    # (about 6 µs of CPU per round trip); the bytes of a later reply stay in its reader
+    # redis-py's own socket, reader and buffer, without its read_response layers (their
+    # CPU per round trip); the bytes of a later reply stay in its reader
     buffer = conn._parser._buffer
     replies: list[Any] = []
     try:
