@@ -274,7 +274,8 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         out[#out + 1] = rec
         -- the key is free once its job started, except a keep-last job's: it holds the key
         -- until it ends, so that the next enqueue waits for it
-        if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
+        if r.key ~= '' and not (c and c.m == 'keep')
+            and redis.pcall('HGET', K_KEYS, r.key) == id then
           redis.pcall('HDEL', K_KEYS, r.key)
         end
         got = got + 1
@@ -282,21 +283,24 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         budget = budget - 1
         -- past 20 of them, the call's upkeep budget spent: the rest of this turn, then stop
         if budget < SKIP_MAX - 20 and budget > 0 and budget_spent() then budget = 0 end
-        if handed_ids[id] then
-          -- the same id again: the record is not committed yet, skip it
-        elseif r and r.state == ST_SUPERSEDED then
-          redis.call('HDEL', K_JOBS, id)
-          redis.call('HDEL', K_REASONS, id)
-          if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
-          -- its id stays taken as if it had been released (see lib/core/enqueue_one.lua)
-          local window_end = r.enq + get_conf().dedup_window
-          if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
-        elseif r and r.state == ST_CANCELLED then
-          -- cancelled while listed (cancel.lua): its record is kept for the dedup window
-          redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
-        elseif raws[i] and not r then
-          quarantine(id, now, 'ready')
-          ready_add(g, -1)
+        -- (the same id again, handed_ids: its record is not committed yet, skip it)
+        if not handed_ids[id] then
+          if r and r.state == ST_SUPERSEDED then
+            redis.call('HDEL', K_JOBS, id)
+            redis.call('HDEL', K_REASONS, id)
+            if bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+              control().finish(id, r, now, 'released')
+            end
+            -- its id stays taken as if it had been released (see lib/core/enqueue_one.lua)
+            local window_end = r.enq + get_conf().dedup_window
+            if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
+          elseif r and r.state == ST_CANCELLED then
+            -- cancelled while listed (cancel.lua): its record is kept for the dedup window
+            redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
+          elseif raws[i] and not r then
+            quarantine(id, now, 'ready')
+            ready_add(g, -1)
+          end
         end
       end
     end
@@ -320,8 +324,9 @@ end
 
 -- Limits and weights are read per group only when some are configured. Returns an
 -- error reply (nil: none), whether limits (lib/groups/slots.lua), weights and priorities are
--- used. Its reads are typed: made before the first write, they prove their keys' types.
-local function group_settings(proven)
+-- used. Its reads are typed: made before the first write, they prove their keys' types
+-- (noted in `typed`, the call's `proven`).
+local function group_settings(typed)
   local err, n = read(K_GWEIGHT, 'hash', 'HLEN', K_GWEIGHT)
   if err then return err end
   local weighted = n > 0
@@ -332,14 +337,14 @@ local function group_settings(proven)
   err, conf, seq = read_by(K_CONF, 'hash', get_conf_and, 'seq')
   if err then return err end
   local prioritized = seq ~= false
-  local limited = conf.group_limit > 0 -- as limits_configured, its HLEN typed
+  local limited = conf.group_limit > 0 -- or a group's own limit, its HLEN typed
   if not limited then
     err, n = read(K_GLIMIT, 'hash', 'HLEN', K_GLIMIT)
     if err then return err end
     limited = n > 0
-    proven.glimit = true
+    typed.glimit = true
   end
-  proven.gweight, proven.conf = true, true
+  typed.gweight, typed.conf = true, true
   return nil, limited, weighted, prioritized
 end
 

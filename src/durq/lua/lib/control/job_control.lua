@@ -34,10 +34,13 @@ local control_fns = nil
 local function control()
   if control_fns then return control_fns end
   -- The keys, named from the prefix here rather than captured: each upvalue a function
-  -- captures costs its creation, on every call of the script (see above).
+  -- captures costs its creation, on every call of the script (see above). They shadow
+  -- the script's own K_* (lib/core/keys.lua) on purpose, with the same values.
+  -- luacheck: push ignore 431
   local K_JOBS, K_ACTIVE, K_DELAYED, K_DONE = K_PREFIX .. 'jobs', K_PREFIX .. 'active',
     K_PREFIX .. 'delayed', K_PREFIX .. 'done'
   local K_REASONS, K_KEYS = K_PREFIX .. 'reasons', K_PREFIX .. 'keys'
+  -- luacheck: pop
   local c = {}
 
   -- The job-control data of job `id` (a table), or nil.
