@@ -154,7 +154,7 @@ local function promote(now, ids, done)
   local stopped = false
   local n = 0
   for i = 1, #ids do
-    -- the clock is read every 8 jobs: a promotion costs 5-30 us
+    -- the clock is read every 8 jobs: a promotion costs several reads (docs/decisions/)
     if (done + i) % 8 == 1 and done + i > 1 and budget_spent() then
       stopped = true
       break
@@ -212,7 +212,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     local id = ids[i]
     local raw = raws[i]
     -- the common job (pending, no job control) is handed out from its header's fields
-    -- (lib/core/record_peek.lua) without rec_decode's table and copies: about 1 us per job
+    -- (lib/core/record_peek.lua) without rec_decode's table and copies
     local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
       flags, kpos, klen = rec_peek(raw)
     local stop, wid = nil, nil
@@ -433,7 +433,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       redis.call('DEL', K_RRSET)
       if flow_ctl then flow_ctl.relist_parked() end
       -- the default group and the 1000 largest named groups with ready jobs are offered
-      -- again, in a few variadic commands (group_offer's seven each: 8 ms for 1000);
+      -- again, in a few variadic commands (group_offer's seven each would be too slow);
       -- parked groups stay parked (relist_parked put them in K_RRSET first)
       group_offer('')
       local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
@@ -462,7 +462,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
-      -- (a job or a turn costs 2-15 us, a read of the clock about 1)
+      -- (a job or a turn costs a few reads of the clock: docs/decisions/script-costs.md)
       if not cut and (handed >= check_at or (handed >= SERVE_MIN and turns % 4 == 3)) then
         check_at = handed + SERVE_CHECK
         cut = budget_spent(SERVE_MS)

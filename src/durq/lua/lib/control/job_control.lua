@@ -17,8 +17,8 @@
 --   <prefix>cancel     pub/sub channel: ids of running jobs whose cancel was asked
 -- Only the paths that start or end a flagged job look there: a plain job pays one flag
 -- test. Lua re-creates every function of a script on each call, and capturing an
--- upvalue costs more the more upvalues the script has open (a function of 40 costs about
--- 7 us). Release and dequeue include this file: so its functions are made on first use,
+-- upvalue costs more the more upvalues the script has open (docs/decisions/script-costs.md).
+-- Release and dequeue include this file: so its functions are made on first use,
 -- by control(), which captures few, and a call with no flagged job pays for that one.
 
 -- The due time of a keep-last follow-up while the job it waits for has not ended: it is
