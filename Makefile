@@ -37,6 +37,7 @@ check: $(STAMP)
 	$(BENCH_MYPY)
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check
+	@command -v luacheck >/dev/null || { echo 'make check needs luacheck: apt-get install lua-check'; exit 1; }
 	luacheck -q src/durq/lua  # Debian's lua-check; its settings: .luacheckrc
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
