@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test check docs demo bench screenshots clean ci test-redispy
+.PHONY: venv install test coverage check docs demo bench screenshots clean ci test-redispy
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -21,6 +21,15 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
+# `make test` under coverage.py, with the Python processes the tests start (workers, the
+# CLI; [tool.coverage] in pyproject.toml), then the report of src/durq, which fails
+# under its floor. CI runs this in place of `make test`.
+coverage: $(STAMP)
+	$(BIN)/python -m coverage erase
+	$(BIN)/python -m coverage run -m pytest $(ARGS)
+	$(BIN)/python -m coverage combine -q
+	$(BIN)/python -m coverage report
+
 check: $(STAMP)
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/ruff format --check src tests examples bench
@@ -28,6 +37,8 @@ check: $(STAMP)
 	$(BENCH_MYPY)
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check
+	@command -v luacheck >/dev/null || { echo 'make check needs luacheck: apt-get install lua-check'; exit 1; }
+	luacheck -q src/durq/lua  # Debian's lua-check; its settings: .luacheckrc
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
 	$(BIN)/python scripts/check_redispy_fence.py  # redis-py's internals only in transport/redispy.py
@@ -78,8 +89,9 @@ test-redispy: $(STAMP)
 	    $$venv/bin/python -m pytest $(REDISPY_TESTS) -q -p no:cacheprovider --timeout 300 $(ARGS); \
 	done
 
-ci: check test
+ci: check coverage
 
 clean:
 	rm -rf $(VENV) .venv-django6 .venv-redispy-* site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -f .coverage .coverage.*
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

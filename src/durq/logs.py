@@ -38,8 +38,8 @@ class JsonFormatter(logging.Formatter):
                 entry[name] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        elif record.__dict__.get("durq_traceback"):
-            entry["exception"] = record.__dict__["durq_traceback"]
+        elif getattr(record, "durq_traceback", None):
+            entry["exception"] = getattr(record, "durq_traceback", None)
         return orjson.dumps(entry, default=str).decode()
 
 
@@ -52,8 +52,8 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record) + record.__dict__.get("durq_job", "")
-        trace = record.__dict__.get("durq_traceback")
+        text = super().format(record) + getattr(record, "durq_job", "")
+        trace = getattr(record, "durq_traceback", None)
         return f"{text}\n{trace.rstrip()}" if trace and not record.exc_info else text
 
 

@@ -34,9 +34,9 @@ log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
 
 # A sync task runs on the event loop's thread, without the hop to a pool thread and
-# back (two cross-thread wake-ups, about 0.2 ms of pickup latency on a small VM), only
+# back (two cross-thread wake-ups, most of an idle pickup's latency), only
 # when the loop can lend its thread without ever stalling (worker/handoff.py: the loop
-# of `durq worker`; another thread runs the loop once a call has held it 5-10 ms, so no
+# of `durq worker`; another thread runs the loop once a call has held it TAKEOVER, so no
 # lease goes unextended and no other job waits), the job is the only one in
 # hand, the task declares no timeout (a pool thread is what enforces one), and its last
 # runs were all short: at least INLINE_AFTER in a row, each under INLINE_BUDGET

@@ -189,7 +189,7 @@ class Worker:
         # among them) stay its own, and cancelling it (a cancel request, a lost lease, a
         # stop) touches nothing else. Made as asyncio.Task itself unless the loop has a
         # task factory (two Python frames less per job than asyncio.create_task); a fixed
-        # name: an unnamed Task formats "Task-<n>" for each job (~0.5 µs)
+        # name: an unnamed Task formats "Task-<n>" for each job (docs/decisions/)
         loop = self._loop
         direct = loop is not None and loop.get_task_factory() is None
         while waiting and self._running < self.concurrency:
@@ -244,7 +244,7 @@ class Worker:
         pickup = (job.lease_deadline - self.lease) - job.enqueued_at
         if eager:
             # an idle worker's pickup: counted a loop turn later, once the body started
-            # (about 10 us of code that an idle worker runs cold); a busy worker counts
+            # (code that an idle worker runs cold, off its pickup); a busy worker counts
             # at once, without a loop callback per job
             asyncio.get_running_loop().call_soon(delivery.metrics.started, pickup)
         else:
@@ -387,10 +387,10 @@ class Worker:
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
         # runs, so that the full collections the jobs' short-lived objects trigger do
-        # not traverse it again and again (about 11 us per job of a one-call Redis job,
-        # 70% of the collector's time, on the 2-core bench VM). Only a speed hint: the
-        # objects are given back to the collector when the worker stops (an embedding
-        # process, e.g. a test suite, then collects whatever of them became garbage).
+        # not traverse it again and again (docs/decisions/worker-collector.md). Only a
+        # speed hint: the objects are given back to the collector when the worker stops
+        # (an embedding process, e.g. a test suite, then collects whatever of them became
+        # garbage).
         gc.freeze()
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
