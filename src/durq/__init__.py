@@ -52,6 +52,7 @@ from durq.errors import (
     PayloadRefused,
     PayloadTooLarge,
     RateLimited,
+    RedisUnavailable,
     Retry,
     TimeLimitExceeded,
     WorkflowFailed,
@@ -96,6 +97,7 @@ __all__ = [
     # flow control
     "Rate",
     "RateLimited",
+    "RedisUnavailable",
     "FlowInfo",
     "ParkedGroup",
     # workflows

@@ -31,6 +31,7 @@ from durq.worker.pool import PoolBroken, ProcessPoolConfig
 from durq.worker.pool.pool import ProcessPool
 from helpers import eventually
 from worker import pool_app
+from worker.apps import explodes
 from worker.support import ExecLog, running_worker
 
 
@@ -455,3 +456,18 @@ def _zombie(pid: int) -> bool:
         return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
+
+
+def test_retry_on_and_dont_retry_on_hold_for_a_task_in_a_child(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    task = app.task(name="bad_input", dont_retry_on=ValueError, max_attempts=3, pool="process")(
+        explodes
+    )
+    with running_worker(app, concurrency=1):
+        handle = task.enqueue(str(exec_log), "v", "not a number")
+        eventually(lambda: _stats(app, queue_name).dead == 1, 10)
+    assert exec_log.count("start", "v") == 1  # dead-lettered at its first attempt
+    reason = _reason(app, queue_name, handle.id)
+    assert reason["retried"] is False and "not a number" in reason["message"]
+    assert exec_log.events("start", "v")[0]["pid"] != os.getpid()

@@ -27,7 +27,7 @@ from durq.app.handle import JobHandle
 from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
-from durq.app.task import Call, Task, TaskCall, TaskConfig
+from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
 from durq.app.topics import AppTopic
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
@@ -145,6 +145,8 @@ class App:
         result_ttl: float | None = None,
         shards: int | None = None,
         pool: Literal["thread", "process"] | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -162,6 +164,8 @@ class App:
         result_ttl: float | None = None,
         shards: int | None = None,
         pool: Literal["thread", "process"] | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -184,6 +188,11 @@ class App:
                 replaced) and a crash or a leak cannot take the worker down;
                 ``"thread"`` in its threads; default: the worker's ``--pool``
                 (docs/process-pool.md). Async tasks run in the worker's event loop.
+            retry_on: the exceptions a failed run is retried for (default: every
+                ``Exception``); any other dead-letters the job at once.
+            dont_retry_on: exceptions never retried, even when ``retry_on`` matches
+                (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
+                retries and ``durq.Fail`` never does, whatever these say.
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -202,6 +211,8 @@ class App:
             result=result,
             result_ttl=result_ttl,
             pool=pool,
+            retry_on=exception_types("retry_on", retry_on),
+            dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
@@ -275,6 +286,12 @@ class App:
                 f"queue {name!r} is sharded: use app.sharded_queue({name!r}), or "
                 f"app.queue('{name}~<i>') for one shard"
             )
+
+    def handle(self, queue: str, job_id: str) -> JobHandle[Any]:
+        """The handle of job ``job_id`` in ``queue`` (for a sharded queue, its shard:
+        ``handle.queue``), from an id stored earlier; ``task.handle(job_id)`` also types
+        its result."""
+        return JobHandle.of(self, queue, job_id)
 
     def queue(self, name: str) -> Queue:
         """The blocking Queue ``name`` (or one shard, ``name~i``), sharing the app's

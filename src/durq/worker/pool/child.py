@@ -90,6 +90,7 @@ def _run(executor: Executor, job: Job) -> Outcome:
     if isinstance(prepared, Outcome):
         return prepared
     task, args, kwargs, meta = prepared
+    job.task = task.name  # for the records of the task's own loggers (JobLogContext)
     set_current_job(job)
     try:
         try:
