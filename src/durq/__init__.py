@@ -54,6 +54,7 @@ from durq.errors import (
     RateLimited,
     RedisUnavailable,
     Retry,
+    TimeLimitExceeded,
     WorkflowFailed,
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
@@ -87,6 +88,7 @@ __all__ = [
     "JobHandle",
     "Retry",
     "Task",
+    "TimeLimitExceeded",
     "current_job",
     # periodic jobs
     "Schedule",

@@ -15,10 +15,11 @@ equal).
     ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
     ├── RedisUnavailable (also redis-py's ConnectionError): Redis did not answer for as
     │   long as durq retries (``enqueue_retry_for``)
-    └── JobFailed: the job whose result was awaited was dead-lettered
-        ├── Cancelled: it was cancelled
-        ├── Expired: it was not started by its expiry time
-        └── WorkflowFailed: the workflow whose result was awaited failed
+    ├── JobFailed: the job whose result was awaited was dead-lettered
+    │   ├── Cancelled: it was cancelled
+    │   ├── Expired: it was not started by its expiry time
+    │   └── WorkflowFailed: the workflow whose result was awaited failed
+    └── TimeLimitExceeded: raised inside a sync task of the process pool past its timeout
 
     Exception (raised by a task, caught by the worker)
     ├── Retry: run the job again after a delay (the attempt counts)
@@ -56,6 +57,7 @@ __all__ = [
     "RateLimited",
     "RedisUnavailable",
     "Retry",
+    "TimeLimitExceeded",
     "WorkflowFailed",
 ]
 
@@ -251,3 +253,19 @@ class RateLimited(Exception):
         super().__init__(f"rate limited: retry after {retry_after:g} s ({scope})")
         self.retry_after = float(retry_after)
         self.scope = scope
+
+
+# -- raised inside a task by the worker
+
+
+class TimeLimitExceeded(DurqError):
+    """Raised inside a sync task that runs in the process pool (``durq worker --pool
+    process``, ``@app.task(pool="process")``) when it passes its ``timeout``: the worker
+    signals the child process, whose Python code gets this exception at its next
+    bytecode (a call blocked in C code gets it when the call returns).
+
+    Catch it to clean up, briefly: ``kill_grace`` seconds after the timeout (3 by
+    default) the child is killed with SIGKILL and replaced, whatever it does. Either way
+    the job fails with the reason ``timeout`` and is retried or dead-lettered by its
+    policy, as in Celery's ``soft_time_limit``/``time_limit`` pair.
+    """

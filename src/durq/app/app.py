@@ -14,9 +14,10 @@ dead-lettered as an unknown task.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
@@ -143,6 +144,7 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
@@ -161,6 +163,7 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
@@ -180,6 +183,11 @@ class App:
             result_ttl: how long the result is kept (default: the app's).
             shards: make the task's queue a sharded queue of this many shards (see
                 ``App``); every task of the queue must agree.
+            pool: where a worker runs this sync task: ``"process"`` in a child process
+                of its process pool, where a timeout stops it for good (killed and
+                replaced) and a crash or a leak cannot take the worker down;
+                ``"thread"`` in its threads; default: the worker's ``--pool``
+                (docs/process-pool.md). Async tasks run in the worker's event loop.
             retry_on: the exceptions a failed run is retried for (default: every
                 ``Exception``); any other dead-letters the job at once.
             dont_retry_on: exceptions never retried, even when ``retry_on`` matches
@@ -192,6 +200,8 @@ class App:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
             lease_ms(lease)
+        if pool not in (None, "thread", "process"):
+            raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -200,12 +210,18 @@ class App:
             lease=lease,
             result=result,
             result_ttl=result_ttl,
+            pool=pool,
             retry_on=exception_types("retry_on", retry_on),
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
             task_name = name or func.__name__
+            if pool is not None and inspect.iscoroutinefunction(func):
+                raise InvalidArgument(
+                    f"task {task_name!r} is async: it runs in the worker's event loop, "
+                    "not in a pool (pool= is for plain def tasks)"
+                )
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
             task = Task(self, func, task_name, config)

@@ -11,7 +11,7 @@ import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
@@ -72,6 +72,7 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    pool: Literal["thread", "process"] | None = None
     #: the exceptions a failed run is retried for (``@app.task(retry_on=...)``)...
     retry_on: tuple[type[Exception], ...] = (Exception,)
     #: ...unless it is one of these (they dead-letter the job at once)

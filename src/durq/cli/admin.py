@@ -23,6 +23,7 @@ from durq._sync.sharded import ShardedQueue
 from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
+from durq.cli.pool_tables import children_table
 from durq.errors import DurqError
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.redaction import Redact
@@ -233,6 +234,9 @@ def workers(url: str | None, namespace: str) -> None:
     console.print(table)
     if jobs.row_count:
         console.print(jobs)
+    children = children_table(entries)
+    if children.row_count:
+        console.print(children)
 
 
 def _number(value: Any) -> float | None:

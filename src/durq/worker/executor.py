@@ -249,26 +249,50 @@ class Executor:
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
-        except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
-            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
-        except Retry as exc:
-            fields = {"reason": "retry_requested", "message": exc.reason}
-            return self._failed(task, fields, job, exc.delay)
-        except Fail as exc:
-            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
         except asyncio.TimeoutError:
             elapsed = time.monotonic() - started
             note = "" if task.is_async else " (its thread was abandoned and replaced)"
-            message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
-            return self._failed(task, {"reason": "timeout", "message": message}, job)
+            return self.timed_out(task, job, elapsed, note)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._raised(task, exc, job)
+            return self.raised(task, job, exc)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
+
+    # -- outcomes of a call made elsewhere too (the process pool's children, worker.pool)
+
+    def raised(self, task: Task[Any, Any], job: Job, exc: BaseException) -> Outcome:
+        """The outcome of a run of ``task`` that raised ``exc``."""
+        if isinstance(exc, RateLimited):  # no attempt counted, however often
+            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
+        if isinstance(exc, Retry):
+            fields = {"reason": "retry_requested", "message": exc.reason}
+            return self._failed(task, fields, job, exc.delay)
+        if isinstance(exc, Fail):
+            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
+        if isinstance(exc, Exception):  # retried unless retry_on / dont_retry_on say no
+            return self._raised(task, exc, job)
+        return self._failed(task, error_fields(exc, task.fn), job)
+
+    def returned(self, task: Task[Any, Any], job: Job, meta: dict[str, Any], value: Any) -> Outcome:
+        """The outcome of a run of ``task`` that returned ``value`` (kept when the task
+        stores results, or the job is a workflow's step)."""
+        return self._done(task, job, value, keep=task.config.result or "wf" in meta)
+
+    def timed_out(self, task: Task[Any, Any], job: Job, elapsed: float, note: str) -> Outcome:
+        """The outcome of a run of ``task`` stopped at its timeout (``note``: how)."""
+        timeout = task.config.timeout
+        message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
+        return self._failed(task, {"reason": "timeout", "message": message}, job)
+
+    def failed(self, task: Task[Any, Any], job: Job, fields: dict[str, Any]) -> Outcome:
+        """The outcome of a run of ``task`` that failed as ``fields`` say (a reason
+        and a message): retried by its policy, or dead-lettered once its attempts are
+        spent."""
+        return self._failed(task, fields, job)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there

@@ -30,6 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from durq.app import tracing
+from durq.errors import InvalidArgument
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
@@ -42,7 +43,10 @@ from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
+from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
+from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, cpus, start_pool
+from durq.worker.pool.rss import available as rss_available
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
@@ -50,6 +54,7 @@ from durq.worker.startup import check_server, find_shards, subscribe, wait_for_r
 
 if TYPE_CHECKING:
     from durq.app.app import App
+    from durq.worker.pool.pool import ProcessPool
 
 __all__ = ["Worker", "WorkerState"]
 
@@ -138,9 +143,12 @@ class Worker:
         self.handle_signals = handle_signals
         self._waiting: deque[Delivery] = deque()  # in hand, waiting to run
         self._running = 0
+        # the process pool's template is forked here, before this worker starts threads
+        self._pool = self._start_pool()
+        pooled = self._pool.takes if self._pool is not None else lambda task: False
         # one thread per slot for sync tasks; an app of async tasks keeps a few for any
         # sync task registered later
-        sync = any(not t.is_async for t in app.tasks.values())
+        sync = any(not t.is_async and not pooled(t) for t in app.tasks.values())
         threads = self.concurrency if sync else min(self.concurrency, SYNC_CONCURRENCY)
         self._executor = Executor(app, threads=threads, alone=lambda: self.capacity.in_use() == 1)
         self._stop = asyncio.Event()
@@ -153,6 +161,27 @@ class Worker:
         self.started_at = time.time()
         self.processed = 0  # runs of jobs that ended, whatever their outcome
         self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
+
+    def _start_pool(self) -> ProcessPool | None:
+        """The process pool (docs/process-pool.md), when some task runs in it; its
+        settings and the memory limit checked first."""
+        config = self.config
+        limits = config.process_pool
+        if (config.memory_limit or limits.max_memory_per_child) and not rss_available():
+            raise InvalidArgument("a memory limit needs /proc (Linux) or psutil installed")
+        size = self.concurrency if config.pool == "process" else cpus()
+        pool = start_pool(self.app, config.pool, size, limits, self.metrics)
+        if pool is None and (limits.recycles or limits.kill_grace != DEFAULT_KILL_GRACE):
+            raise InvalidArgument(
+                "the process pool's limits apply to tasks run in it, and no task of this "
+                "app is: use --pool process (or @app.task(pool='process'))"
+            )
+        return pool
+
+    def _pooled(self, delivery: Delivery) -> bool:
+        """True when ``delivery``'s job runs in the process pool."""
+        pool, task = self._pool, delivery.task
+        return pool is not None and task is not None and pool.takes(task)
 
     # -- called by the pumps and the lease keeper -----------------------------------
 
@@ -223,8 +252,8 @@ class Worker:
             extra=job_fields(job, name, Outcome("lost")),
         )
         task, runner = delivery.task, delivery.runner
-        if runner is not None and task is not None and task.is_async:
-            runner.cancel()
+        if runner is not None and task is not None and (task.is_async or self._pooled(delivery)):
+            runner.cancel()  # a coroutine is cancelled, a child killed
 
     def cancel_requested(self, delivery: Delivery) -> None:
         """A cancel of this job was asked: stop it (see ``WorkerControl``)."""
@@ -251,7 +280,14 @@ class Worker:
             delivery.metrics.started(pickup)
         begun = time.monotonic()
         try:
-            outcome = await self._executor.execute(job, delivery.call, delivery.traced)
+            if (
+                self._pool is not None
+                and self._pooled(delivery)
+                and not isinstance(delivery.call, Outcome)
+            ):
+                outcome = await self._run_in_pool(delivery)
+            else:
+                outcome = await self._executor.execute(job, delivery.call, delivery.traced)
         except asyncio.CancelledError:
             if delivery.cancelling:
                 outcome = CANCELLED
@@ -269,6 +305,13 @@ class Worker:
         if controls is not None and (controls.reporters or controls.cancelled):
             await controls.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun)
+
+    def _run_in_pool(self, delivery: Delivery) -> Awaitable[Outcome]:
+        pool, executor = self._pool, self._executor
+        assert pool is not None
+        if not delivery.traced:
+            return pool.run(delivery, executor)
+        return tracing.traced_execution(delivery.job, lambda job: pool.run(delivery, executor))
 
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float) -> None:
         job = delivery.job
@@ -309,10 +352,7 @@ class Worker:
         if self._client is None:
             self._client = connection.async_client(self.app.url)
         if not await wait_for_redis(self._client, self.app.url, self._stop):
-            if self._owns_client:
-                await self._client.aclose()
-            self.state = WorkerState.STOPPED
-            log.info("worker %s stopped before Redis answered", self.id)
+            await self._stopped_early()
             return
         await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
@@ -332,6 +372,7 @@ class Worker:
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
         self._control, self._controls = control, control.controls
+        pool = self._start_children(control)
         await subscribe(self.app, self._client, self.queue_names)
         await check_server(next(iter(self.pumps.values())).queue)
         # upsert the app's schedules before any dequeue
@@ -353,6 +394,7 @@ class Worker:
                 "queues": self.queue_names,
                 "concurrency": self.concurrency,
                 "started": self.started_at,
+                "pool": self.config.pool,
             },
         )
         loop = self._loop = asyncio.get_running_loop()
@@ -367,14 +409,18 @@ class Worker:
             self.lease,
             self.lease_lost,
             control.cancel_requested,
+            # a child is killed at its timeout: its lease is kept until then
+            bounded=self._pooled,
         )
         control.keeper = keeper  # a cancel message makes it extend at once
         interval = self.config.heartbeat
+        children = (lambda: {"children": pool.snapshot()}) if pool is not None else None
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(
                 self._forever(
-                    "heartbeat", lambda: registry.run(interval, self.capacity, self.metrics)
+                    "heartbeat",
+                    lambda: registry.run(interval, self.capacity, self.metrics, children),
                 )
             ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
@@ -384,6 +430,7 @@ class Worker:
         for name, pump in self.pumps.items():
             courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
             background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
         # runs, so that the full collections the jobs' short-lived objects trigger do
@@ -417,11 +464,53 @@ class Worker:
             with contextlib.suppress(Exception):
                 await registry.remove()
             self._executor.close()
+            await self._close_pool()
             gc.unfreeze()
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
+        if pool is not None and pool.broken:
+            raise PoolBroken("the process pool's template process died; the worker stopped")
+
+    async def _close_pool(self) -> None:
+        """Stop the process pool's children and template, if there is a pool."""
+        if self._pool is not None:
+            await self._pool.close()
+
+    async def _stopped_early(self) -> None:
+        """Stopped while waiting for Redis: nothing ran; the process pool's template (forked
+        already) exits too."""
+        await self._close_pool()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+        self.state = WorkerState.STOPPED
+        log.info("worker %s stopped before Redis answered", self.id)
+
+    def _start_children(self, control: WorkerControl) -> ProcessPool | None:
+        """Fork the process pool's children (while the worker connects), and hand it
+        what it tells the worker and the worker tells it."""
+        pool = self._pool
+        if pool is not None:
+            pool.start()
+            pool.on_broken = self.stop
+            control.tell_cancel = pool.cancel
+        return pool
+
+    def _keepers(self) -> list[asyncio.Task[None]]:
+        """The background tasks of the process pool and of the memory limit."""
+        pool, tasks = self._pool, []
+        if pool is not None:
+            tasks.append(asyncio.create_task(self._forever("process pool", pool.upkeep)))
+        if self.config.memory_limit is not None:
+            limit = MemoryLimit(
+                int(self.config.memory_limit * 1048576),
+                self.capacity,
+                self.metrics,
+                pool.pids if pool is not None else list,
+            )
+            tasks.append(asyncio.create_task(self._forever("memory limit", limit.run)))
+        return tasks
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
@@ -463,6 +552,8 @@ class Worker:
     async def _drain(self, all_pumps: asyncio.Future[Any]) -> None:
         self.state = WorkerState.DRAINING
         self.capacity.close()
+        if self._pool is not None:  # jobs waiting for a child go back with the others
+            self._pool.drain()
         # jobs not started yet go back at once, without counting an attempt
         while self._waiting:
             delivery = self._waiting.popleft()
