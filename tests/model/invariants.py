@@ -10,9 +10,10 @@
   the model says;
 - the schedules stored in each queue, their state and counts, are the model's.
 
-Two things the documents leave open are observed rather than predicted: which ready
-jobs past their expiry a dequeue reached on its way (``sync_doomed``), and which
-over-rate groups it parked (``sync_parked``).
+What the documents leave open is observed rather than predicted: which doomed ready
+jobs (past their expiry, or guarded by their workflow's stop) a dequeue reached on its
+way (``sync_doomed``), which over-rate groups it parked (``sync_parked``), and how far
+its budget of server time took its upkeep (``delayed_left``, ``follow_schedules``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from durq.protocol import schedules as ops
+from durq.protocol import workflows as wf_ops
 from durq.protocol.record import STATE_NAMES, parse_record
 from model.fanin import Workflows
 from model.periodic import Schedules
@@ -115,29 +117,64 @@ def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
     _expect("stats() counters", seen, {name: m.count[name] for name in COUNTERS}, unit)
 
 
+def _marks(world: World, unit: str, name: str) -> tuple[int, int]:
+    """Schedule ``name``'s watermark and catch-up mark (lib/sched_keys.lua)."""
+    prefix = world.fronts[unit].keys.prefix
+    wm, cu = world.raw.hmget(f"{prefix}sch:{name}", "wm", "cu")
+    return int(wm or 0), int(cu or 0)
+
+
 def check_schedules(world: World, unit: str, model: Schedules) -> None:
     front = world.fronts[unit]
     _, stored = front.run(ops.list_page(front.keys, 0, 100))
     seen = {s.name: (s.state == "paused", s.fired, s.skipped, s.missed) for s in stored}
     expected = {n: (s.paused, s.fired, s.skipped, s.missed) for n, s in model.by_name.items()}
-    for name, fired in model.retired.items():
-        if name in seen and name not in expected:  # moved away: kept, but it fires no more
-            _expect(
-                f"ticks fired by {name}, moved to another queue", seen.pop(name)[1], fired, unit
-            )
     _expect("schedules (paused, fired, skipped, missed)", seen, expected, unit)
+    for name, s in model.by_name.items():
+        _expect(f"schedule {name} (watermark, catch-up)", _marks(world, unit, name),
+                (s.wm, s.cu), unit)  # fmt: skip
+
+
+def follow_schedules(
+    world: World, unit: str, model: Schedules, due: list[str], now: int, max_attempts: int
+) -> bool:
+    """The schedules ``due`` when a dequeue began: whether it decided each (its policy
+    picks the ticks that fire) and how far it fired them is read from the server (its
+    budget of processor time); the model decides and fires as much. Returns whether some
+    are left for another call."""
+    left = False
+    for name in due:
+        s = model.by_name[name]
+        marks = _marks(world, unit, name)
+        if s.wm >= s.cu:
+            if marks == (s.wm, s.cu):
+                left = True  # not decided in this call: its budget was spent
+                continue
+            model.decide(s, now)
+        model.fire_upto(s, marks[0], now, max_attempts)
+        _expect(f"schedule {name} (watermark, catch-up) after a dequeue", marks, (s.wm, s.cu),
+                unit)  # fmt: skip
+        left = left or s.wm < s.cu
+    return left
+
+
+def delayed_left(world: World, unit: str, now: int) -> set[str]:
+    """The delayed jobs due at ``now`` that a dequeue left for another call."""
+    key = world.fronts[unit].keys.prefix + "delayed"
+    return {_text(i) for i in world.raw.zrangebyscore(key, "-inf", now)}
 
 
 def sync_doomed(world: World, unit: str, m: Ops, now: int) -> None:
-    """Ready jobs past their expiry end expired when a dequeue reaches them, which may
-    be on its way to another group's job: read which ended."""
+    """Doomed ready jobs (past their expiry, or guarded by their workflow's stop) end
+    when a dequeue reaches them, which may be on its way to another group's job: read
+    which ended."""
     doomed = [j for j in m.in_state(PENDING) if m.doomed(j, now)]
     if not doomed:
         return
     states = records(world, world.fronts[unit].keys.prefix)
     for job in doomed:
-        if states.get(job.id) == "expired":
-            m.expire_reached(job, now)
+        if states.get(job.id) in ("expired", "cancelled"):
+            m.doom_reached(job, now)
 
 
 def sync_parked(world: World, unit: str, m: Ops) -> None:
@@ -157,18 +194,29 @@ def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:
 
 
 def check_workflows(world: World, workflows: Workflows, now: int) -> None:
-    """Each workflow's state is the model's while its summary is kept (result_ttl after
-    it ended), and gone after; each outbox holds the entries not released yet."""
-    for wf in workflows.by_id.values():
-        prefix = world.fronts[wf.home].keys.prefix
-        state = world.raw.hget(f"{prefix}wf:{wf.id}", "state")
-        kept = workflows.summary_kept(wf, now)
-        if kept is True:
-            _expect(f"the state of workflow {wf.id}", state and _text(state), wf.state, wf.home)
-        elif kept is False:
-            _expect(f"workflow {wf.id}, {now - wf.ended_at} ms after it ended", state, None,
-                    wf.home)  # fmt: skip
-    for unit in workflows.units:
-        stats = world.fronts[unit].outbox_stats()
+    """Each workflow's state and run are the model's while its summary is kept
+    (result_ttl after it ended), and gone after; each outbox holds the entries not
+    released yet; the workflow counters of each home are the model's; the stop guards
+    up are the model's."""
+    for run in workflows.by_id.values():
+        prefix = world.fronts[run.home].keys.prefix
+        state, tag = world.raw.hmget(f"{prefix}wf:{run.wid}", "state", "run")
+        if workflows.summary_kept(run, now):
+            _expect(f"the state and run of workflow {run.wid}",
+                    (state and _text(state), tag and _text(tag)), (run.state, run.run),
+                    run.home)  # fmt: skip
+        else:
+            _expect(f"workflow {run.wid}, {now - run.ended_at} ms after it ended", state, None,
+                    run.home)  # fmt: skip
+    for unit, front in world.fronts.items():
+        stats = front.outbox_stats()
         held = stats.pending + stats.delayed + stats.active
-        _expect("outbox entries not released", held, workflows.unreleased[unit], unit)
+        _expect("outbox entries not released", held, workflows.held(unit), unit)
+        guards = {_text(k) for k in world.raw.hkeys(front.keys.prefix + "wfx")}
+        _expect("workflow stop guards", guards, set(workflows.guards.get(unit, {})), unit)
+        counters = front.run(wf_ops.counters(front.keys))
+        expected = workflows.counters(unit)
+        _expect("workflow counters", counters,
+                {n: expected[n] if n != "steps_cancelled" else
+                 workflows.units[unit].count["wf_steps_cancelled"] for n in counters},
+                unit)  # fmt: skip

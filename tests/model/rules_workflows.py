@@ -1,10 +1,13 @@
 """The driver's workflow rules (a part of ``machine.DurqMachine``): submit a group with a
-callback or a chain, with steps in two slots, under an id that may be used again;
-cancel; be the courier of a queue's outbox, dying after an apply or applying twice.
-Steps are taken and released by the machine's dequeue and release rules."""
+callback, a chain or a wide group (its stop takes several calls), with steps in two
+slots, under a new id, an id used before or none; cancel; be the courier of any
+queue's outbox: deliver, die before or after applying what it took, or apply each
+entry twice, taking one, two or many entries at a time. Steps are taken and released
+by the machine's dequeue and release rules."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from hypothesis import strategies as st
@@ -14,34 +17,50 @@ import durq
 from durq.codec import PayloadCodec
 from durq.errors import DurqError, JobNotFound
 from durq.keys import OutboxKeys
-from durq.protocol import lifecycle
+from durq.protocol import flow, lifecycle
 from durq.protocol import workflows as wf_ops
 from durq.protocol.calls import Op
-from model.fanin import Ident, NodeM, WorkflowM, Workflows
+from durq.workflows import WorkflowHandle
+from model.fanin import Ident, NodeM, RunM, Workflows
 from model.known_bugs import gated
 from model.reference import ModelError, Ops
 from model.world import LEASE_S, World
 
 WF_UNITS = ("a", "b")
+OUTBOX_UNITS = ("a", "b", "s~0", "s~1")
+WIDE = 50  # members of a wide group: its stop takes two calls (STOP_CHUNK is 50)
 
 
 def _apply(entry: bytes) -> Op[object]:
-    reply = yield wf_ops.deliver_call(entry)
+    call = flow.pause_call(entry) if entry.startswith(flow.PAUSE_ENTRY) else None
+    reply = yield call or wf_ops.deliver_call(entry)
     return reply
 
 
 def ident_of(unit_of: Any, entry: bytes) -> Ident:
-    """What an outbox entry orders, as the model names it."""
+    """What an outbox entry orders, as the model names it (fanin.py)."""
     f = [p.decode() for p in entry.split(b"\0")]
     kind = f[0]
     if kind == "S":
-        items = f[2:]
-        return ("S", unit_of(f[1]), *sorted(items[0::7]))
+        return ("S", unit_of(f[1]), unit_of(f[2]), int(f[3]), *f[4::8])
+    if kind == "Q":
+        return ("Q", unit_of(f[1]), *((unit_of(f[i]), int(f[i + 1])) for i in range(2, len(f), 2)))
     if kind in ("C", "D"):
-        return (kind, f[2], f[3])
+        return (kind, unit_of(f[1]), f[2], int(f[3]), f[-1])
     if kind in ("X", "K"):
-        return (kind, unit_of(f[1]), *f[3:])
+        return (kind, unit_of(f[1]), *f[2:])
+    if kind == "E":
+        return ("E", unit_of(f[1]), f[2], f[3])
+    if kind == "P":
+        return ("P", unit_of(f[1]), int(f[2]))
     raise ModelError(f"an outbox entry of a kind the model does not drive: {entry!r}")
+
+
+def home_of(places: list[str]) -> str:
+    """The home of a workflow without an id: the unit (every unit a slot of its own)
+    holding most of its steps, the first such in the steps' order (workflows._home)."""
+    counts = Counter(places)
+    return next(u for u in places if counts[u] == max(counts.values()))
 
 
 class WorkflowRules:
@@ -65,103 +84,108 @@ class WorkflowRules:
         raise KeyError(prefix)
 
     @rule(
-        shape=st.sampled_from(("group", "chain")),
+        shape=st.sampled_from(("group", "chain") * 4 + ("wide",)),
         places=st.lists(st.sampled_from(WF_UNITS), min_size=3, max_size=3),
         group=st.sampled_from(("", "g1", "g1")),
-        again=st.booleans(),
+        which=st.sampled_from(("new", "again", "again", "none")),
         data=st.data(),
     )
-    def submit_workflow(self, shape: str, places: list[str], group: str, again: bool,
+    def submit_workflow(self, shape: str, places: list[str], group: str, which: str,
                         data: st.DataObject) -> None:  # fmt: skip
-        if gated("workflow-cancel-strands-group"):
-            group = ""
-        wid = self._workflow_id(again, data)
+        wid = self._workflow_id(which, data)
         if wid in self.wf_shapes and gated("workflow-id-unique-per-home-only"):
             shape, places, group = self.wf_shapes[wid]
-        self.wf_shapes.setdefault(wid, (shape, places, group))
+        shaped = (shape, places, group)
         t = self.world.app.tasks
+        if shape == "wide":  # one queue for the members, the callback in the last place
+            places = [places[0]] * WIDE + places[-1:]
         steps = [
             t["step"].options(queue=self.world.fronts[u].name, group=group or None).s(i)
             for i, u in enumerate(places[:-1])
         ]  # fmt: skip
         last = self.world.fronts[places[-1]].name
-        flow: Any
-        if shape == "group":
-            flow = durq.group(steps).then(t["collect"].options(queue=last).s())
+        flow_: Any
+        if shape == "chain":
+            flow_ = durq.chain(*steps, t["step"].options(queue=last).s())
         else:
-            flow = durq.chain(*steps, t["step"].options(queue=last).s())
-        old = self.workflows.by_id.get(wid)
-        try:
-            handle = flow.enqueue(id=wid)
-        except DurqError:
-            # refusing an id whose first run ended is one way to fix issue 30's bug 3
-            if old is None or self.workflows.summary_kept(old, self.now) is not False:
-                raise
-            return
+            flow_ = durq.group(steps).then(t["collect"].options(queue=last).s())
+        old = self.workflows.by_id.get(wid) if wid is not None else None
+        handle = flow_.enqueue(id=wid)
         if old is not None and self.workflows.summary_kept(old, self.now):
             assert not handle.created, f"workflow {wid} was submitted again while it exists"
+            assert (handle.run, self.world.unit_of(handle.queue)) == (old.run, old.home), (
+                f"workflow {wid} submitted again: {handle.run} in {handle.queue}, "
+                f"expected the existing run {old.run} in {old.home}"
+            )
             return
-        assert handle.created, f"workflow {wid} (new) was not created"
-        self.wf_handles[wid] = handle
+        assert handle.created, f"workflow {wid} (new, or its summary expired) was not created"
+        if wid is None:
+            assert self.world.unit_of(handle.queue) == home_of(places), (
+                f"workflow {handle.id} with steps in {places} lives in {handle.queue}"
+            )
+        self.wf_handles[handle.id] = handle
+        self.wf_shapes.setdefault(handle.id, shaped)
         self.workflows.submit(self._read_plan(handle, shape, group), self.now)
 
-    def _workflow_id(self, again: bool, data: st.DataObject) -> str:
-        reusable = sorted(
-            w.id for w in self.workflows.by_id.values()
-            if self.workflows.summary_kept(w, self.now) is True
-            or (self.workflows.summary_kept(w, self.now) is False
-                and not gated("workflow-resubmit-hangs"))
-        )  # fmt: skip
-        if again and reusable:
-            return data.draw(st.sampled_from(reusable))
+    def _workflow_id(self, which: str, data: st.DataObject) -> str | None:
+        """A new id, one used before (its workflow may run, have ended, or be gone), or
+        none (a random one)."""
+        if which == "none":
+            return None
+        if which == "again" and self.workflows.by_id:
+            return str(data.draw(st.sampled_from(sorted(self.workflows.by_id))))
         self.serial += 1
         return f"w{self.serial}"
 
-    def _read_plan(self, handle: Any, shape: str, group: str) -> WorkflowM:
+    def _read_plan(self, handle: Any, shape: str, group: str) -> RunM:
         info = handle.status()
         assert info is not None and info.state == "running", f"{handle.id}: {info}"
-        nodes = {
-            s.node: NodeM(s.node, self.world.unit_of(s.queue), s.job_id, group) for s in info.steps
-        }
+        assert info.run == handle.run, f"{handle.id}: status shows run {info.run}, not {handle.run}"
+        nodes = {}
+        for s in info.steps:
+            assert s.job_id == f"{handle.id}.{handle.run}.{s.node}", s
+            nodes[s.node] = NodeM(s.node, self.world.unit_of(s.queue), s.job_id, group)
         nodes[max(nodes)].group = ""  # the last step or the callback: only a queue given
         home = self.world.unit_of(handle.queue)
-        return WorkflowM(handle.id, home, shape, sorted(nodes), nodes)
+        kind = "chain" if shape == "chain" else "group"
+        return RunM(handle.id, handle.run, home, kind, sorted(nodes), nodes)
 
     @precondition(lambda self: self.wf_handles)
     @rule(data=st.data())
     def cancel_workflow(self, data: st.DataObject) -> None:
         wid = data.draw(st.sampled_from(sorted(self.wf_handles)))
-        wf = self.workflows.by_id[wid]
-        kept = self.workflows.summary_kept(wf, self.now)
+        run = self.workflows.by_id[wid]
+        handle = WorkflowHandle(self.world.app, self.world.fronts[run.home].name, wid)
+        expected = self.workflows.cancel(wid, self.now)
         try:
-            status = self.wf_handles[wid].cancel()
+            status = handle.cancel().value
         except JobNotFound:
-            assert kept is not True, f"cancel of workflow {wid}: not found, yet it exists"
-            return
-        assert kept is not False, f"cancel of workflow {wid}: {status}, yet it is gone"
-        expected = self.workflows.cancel(wf, self.now)
-        assert status.value == expected, f"cancel of workflow {wid}: {status}, expected {expected}"
+            status = "not_found"
+        assert status == expected, f"cancel of workflow {wid}: {status}, expected {expected}"
 
-    @rule(unit=st.sampled_from(WF_UNITS), mode=st.sampled_from(("deliver", "die", "twice")))
-    def courier(self, unit: str, mode: str) -> None:
-        """Deliver the outbox of ``unit`` as a worker does: take its entries under a
-        lease, apply each, release them; or die after applying (they come back when
-        their lease ends), or apply each twice (at least once is the contract)."""
+    @rule(
+        unit=st.sampled_from(OUTBOX_UNITS),
+        mode=st.sampled_from(("deliver", "deliver", "lost", "die", "twice")),
+        batch=st.sampled_from((100, 100, 1, 2)),
+    )
+    def courier(self, unit: str, mode: str, batch: int) -> None:
+        """Deliver the outbox of ``unit`` as a worker does (durq.worker.outbox): take
+        up to ``batch`` entries under a lease, apply each, release them. Or die: before
+        applying what it took ("lost"), or after ("die"): the entries come back when
+        their lease ends. Or apply each twice (at least once is the contract)."""
         front = self.world.fronts[unit]
         keys = OutboxKeys(front.keys.name, front.keys.namespace, front.keys.shard_count)
-        jobs, _, _ = front.run(lifecycle.fetch(keys, PayloadCodec(), 100, LEASE_S))
-        release = []
+        jobs, _, _ = front.run(lifecycle.fetch(keys, PayloadCodec(), batch, LEASE_S))
+        if mode == "lost":
+            return
         for job in jobs:
             ident = ident_of(self._unit_of_prefix, job.data)
-            gate = ident[0] == "S" and gated("callback-twice-after-courier-crash")
-            again = mode != "deliver" and not gate
-            for _ in range(2 if again and mode == "twice" else 1):
+            for _ in range(2 if mode == "twice" else 1):
                 reply = front.run(_apply(job.data))
                 if isinstance(reply, DurqError):
                     raise reply
                 self.workflows.deliver(unit, ident, self.now)
-            if not (again and mode == "die"):
-                release.append(job)
-        if release:
-            front.run(lifecycle.release(keys, release))
-            self.workflows.unreleased[unit] -= len(release)
+        if jobs and mode != "die":
+            front.run(lifecycle.release(keys, jobs))
+            for job in jobs:
+                self.workflows.released(unit, ident_of(self._unit_of_prefix, job.data))
