@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import os
 
-KNOWN_BUGS: set[str] = {
-    # found by the model (not in issue 30's list)
-    "workflow-id-unique-per-home-only",
-}
+KNOWN_BUGS: set[str] = set()
 """The gated bugs (delete a name once its fix merged): the driver avoids their triggers."""
 
-#: every switch the driver knows -> the trigger it gates (its `gated` calls)
-TRIGGERS: dict[str, str] = {
-    # workflow_submit.lua looks for the id in the home's slot only, and the home is
-    # where most steps live: the same id with steps placed elsewhere (a task moved to
-    # another queue between two deploys) makes a second workflow
-    "workflow-id-unique-per-home-only": "the same workflow id with its steps elsewhere",
-}
+#: every switch the driver knows -> the trigger it gates (its `gated` calls). Issue 30's
+#: bugs 1-12 and the model's finding "workflow-id-unique-per-home-only" are fixed: their
+#: switches are gone, and the driver makes their triggers.
+TRIGGERS: dict[str, str] = {}
 
 ENV = "DURQ_MODEL_BUGS"
 

@@ -8,7 +8,7 @@ or a tick falls due exactly when the model says. A consumer that vanishes mid-jo
 handle that is never used again, or used late (its lease gone): the next dequeue after
 its lease ran out reclaims the job.
 
-Every trigger of a known bug is gated here, through ``known_bugs.gated``.
+Every trigger of a known bug is gated through ``known_bugs.gated`` (none is open).
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         # the pauses of the sharded queue)
         self.workflows = Workflows(self.units, {u: u for u in UNITS}, round(RESULT_TTL_S * 1000))
         self.wf_handles: dict[str, Any] = {}
-        self.wf_shapes: dict[str, tuple[str, list[str], str]] = {}
 
     def _reproducible(self) -> None:
         """Draw the run tags and the ids of workflows without one from a counter of the

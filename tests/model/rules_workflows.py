@@ -22,7 +22,6 @@ from durq.protocol import workflows as wf_ops
 from durq.protocol.calls import Op
 from durq.workflows import WorkflowHandle
 from model.fanin import Ident, NodeM, RunM, Workflows
-from model.known_bugs import gated
 from model.reference import ModelError, Ops
 from model.world import LEASE_S, World
 
@@ -70,7 +69,6 @@ class WorkflowRules:
     units: dict[str, Ops]
     workflows: Workflows
     wf_handles: dict[str, Any]
-    wf_shapes: dict[str, tuple[str, list[str], str]]  # the first submission's
     serial: int
 
     @property
@@ -93,9 +91,6 @@ class WorkflowRules:
     def submit_workflow(self, shape: str, places: list[str], group: str, which: str,
                         data: st.DataObject) -> None:  # fmt: skip
         wid = self._workflow_id(which, data)
-        if wid in self.wf_shapes and gated("workflow-id-unique-per-home-only"):
-            shape, places, group = self.wf_shapes[wid]
-        shaped = (shape, places, group)
         t = self.world.app.tasks
         if shape == "wide":  # one queue for the members, the callback in the last place
             places = [places[0]] * WIDE + places[-1:]
@@ -119,12 +114,13 @@ class WorkflowRules:
             )
             return
         assert handle.created, f"workflow {wid} (new, or its summary expired) was not created"
-        if wid is None:
-            assert self.world.unit_of(handle.queue) == home_of(places), (
-                f"workflow {handle.id} with steps in {places} lives in {handle.queue}"
-            )
+        # docs/workflows.md: one with an id lives in the App's default queue (a), one
+        # without in the queue holding most of its steps
+        home = "a" if wid is not None else home_of(places)
+        assert self.world.unit_of(handle.queue) == home, (
+            f"workflow {handle.id} with steps in {places} lives in {handle.queue}"
+        )
         self.wf_handles[handle.id] = handle
-        self.wf_shapes.setdefault(handle.id, shaped)
         self.workflows.submit(self._read_plan(handle, shape, group), self.now)
 
     def _workflow_id(self, which: str, data: st.DataObject) -> str | None:
@@ -132,8 +128,11 @@ class WorkflowRules:
         none (a random one)."""
         if which == "none":
             return None
-        if which == "again" and self.workflows.by_id:
-            return str(data.draw(st.sampled_from(sorted(self.workflows.by_id))))
+        given = sorted(w for w in self.workflows.by_id if w.startswith("w"))
+        if which == "again" and given:
+            # (not an id drawn for a workflow submitted without one: that one lives
+            # where most of its steps are, docs/workflows.md)
+            return str(data.draw(st.sampled_from(given)))
         self.serial += 1
         return f"w{self.serial}"
 

@@ -371,9 +371,16 @@ class Worker:
             asyncio.create_task(self._forever("schedules", schedules.run)),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
-        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
-        for name, pump in self.pumps.items():
-            courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
+        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox);
+        # the app's default queue is the home of the workflows submitted with an id
+        # (docs/workflows.md): every worker delivers its outbox, consumed or not
+        homes = {
+            name: self.app.async_queue(name, client=self._client)
+            for name in self.app.shard_names(self.app.default_queue)
+            if name not in self.pumps
+        }
+        for name, queue in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
+            courier = OutboxCourier(queue, lease=min(self.lease, 10.0))
             background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
