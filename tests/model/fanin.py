@@ -15,8 +15,9 @@ idempotent in the model too: a completion counts by membership, a start by its n
 | ``C`` | a step's queue (its release) | a completion for the run's home |
 | ``D`` | a step's queue (any other end) | a death: the policy decides |
 | ``S`` | the home (a start) | start steps in a queue of another slot, numbered |
-| ``Q`` | the home (a stop) | consume the starts still on their way there |
-| ``X``, ``K`` | the home (a stop) | stop steps there (``K``: flag the running ones too) |
+| ``Q`` | the home (a stop) | consume the starts still on their way there (numbered) |
+| ``X``, ``K`` | the home (a stop) | once its ``Q`` was applied, stop steps there (``K``: |
+| | | flag the running ones too) |
 | ``E`` | the home (a stop) | the next chunk of the stop (STOP_CHUNK steps a call) |
 | ``P`` | a shard (RateLimited) | pause another shard of the queue |
 """
@@ -71,6 +72,7 @@ class RunM:
     open: int = 0  # the group's members not counted yet
     #: target unit -> (sender unit, number) of the start entries sent there
     sent: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    q: dict[str, int] = field(default_factory=dict)  # target unit -> its consume's number
     stop: str = ""  # 'X' (failed) or 'K' (cancelled) once it stops
     x: int = 0  # the next chunk of its stop
     structure: bool = True  # its structure is stored
@@ -287,8 +289,10 @@ class Workflows:
             if here:
                 for sender, seq in sent:
                     self.seen.setdefault((unit, sender), set()).add(seq)
-            else:
-                self.push(run.home, ("Q", unit, *sent))
+            else:  # numbered itself: the stop entries for that queue wait for it
+                self.last_seq[(run.home, unit)] += 1
+                run.q[unit] = self.last_seq[(run.home, unit)]
+                self.push(run.home, ("Q", unit, run.home, run.q[unit], *sent))
         self.stop_next(run, now)
 
     def stop_next(self, run: RunM, now: int) -> None:
@@ -320,7 +324,9 @@ class Workflows:
                 if clear:
                     self.guards.get(unit, {}).pop(run.sid, None)
             elif items:
-                self.push(run.home, (run.stop, unit, run.wid, *items))
+                q = run.q.get(unit)
+                self.push(run.home, (run.stop, unit, run.wid, run.home if q else "", q or "",
+                                     *items))  # fmt: skip
 
     def stop_one(self, unit: str, job_id: str, kind: str, now: int) -> None:
         """Stop one step in its queue (wf_cancel_one): one that did not start ends
@@ -343,38 +349,30 @@ class Workflows:
 
     # -- the courier -------------------------------------------------------------------
 
+    def waits(self, ident: Ident) -> bool:
+        """Whether entry ``ident`` must wait (a stop whose consume was not applied)."""
+        if ident[0] not in ("X", "K") or ident[4] == "":
+            return False
+        return ident[4] not in self.seen.get((ident[1], ident[3]), set())
+
     def deliver(self, owner: str, ident: Ident, now: int) -> None:
         """A courier of ``owner``'s outbox applies entry ``ident`` (again, maybe)."""
         if self.outbox.get(owner, Counter())[ident] <= 0:
             raise ModelError(f"the outbox of {owner} held {ident}, which nothing wrote")
         kind = ident[0]
         self.delivered[kind] += 1
-        if kind == "C":
-            run = self.runs.get((ident[2], ident[4]))
-            if run is not None:
+        if kind in ("C", "D", "E"):
+            run = self.runs.get((ident[2], ident[-1] if kind != "E" else ident[3]))
+            if run is None:
+                return
+            if kind == "C":
                 self.completed(run, ident[3], ident[1], now)
-        elif kind == "D":
-            run = self.runs.get((ident[2], ident[4]))
-            if run is not None:
+            elif kind == "D":
                 self.died(run, now)
-        elif kind == "S":
-            target, sender, seq = ident[1], ident[2], ident[3]
-            seen = self.seen.setdefault((target, sender), set())
-            if seq not in seen:
-                seen.add(seq)
-                for job_id in ident[4:]:
-                    run, n = self.step_of[(target, job_id)]
-                    self.create(run.nodes[n], now)
-        elif kind == "Q":
-            for sender, seq in ident[2:]:
-                self.seen.setdefault((ident[1], sender), set()).add(seq)
-        elif kind in ("X", "K"):
-            for job_id in ident[3:]:
-                self.stop_one(ident[1], job_id, kind, now)
-        elif kind == "E":
-            run = self.runs.get((ident[2], ident[3]))
-            if run is not None:
+            else:
                 self.stop_next(run, now)
+        elif kind in ("S", "Q", "X", "K"):
+            self._apply_there(ident, now)
         elif kind == "P":
             unit, till = self.units[ident[1]], ident[2]
             if till > now:
@@ -382,6 +380,25 @@ class Workflows:
                 unit.qfan = max(unit.qfan, till)
         else:
             raise ModelError(f"an outbox entry of a kind the model does not know: {ident}")
+
+    def _apply_there(self, ident: Ident, now: int) -> None:
+        """An entry for the steps' queue: a start, a consume, a stop."""
+        kind, target = ident[0], ident[1]
+        if kind == "S":
+            seen = self.seen.setdefault((target, ident[2]), set())
+            if ident[3] not in seen:
+                seen.add(ident[3])
+                for job_id in ident[4:]:
+                    run, n = self.step_of[(target, job_id)]
+                    self.create(run.nodes[n], now)
+        elif kind == "Q":
+            for sender, seq in (*ident[4:], (ident[2], ident[3])):
+                self.seen.setdefault((target, sender), set()).add(seq)
+        else:
+            if self.waits(ident):
+                raise ModelError(f"{ident} was applied before the consume it waits for")
+            for job_id in ident[5:]:
+                self.stop_one(target, job_id, kind, now)
 
     def released(self, owner: str, ident: Ident) -> None:
         self.outbox[owner][ident] -= 1

@@ -48,7 +48,7 @@ from model.reference import (
     ModelError,
     Ops,
 )
-from model.rules_workflows import WF_UNITS, WorkflowRules
+from model.rules_workflows import WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
 UNITS = ("a", "b", "s~0", "s~1")

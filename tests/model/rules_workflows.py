@@ -12,10 +12,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
+from redis.exceptions import ResponseError
 
 import durq
 from durq.codec import PayloadCodec
-from durq.errors import DurqError, JobNotFound
+from durq.errors import JobNotFound
 from durq.keys import OutboxKeys
 from durq.protocol import flow, lifecycle
 from durq.protocol import workflows as wf_ops
@@ -43,11 +44,13 @@ def ident_of(unit_of: Any, entry: bytes) -> Ident:
     if kind == "S":
         return ("S", unit_of(f[1]), unit_of(f[2]), int(f[3]), *f[4::8])
     if kind == "Q":
-        return ("Q", unit_of(f[1]), *((unit_of(f[i]), int(f[i + 1])) for i in range(2, len(f), 2)))
+        pairs = ((unit_of(f[i]), int(f[i + 1])) for i in range(4, len(f), 2))
+        return ("Q", unit_of(f[1]), unit_of(f[2]), int(f[3]), *pairs)
     if kind in ("C", "D"):
         return (kind, unit_of(f[1]), f[2], int(f[3]), f[-1])
     if kind in ("X", "K"):
-        return (kind, unit_of(f[1]), *f[2:])
+        sender = unit_of(f[3]) if f[3] else ""
+        return (kind, unit_of(f[1]), f[2], sender, int(f[4]) if f[4] else "", *f[5:])
     if kind == "E":
         return ("E", unit_of(f[1]), f[2], f[3])
     if kind == "P":
@@ -177,14 +180,22 @@ class WorkflowRules:
         jobs, _, _ = front.run(lifecycle.fetch(keys, PayloadCodec(), batch, LEASE_S))
         if mode == "lost":
             return
+        done = []
         for job in jobs:
             ident = ident_of(self._unit_of_prefix, job.data)
+            waits = self.workflows.waits(ident)
             for _ in range(2 if mode == "twice" else 1):
-                reply = front.run(_apply(job.data))
-                if isinstance(reply, DurqError):
-                    raise reply
+                try:
+                    front.run(_apply(job.data))
+                except ResponseError as exc:
+                    # a stop waits for its consume: retried later (here: its lease ends)
+                    assert waits and "DURQ_WAIT" in str(exc), f"{ident}: {exc}"
+                    break
+                assert not waits, f"{ident} was applied before the consume it waits for"
                 self.workflows.deliver(unit, ident, self.now)
-        if jobs and mode != "die":
-            front.run(lifecycle.release(keys, jobs))
-            for job in jobs:
+            else:
+                done.append(job)
+        if done and mode != "die":
+            front.run(lifecycle.release(keys, done))
+            for job in done:
                 self.workflows.released(unit, ident_of(self._unit_of_prefix, job.data))
