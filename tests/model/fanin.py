@@ -19,6 +19,8 @@ idempotent in the model too: a completion counts by membership, a start by its n
 | ``X``, ``K`` | the home (a stop) | once its ``Q`` was applied, stop steps there (``K``: |
 | | | flag the running ones too) |
 | ``E`` | the home (a stop) | the next chunk of the stop (STOP_CHUNK steps a call) |
+| ``R`` | the home (a start) | the next first steps (CHUNK_BYTES of payload a call) |
+| ``F`` | the home (a fire) | the next results of a group (CHUNK_BYTES a call) |
 | ``P`` | a shard (RateLimited) | pause another shard of the queue |
 """
 
@@ -43,6 +45,8 @@ from model.reference import (
 Ident = tuple[Any, ...]  # an outbox entry: its kind and what it orders
 STOP_CHUNK = 50  # steps looked at per call of a stop (durq.protocol.workflows)
 START_CHUNK = 100  # steps per start entry
+CHUNK_BYTES = 262_144  # payload started, results gathered, per call (lib/fan_in.lua)
+BARRIER = 2  # the node of the group of a 'group' run: chain(group(members), callback)
 
 
 @dataclass
@@ -55,6 +59,8 @@ class NodeM:
     linked: bool = False  # its job exists and reports to its run
     done: bool = False  # its completion counted
     passed: bool = False  # a stop of its run found it without a job (not started yet)
+    size: int = 0  # its payload's bytes, about
+    result: int = 0  # the bytes of its result, once it completed
 
 
 @dataclass
@@ -73,9 +79,12 @@ class RunM:
     #: target unit -> (sender unit, number) of the start entries sent there
     sent: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     q: dict[str, int] = field(default_factory=dict)  # target unit -> its consume's number
+    cursor: int | None = 0  # where starting its first steps continues (None: done)
+    gather: int | None = None  # where gathering its group's results continues
     stop: str = ""  # 'X' (failed) or 'K' (cancelled) once it stops
     x: int = 0  # the next chunk of its stop
     structure: bool = True  # its structure is stored
+    heavy: bool = False  # large arguments and results: starts and gathers take two calls
 
     @property
     def sid(self) -> str:
@@ -147,6 +156,11 @@ class Workflows:
 
     # -- entries -----------------------------------------------------------------------
 
+    def heavy(self, unit: str, job_id: str) -> bool:
+        """Whether ``job_id`` is a step of a heavy run (its result is large)."""
+        found = self.step_of.get((unit, job_id))
+        return found is not None and found[0].heavy
+
     def push(self, owner: str, ident: Ident) -> None:
         self.outbox.setdefault(owner, Counter())[ident] += 1
         self.delivered[f"written {ident[0]}"] += 1
@@ -170,7 +184,30 @@ class Workflows:
         if run.kind == "group":
             run.open = len(run.leaves) - 1
         self.counters(run.home)["started"] += 1
-        self.start(run, run.first(), run.home, now)
+        self.start_first(run, run.home, now)
+
+    def start_first(self, run: RunM, here: str, now: int) -> None:
+        """Start its first steps (the list L0) from where the last call stopped, as many
+        as CHUNK_BYTES of payload allow (the first always): the rest continues through
+        an 'R' entry (wf_start with its cursor)."""
+        first, i = run.first(), run.cursor
+        if i is None:
+            return
+        taken, size = [], 0
+        while i < len(first):
+            node = run.nodes[first[i]]
+            if node.parked:
+                if taken and size + node.size > CHUNK_BYTES:
+                    break
+                size += node.size
+                taken.append(first[i])
+            i += 1
+        self.start(run, taken, here, now)
+        if i < len(first):
+            run.cursor = i
+            self.push(run.home, ("R", run.home, run.wid, 0, run.run))
+        else:
+            run.cursor = None
 
     def start(self, run: RunM, leaves: list[int], here: str, now: int) -> None:
         """Start ``leaves`` (their parked specs consumed) from a script of queue
@@ -192,6 +229,25 @@ class Workflows:
                 seq = self.last_seq[(here, unit)]
                 self.push(here, ("S", unit, here, seq, *ids[i : i + START_CHUNK]))
                 run.sent.setdefault(unit, []).append((here, seq))
+
+    def fire(self, run: RunM, here: str, now: int) -> None:
+        """Its group has no open member left: gather the members' results, as many as
+        CHUNK_BYTES allow (the first always), the rest through 'F' entries; then its
+        callback starts (wf_fire)."""
+        members, i = run.leaves[:-1], run.gather or 0
+        size = 0
+        while i < len(members):
+            result = run.nodes[members[i]].result
+            if i > (run.gather or 0) and size + result > CHUNK_BYTES:
+                break
+            size += result
+            i += 1
+        if i < len(members):
+            run.gather = i
+            self.push(run.home, ("F", run.home, run.wid, run.run, BARRIER))
+        else:
+            run.gather = None
+            self.start(run, run.leaves[-1:], here, now)
 
     def create(self, node: NodeM, now: int) -> None:
         """Node ``node``'s job is enqueued in its queue, linked to its run."""
@@ -224,6 +280,7 @@ class Workflows:
             return
         node.linked = False
         if state == COMPLETED:
+            node.result = job.result_size
             if self.same_slot(unit, run.home):
                 self.completed(run, n, unit, now)
             else:
@@ -253,7 +310,7 @@ class Workflows:
         else:
             run.open -= 1
             if run.open == 0:
-                self.start(run, run.leaves[-1:], here, now)
+                self.fire(run, here, now)
 
     def died(self, run: RunM, now: int) -> None:
         """Policy "fail": the run fails; its steps stop (running ones finish)."""
@@ -361,16 +418,8 @@ class Workflows:
             raise ModelError(f"the outbox of {owner} held {ident}, which nothing wrote")
         kind = ident[0]
         self.delivered[kind] += 1
-        if kind in ("C", "D", "E"):
-            run = self.runs.get((ident[2], ident[-1] if kind != "E" else ident[3]))
-            if run is None:
-                return
-            if kind == "C":
-                self.completed(run, ident[3], ident[1], now)
-            elif kind == "D":
-                self.died(run, now)
-            else:
-                self.stop_next(run, now)
+        if kind in ("C", "D", "E", "R", "F"):
+            self._apply_home(ident, now)
         elif kind in ("S", "Q", "X", "K"):
             self._apply_there(ident, now)
         elif kind == "P":
@@ -380,6 +429,25 @@ class Workflows:
                 unit.qfan = max(unit.qfan, till)
         else:
             raise ModelError(f"an outbox entry of a kind the model does not know: {ident}")
+
+    def _apply_home(self, ident: Ident, now: int) -> None:
+        """An entry for a run's home: a completion, a death, the next chunk of a stop, a
+        start or a gathering."""
+        kind, home = ident[0], ident[1]
+        run = self.runs.get((ident[2], ident[3] if kind in ("E", "F") else ident[-1]))
+        if run is None:
+            return
+        if kind == "C":
+            self.completed(run, ident[3], home, now)
+        elif kind == "D":
+            self.died(run, now)
+        elif kind == "E":
+            self.stop_next(run, now)
+        elif self.current(run, now) and run.state == "running":
+            if kind == "R":
+                self.start_first(run, home, now)
+            elif run.gather is not None:
+                self.fire(run, home, now)
 
     def _apply_there(self, ident: Ident, now: int) -> None:
         """An entry for the steps' queue: a start, a consume, a stop."""

@@ -178,8 +178,11 @@ def sync_doomed(world: World, unit: str, m: Ops, now: int) -> None:
 
 
 def sync_parked(world: World, unit: str, m: Ops) -> None:
-    """The groups dequeue parked (over their rate when it reached them)."""
+    """The groups dequeue parked (over their rate when it reached them): once one was,
+    the queue looks at every group's limiter (lib/park.lua 'parks') until every limit is
+    removed."""
     m.flow.park = _zset(world, world.fronts[unit].keys.prefix + "park")
+    m.flow.parks = m.flow.parks or bool(m.flow.park)
 
 
 def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:

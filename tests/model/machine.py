@@ -17,6 +17,7 @@ import os
 from collections import Counter
 from typing import Any, Literal
 
+import orjson
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -48,7 +49,7 @@ from model.reference import (
     ModelError,
     Ops,
 )
-from model.rules_workflows import WorkflowRules
+from model.rules_workflows import BALLAST, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
 UNITS = ("a", "b", "s~0", "s~1")
@@ -284,8 +285,15 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     @rule(data=st.data())
     def a_worker_completes_one(self, data: st.DataObject) -> None:
         """A worker of a queue with work takes one job and completes it."""
-        busy = [u for u in UNITS if self.units[u].eligible(self.now)]
-        unit = data.draw(st.sampled_from(busy or list(UNITS)))
+        heads = {u: self.units[u].eligible(self.now).values() for u in UNITS}
+        busy = [u for u in UNITS if heads[u]]
+        # workflows progress: a queue whose next job may be a step, more often than not
+        steps = [u for u in busy if any(self.units[u].jobs[i].origin == "step" for i in heads[u])]
+        if steps and data.draw(st.booleans()):
+            busy = steps
+        self.complete_one(data.draw(st.sampled_from(busy or list(UNITS))))
+
+    def complete_one(self, unit: str) -> None:
         before = len(self.handles)
         self.dequeue(unit, 1, LEASE_S)
         if len(self.handles) > before:
@@ -343,7 +351,11 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     def _release(self, unit: str, job: Job) -> None:
         mj = self.units[unit].held(job.id, job.token)
         self.units[unit].count["releases" if mj else "stale releases"] += 1
-        result = encode_result(1) if mj is not None and mj.origin == "step" else None
+        result = None
+        if mj is not None and mj.origin == "step":
+            value: object = BALLAST if self.workflows.heavy(unit, mj.id) else 1
+            mj.result_size = len(orjson.dumps(value))
+            result = encode_result(value)
         (status,) = self.world.fronts[unit].release_many([job], results=[result])
         if mj is None:
             return self._refused(unit, job, status)
@@ -579,7 +591,8 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     control_schedule_2 = control_schedule
     submit_workflow_2 = submit_workflow_3 = WorkflowRules.submit_workflow
     cancel_workflow_2 = WorkflowRules.cancel_workflow
-    courier_2 = courier_3 = courier_4 = WorkflowRules.courier
+    courier_2 = courier_3 = WorkflowRules.courier
+    a_workflow_progresses_2 = WorkflowRules.a_workflow_progresses
     time_passes_2 = time_passes_3 = time_passes_4 = time_passes
 
     # -- what must always hold ---------------------------------------------------------

@@ -59,6 +59,7 @@ class JobM:
     ended_at: int | None = None
     origin: str = "job"  # 'job', 'tick', 'step'
     must_cancel: bool = False  # a cancel answered CANCELLED/CANCELLING: ends cancelled
+    result_size: int = 0  # the bytes of the result its holder releases it with (a step)
 
 
 @dataclass

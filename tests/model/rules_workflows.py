@@ -29,6 +29,7 @@ from model.world import LEASE_S, World
 WF_UNITS = ("a", "b")
 OUTBOX_UNITS = ("a", "b", "s~0", "s~1")
 WIDE = 50  # members of a wide group: its stop takes two calls (STOP_CHUNK is 50)
+BALLAST = "x" * 150_000  # an argument or a result: two of them pass CHUNK_BYTES
 
 
 def _apply(entry: bytes) -> Op[object]:
@@ -53,6 +54,10 @@ def ident_of(unit_of: Any, entry: bytes) -> Ident:
         return (kind, unit_of(f[1]), f[2], sender, int(f[4]) if f[4] else "", *f[5:])
     if kind == "E":
         return ("E", unit_of(f[1]), f[2], f[3])
+    if kind == "R":
+        return ("R", unit_of(f[1]), f[2], int(f[3]), f[5])
+    if kind == "F":
+        return ("F", unit_of(f[1]), f[2], f[3], int(f[4]))
     if kind == "P":
         return ("P", unit_of(f[1]), int(f[2]))
     raise ModelError(f"an outbox entry of a kind the model does not drive: {entry!r}")
@@ -89,16 +94,22 @@ class WorkflowRules:
         places=st.lists(st.sampled_from(WF_UNITS), min_size=3, max_size=3),
         group=st.sampled_from(("", "g1", "g1")),
         which=st.sampled_from(("new", "again", "again", "none")),
+        heavy=st.sampled_from((False, False, False, True)),
         data=st.data(),
     )
     def submit_workflow(self, shape: str, places: list[str], group: str, which: str,
-                        data: st.DataObject) -> None:  # fmt: skip
+                        heavy: bool, data: st.DataObject) -> None:  # fmt: skip
+        """``heavy``: arguments and results so large that a group's first steps start
+        in two calls, and its results are gathered in two (an 'R', an 'F' entry carries
+        on)."""
         wid = self._workflow_id(which, data)
         t = self.world.app.tasks
         if shape == "wide":  # one queue for the members, the callback in the last place
             places = [places[0]] * WIDE + places[-1:]
+        heavy = heavy and shape == "group"
+        ballast = (BALLAST,) if heavy else ()
         steps = [
-            t["step"].options(queue=self.world.fronts[u].name, group=group or None).s(i)
+            t["step"].options(queue=self.world.fronts[u].name, group=group or None).s(i, *ballast)
             for i, u in enumerate(places[:-1])
         ]  # fmt: skip
         last = self.world.fronts[places[-1]].name
@@ -124,7 +135,11 @@ class WorkflowRules:
             f"workflow {handle.id} with steps in {places} lives in {handle.queue}"
         )
         self.wf_handles[handle.id] = handle
-        self.workflows.submit(self._read_plan(handle, shape, group), self.now)
+        run = self._read_plan(handle, shape, group)
+        run.heavy = heavy
+        for n in run.first():
+            run.nodes[n].size = len(BALLAST) if heavy else 100
+        self.workflows.submit(run, self.now)
 
     def _workflow_id(self, which: str, data: st.DataObject) -> str | None:
         """A new id, one used before (its workflow may run, have ended, or be gone), or
@@ -151,6 +166,29 @@ class WorkflowRules:
         home = self.world.unit_of(handle.queue)
         kind = "chain" if shape == "chain" else "group"
         return RunM(handle.id, handle.run, home, kind, sorted(nodes), nodes)
+
+    def complete_one(self, unit: str) -> None:
+        raise NotImplementedError
+
+    @precondition(lambda self: any(r.state == "running" for r in self.workflows.by_id.values()))
+    @rule(data=st.data())
+    def a_workflow_progresses(self, data: st.DataObject) -> None:
+        """A worker moves a running workflow on: it completes one job of a queue where a
+        step of it waits, or delivers an outbox that holds entries."""
+        running = sorted(w for w, r in self.workflows.by_id.items() if r.state == "running")
+        run = self.workflows.by_id[data.draw(st.sampled_from(running))]
+        ready = sorted(
+            {n.unit for n in run.nodes.values()
+             if n.linked and self.units[n.unit].jobs[n.job_id].state == "pending"}
+        )  # fmt: skip
+        boxes = [u for u in OUTBOX_UNITS if self.workflows.held(u)]
+        choices = [("step", u) for u in ready] + [("box", u) for u in boxes]
+        if choices:
+            kind, unit = data.draw(st.sampled_from(choices))
+            if kind == "step":
+                self.complete_one(unit)
+            else:
+                self.courier(unit, "deliver", 100)
 
     @precondition(lambda self: self.wf_handles)
     @rule(data=st.data())
