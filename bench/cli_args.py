@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH_DIR, DEFAULT_PEERS, PEERS, SCENARIOS
+from common import BENCH_DIR, DEFAULT_PEERS, PEERS, ROWS, SCENARIOS
 
 
 def parse_args(argv: list[str] | None = None, description: str | None = None) -> argparse.Namespace:
@@ -26,17 +26,19 @@ def parse_args(argv: list[str] | None = None, description: str | None = None) ->
     p.add_argument(
         "--scenario",
         default=None,
-        help=f"run only these 'real work' scenarios (comma-separated, from: "
-        f"{', '.join(SCENARIOS)}, or 'all'),\nnot the enqueue/memory/drain/latency "
-        "figures nor the calibration; results go to\nbench/.logs/work-results.json "
-        "unless --out is given, and no report is rendered.\nWith --tune: sweep this "
-        "scenario's configurations instead of the no-op drain's",
+        help=f"run only these 'real work' scenarios or feature rows (comma-separated, "
+        f"from: {', '.join(SCENARIOS + ROWS)},\nor 'all'), not the enqueue/memory/drain/"
+        "latency figures nor the calibration, with\nthe peers that take part in them "
+        "(of --peers); results go to bench/.logs/work-results.json\nunless --out is "
+        "given, and no report is rendered unless --report.\nWith --tune: sweep this "
+        "scenario's (or feature row's) configurations instead of the no-op drain's",
     )
     p.add_argument(
         "--variant",
         default=None,
-        help="with --scenario: only the variants whose label contains this text or\n"
-        "whose configuration is named so (durq: 'async def, 1 process', 'p2-c100', ...)",
+        help="with --scenario: only the variants whose label (or feature row part)\n"
+        "contains this text or whose configuration is named so (durq: 'async def,\n"
+        "1 process', 'p2-c100', ...)",
     )
     p.add_argument("--work-n", type=int, default=None, help="jobs per scenario drain")
     p.add_argument(
@@ -58,6 +60,11 @@ def parse_args(argv: list[str] | None = None, description: str | None = None) ->
         help="never apt-get install redis-tools for the calibration",
     )
     p.add_argument("--no-report", action="store_true", help="skip RESULTS.md / results.png")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="with --scenario: render RESULTS.md and results.png into --report-dir too",
+    )
     p.add_argument("--report-dir", default=str(BENCH_DIR))
     p.add_argument(
         "--tune",

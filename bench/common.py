@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,10 @@ MAIN_VENV = ROOT_DIR / ".venv"
 KEY_DONE = "bench:done"  # INCRBY'd with the number of no-op jobs executed
 KEY_LAT = "bench:lat"  # RPUSH'd "<enqueue time> <start time>" per latency job
 ENV_URL = "BENCH_REDIS_URL"
-ENV_PROBE_SYNC = "BENCH_PROBE_SYNC"  # "1": write to Redis inside the task (fork-per-job workers)
+ENV_PROBE_SYNC = "BENCH_PROBE_SYNC"
+# set on each worker a driver starts, a tag of that start: every process below it inherits
+# it, even one that leaves the worker's process group and tree (marked_processes)
+ENV_WORKER = "BENCH_WORKER"  # "1": write to Redis inside the task (fork-per-job workers)
 QUEUE = "bench"  # queue name used by every peer that lets us choose one
 
 # "Jobs that do real work" (bench/work.py): each drains jobs whose body does what the
@@ -46,6 +50,50 @@ SCENARIO_TITLES = {
     "io_sleep": "I/O-bound: each job waits 10 ms",
     "cpu": "CPU-bound: each job burns 2 ms of CPU in Python",
 }
+
+# The feature rows (bench/rows.py): each sets a durq feature against the peer that anchors
+# it, measured round-robin in one run; `--scenario NAME` runs one alone. A peer module
+# lists its variants of a row in ``rows()`` (or ``ROWS``); a variant durq cannot run yet
+# carries ``skip`` (the reason) and is reported as declared but not measured.
+ROWS = ("startup", "pool", "batch", "durable")
+ROW_TITLES = {
+    "startup": "startup: from launching the worker's command to the first job completed",
+    "pool": "process pool against Celery's prefork pool (issue 33)",
+    "batch": "batch consumption against celery-batches (issue 36)",
+    "durable": "durable steps against DBOS Transact on PostgreSQL (issue 37)",
+}
+# Each row's parts: what the part measures (a driver command: drain, latency, startup,
+# asleep) and its size in a full run and in --quick (jobs; startup: fresh starts per turn).
+ROW_PARTS: dict[str, dict[str, tuple[str, int, int]]] = {
+    "startup": {"start": ("startup", 3, 5)},
+    "pool": {
+        "cpu": ("drain", 2_000, 1_000),
+        "io_redis": ("drain", 20_000, 5_000),
+        "noop": ("drain", 20_000, 5_000),
+        "latency": ("latency", 500, 200),
+    },
+    "batch": {
+        "per job": ("drain", 20_000, 5_000),
+        "per batch": ("drain", 20_000, 5_000),
+        "latency": ("latency", 40, 16),
+    },
+    "durable": {"drain": ("drain", 2_000, 500), "asleep": ("asleep", 100_000, 10_000)},
+}
+# A batch item's pickup is measured with items sent one at a time, further apart than the
+# batch's max_wait (each peer module's batch tasks use BATCH_MAX_WAIT), so each waits alone.
+BATCH_MAX_WAIT = 0.1
+BATCH_LATENCY_INTERVAL = 0.25
+# how long the "asleep" part counts the store's commands while the workers idle
+ASLEEP_WINDOW = {"full": 10.0, "quick": 5.0}
+
+
+def row_sizes(quick: bool) -> dict[str, int]:
+    """Every row part's size, keyed "row.part" (Settings.row_n)."""
+    return {
+        f"{row}.{part}": quick_n if quick else n
+        for row, parts in ROW_PARTS.items()
+        for part, (_, n, quick_n) in parts.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -59,6 +107,8 @@ class PeerMeta:
     requirements: tuple[str, ...] = ()
     dists: tuple[str, ...] = ()  # distributions whose versions are reported
     notes: tuple[str, ...] = field(default_factory=tuple)
+    rows: tuple[str, ...] = ("startup",)  # the feature rows (ROWS) it takes part in
+    classic: bool = True  # False: a row's anchor only (no enqueue/latency/drain/work rows)
 
 
 # Every peer gets redis-py with hiredis, like durq (which depends on redis[hiredis]).
@@ -73,6 +123,7 @@ PEERS: dict[str, PeerMeta] = {
             (),
             ("durq", "redis", "hiredis"),
             ("runs from the project venv (.venv); the worker CLI is `durq worker`",),
+            ROWS,
         ),
         PeerMeta("rq", "rq", "RQ", "rq", ("rq", "redis[hiredis]"), ("rq", "redis", "hiredis")),
         PeerMeta(
@@ -82,6 +133,7 @@ PEERS: dict[str, PeerMeta] = {
             "celery",
             ("celery[redis]", "redis[hiredis]"),
             ("celery", "kombu", "redis", "hiredis"),
+            rows=("startup", "pool"),
         ),
         PeerMeta(
             "dramatiq",
@@ -128,6 +180,27 @@ PEERS: dict[str, PeerMeta] = {
             ("huey", "redis[hiredis]"),
             ("huey", "redis", "hiredis"),
         ),
+        # the anchors of two feature rows only, each in a venv of its own
+        PeerMeta(
+            "celery-batches",
+            "celery_batch",
+            "celery-batches",
+            "celery-batches",
+            ("celery[redis]", "celery-batches", "redis[hiredis]"),
+            ("celery-batches", "celery", "kombu", "redis", "hiredis"),
+            rows=("batch",),
+            classic=False,
+        ),
+        PeerMeta(
+            "dbos",
+            "dbos",
+            "DBOS Transact",
+            "dbos",
+            ("dbos", "redis[hiredis]"),
+            ("dbos", "psycopg", "sqlalchemy", "redis", "hiredis"),
+            rows=("durable",),
+            classic=False,
+        ),
     )
 }
 DEFAULT_PEERS = tuple(PEERS)
@@ -158,6 +231,11 @@ class Settings:
     work_n: dict[str, int] = field(
         default_factory=lambda: {"io_redis": 20_000, "io_sleep": 20_000, "cpu": 2_000}
     )
+    # the feature rows: each part's size ("row.part": ROW_PARTS), the cap of their drains
+    # (DBOS drains a few hundred workflows a second), the "asleep" part's idle window
+    row_n: dict[str, int] = field(default_factory=lambda: row_sizes(quick=False))
+    row_cap: float = 60.0
+    asleep_window: float = ASLEEP_WINDOW["full"]
 
     @classmethod
     def quick(cls, repeat: int = 1) -> Settings:
@@ -170,6 +248,9 @@ class Settings:
             latency_n=200,
             memory_n=10_000,
             work_n={"io_redis": 5_000, "io_sleep": 5_000, "cpu": 1_000},
+            row_n=row_sizes(quick=True),
+            row_cap=30.0,
+            asleep_window=ASLEEP_WINDOW["quick"],
         )
 
 
@@ -224,6 +305,12 @@ def summary(values: list[float]) -> dict[str, float | int] | None:
     return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
 
 
+def overall_rate(runs: list[dict[str, Any]]) -> dict[str, float | int] | None:
+    """Drains' jobs per second overall: from launching the worker's command to the last
+    job done, start-up included (a worker that restarts or scales from zero pays it)."""
+    return summary([r["done"] / r["wall_s"] for r in runs if r.get("wall_s")])
+
+
 def drain_timeout(n: int, cap: float) -> float:
     """How long to wait for a driver's drain of ``n`` jobs capped at ``cap`` seconds:
     filling the queue (about 100 jobs/ms at worst), the cap, and a minute on each side
@@ -245,6 +332,50 @@ def drain_text(r: dict[str, Any]) -> str:
         f"{r['rate'] or 0:,.0f} jobs/s, startup {r['startup_s'] or 0:.2f} s, "
         f"drain {r['drain_s']:.2f} s{flag}"
     )
+
+
+def descendants(roots: list[int]) -> set[int]:
+    """Every process below ``roots`` (children, grandchildren, ...), from ``ps``."""
+    try:
+        out = subprocess.run(["ps", "-A", "-o", "pid=,ppid="], capture_output=True, text=True)
+    except OSError:
+        return set()
+    kids: dict[int, list[int]] = {}
+    for line in out.stdout.splitlines():
+        pid, ppid = (int(x) for x in line.split())
+        kids.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for kid in kids.get(todo.pop(), []):
+            if kid not in found:
+                found.add(kid)
+                todo.append(kid)
+    return found
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of ``pid`` (R, S, D, Z, ...), or None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def marked_processes(mark: str) -> set[int]:
+    """The live processes whose environment holds ``mark`` ("NAME=value"). Linux (/proc)
+    only; elsewhere none are found."""
+    want = mark.encode()
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if want in env and process_state(int(entry.name)) not in (None, "Z"):
+            found.add(int(entry.name))
+    return found
 
 
 def redis_url() -> str:

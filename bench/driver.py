@@ -31,6 +31,8 @@ the body) and ``TUNE`` (scenario, or "noop" -> the configurations its sweep trie
 durq: ``(task kinds, configurations)``).
 
 Any method may be a coroutine function; the driver runs it on one persistent loop.
+The feature rows' commands and hooks (``rows()``, startup, asleep) are in
+``driver_rows.py``.
 """
 
 from __future__ import annotations
@@ -53,12 +55,22 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from common import ENV_URL, KEY_DONE, KEY_LAT, LOGS_DIR, SCENARIOS, latency_run  # noqa: E402
+from common import (  # noqa: E402
+    ENV_URL,
+    ENV_WORKER,
+    KEY_DONE,
+    KEY_LAT,
+    LOGS_DIR,
+    SCENARIOS,
+    latency_run,
+    marked_processes,
+)
+from driver_rows import RowCommands  # noqa: E402
 
 POLL = 0.002
 
 
-class Driver:
+class Driver(RowCommands):
     def __init__(self, module: str) -> None:
         self.module_name = module
         self.loop = asyncio.new_event_loop()
@@ -70,6 +82,8 @@ class Driver:
         self.mod = importlib.import_module(f"peers.{module}")
         self.peer = self.mod.Peer()
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.starts = 0  # workers started: each start's ENV_WORKER tag
+        self.worker_mark = ""
         self.worker_log: Path | None = None
         self.worker_desc = ""
 
@@ -106,6 +120,9 @@ class Driver:
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("BENCH_PROBE_SYNC", None)
         env.update(spec.get("env", {}))
+        self.starts += 1
+        self.worker_mark = f"{ENV_WORKER}={os.getpid()}.{self.starts}"
+        env[ENV_WORKER] = self.worker_mark.split("=", 1)[1]
         LOGS_DIR.mkdir(parents=True, exist_ok=True)
         self.worker_log = LOGS_DIR / f"{self.module_name}.{tag}.worker.log"
         log = self.worker_log.open("ab")
@@ -144,6 +161,9 @@ class Driver:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop_worker(self, grace: float = 1.5) -> None:
+        """SIGTERM, ``grace`` seconds, then SIGKILL to each worker's process group, then
+        to every process of that start (its ENV_WORKER tag: `durq worker -p N`'s children
+        and RQ's work horses leave the group) until none is left (await_gone)."""
         if not self.workers:
             return
         for proc in self.workers:
@@ -160,10 +180,31 @@ class Driver:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5.0)
         self.workers = []
+        self.await_gone()
 
-    def wait_done(self, target: int, startup_timeout: float, cap: float) -> dict[str, Any]:
-        """Poll bench:done until it reaches target; time from first job seen to the last."""
-        t_spawn = time.perf_counter()
+    def await_gone(self, timeout: float = 10.0) -> None:
+        """Kill what is left of the last start until nothing is, then wait until the
+        server holds no blocked client. Else a process left would take the next run's
+        jobs; and a killed worker's connection outlives it by up to a few hundred ms (its
+        exit path): a fetch queued behind its blocking read would lease the next run's
+        jobs to a consumer that is gone (durq's come back a lease later)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            alive = marked_processes(self.worker_mark)
+            for pid in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if not alive and not int(self.r.info("clients").get("blocked_clients", 0)):
+                return
+            time.sleep(0.01)
+
+    def wait_done(
+        self, target: int, startup_timeout: float, cap: float, t_spawn: float | None = None
+    ) -> dict[str, Any]:
+        """Poll bench:done until it reaches target; time from first job seen to the last.
+        ``t_spawn``: when the worker's command was launched (default: now); start-up is
+        counted from it, and ``wall_s`` (the drain overall) too."""
+        t_spawn = time.perf_counter() if t_spawn is None else t_spawn
         t_first = c_first = None
         count = 0
         while True:
@@ -226,7 +267,7 @@ class Driver:
         specs = self.mod.worker_specs()
         tune = getattr(self.mod, "TUNE", {})
         plan = {}
-        for what in ("noop", *SCENARIOS):
+        for what in dict.fromkeys(("noop", *SCENARIOS, *tune)):  # and the rows' "row.part"
             entry = tune.get(what, tuple(specs) if what == "noop" else ())
             kinds, names = entry if entry and isinstance(entry[0], tuple) else ((what,), entry)
             if names:
@@ -258,6 +299,7 @@ class Driver:
             "tune": self.tune_plan(),
             "work": self.work_entries(),
             "latency_also": list(getattr(self.mod, "LATENCY_ALSO", {})),
+            "rows": self.row_entries(),
         }
 
     def cmd_setup(self) -> None:
@@ -299,8 +341,10 @@ class Driver:
         }
 
     def cmd_drain(
-        self, mode: str, n: int, cap: float, run: int = 0, kind: str = "noop"
+        self, mode: str, n: int, cap: float, run: int = 0, kind: str = "noop", stats: bool = False
     ) -> dict[str, Any]:
+        """Queue n jobs of ``kind``, start worker ``mode``, wait until they ran (or the cap).
+        ``stats``: also what the server (and the peer's own store) did meanwhile."""
         self.flush()
         t0 = time.perf_counter()
         if kind == "noop":
@@ -311,9 +355,13 @@ class Driver:
         queued = self.call(self.peer.queued)
         if queued != n:
             raise RuntimeError(f"expected {n} queued jobs before draining, found {queued}")
+        before = self.server_counters() if stats else None
+        t_spawn = time.perf_counter()
         try:
             self.start_worker(mode, f"drain-{mode}")
-            result = self.wait_done(n, startup_timeout=60.0, cap=cap)
+            result = self.wait_done(n, startup_timeout=60.0, cap=cap, t_spawn=t_spawn)
+            if before is not None:
+                result["server"] = self.counters_delta(before, self.server_counters())
         finally:
             self.stop_worker()
         result.update(
@@ -328,17 +376,26 @@ class Driver:
         return result
 
     def cmd_latency(
-        self, n: int, interval: float, repeat: int, variant: str | None = None
+        self,
+        n: int,
+        interval: float,
+        repeat: int,
+        variant: str | None = None,
+        mode: str = "default",
+        kind: str = "noop",
+        send: str | None = None,
     ) -> dict[str, Any]:
-        # a variant (the peer module's LATENCY_ALSO) sends its jobs to another task
-        send = getattr(self.peer, self.mod.LATENCY_ALSO[variant]) if variant else None
-        send = send or self.peer.send_latency
+        """Pickup latency with an idle worker ``mode`` warmed up on jobs of ``kind``; a
+        variant (LATENCY_ALSO) or ``send`` (a Peer method) sends them to another task."""
+        if variant:
+            send = self.mod.LATENCY_ALSO[variant]
+        sender = getattr(self.peer, send) if send else self.peer.send_latency
         self.flush()
         warmup = 20
         runs = []
         try:
-            self.start_worker("default", "latency")
-            self.call(self.peer.fill, warmup)
+            self.start_worker(mode, "latency" if mode == "default" else f"latency-{mode}")
+            self.call(self.peer.fill, warmup, kind)
             self.wait_done(warmup, startup_timeout=60.0, cap=60.0)
             for _ in range(repeat):
                 time.sleep(1.0)  # let the worker go idle
@@ -348,7 +405,7 @@ class Driver:
                     delay = t0 + i * interval - time.perf_counter()
                     if delay > 0:
                         time.sleep(delay)
-                    self.call(send)
+                    self.call(sender)
                 send_s = time.perf_counter() - t0
                 deadline = time.monotonic() + 30.0
                 while self.r.llen(KEY_LAT) < n:

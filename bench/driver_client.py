@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH_DIR, ENV_URL, LOGS_DIR, PeerMeta, env_python
+from common import BENCH_DIR, ENV_URL, LOGS_DIR, PeerMeta, descendants, env_python
 
 
 class DriverError(Exception):
@@ -129,13 +129,17 @@ class Driver:
         return kids
 
     def kill(self) -> None:
-        # Find the driver's worker groups before the driver dies and they get reparented;
-        # if it died first (a crash, the OOM killer), find them by this run's server URL.
-        groups = self.children() if self.proc.poll() is None else leftover_workers(self.url)
+        # Find the driver's worker groups (and every process below them: a supervisor's
+        # children may have sessions of their own) before the driver dies and they get
+        # reparented; if it died first (a crash, the OOM killer), find them by this run's
+        # server URL.
+        alive = self.proc.poll() is None
+        groups = self.children() if alive else leftover_workers(self.url)
+        tree = descendants([self.proc.pid]) if alive else groups
         for pgid in [self.proc.pid, *groups]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
-        for pid in groups:  # pool children of a worker lead no group of their own
+        for pid in tree:  # pool children of a worker lead no group of their own
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):

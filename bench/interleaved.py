@@ -9,7 +9,6 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,6 +20,7 @@ from common import (
     drain_text,
     drain_timeout,
     log,
+    overall_rate,
     scenario_limit,
     summary,
     work_drain,
@@ -28,6 +28,9 @@ from common import (
 from driver_client import DriverError
 from floor import STYLES, measure_floor
 from peer_run import PeerRun
+from phase import Measure, Phase, call
+from rows import ROW_TEXT as FEATURE_ROW_TEXT
+from rows import row_phases
 
 #: the name the pickup floor (bench/floor.py) takes in the latency rounds' orders
 FLOOR = "floor"
@@ -48,6 +51,7 @@ ROW_TEXT = {
     "enqueue single": "single enqueue",
     "latency": "pickup latency (with its variants)",
     "io_redis": "the datastore-bound scenario's drains (with the bare-body runs of their limit)",
+    **FEATURE_ROW_TEXT,
 }
 
 
@@ -75,29 +79,12 @@ def interleaved_note(phases: list[str]) -> str:
     )
 
 
-Measure = Callable[[], tuple[dict[str, Any], str]]
-
-
 class Taken(NamedTuple):
     """A labelled run's outcome: the run, or the error that ended it; its seconds."""
 
     run: dict[str, Any] | None
     error: str | None
     seconds: float
-
-
-@dataclasses.dataclass
-class Phase:
-    """One interleaved row (or group of rows): what a peer runs in its turn of a round
-    (labelled calls, each giving a run and its log text), and how its runs are stored."""
-
-    name: str
-    rows: tuple[str, ...]  # the keys of results.json it fills
-    turn: Callable[[PeerRun], list[tuple[str, Measure]]]
-    store: Callable[[PeerRun, dict[str, list[dict[str, Any]]]], None]
-    # a participant that is no framework, taking its turn in the rotated order under
-    # the name FLOOR: its labelled calls, as ``turn``'s (the latency rows' floor)
-    floor: list[tuple[str, Measure]] | None = None
 
 
 def phase_order(phase: Phase, names: list[str], i: int, repeat: int) -> list[str]:
@@ -107,18 +94,13 @@ def phase_order(phase: Phase, names: list[str], i: int, repeat: int) -> list[str
     return round_order([*names, FLOOR] if phase.floor else names, i, repeat)
 
 
-def _call(pr: PeerRun, cmd: str, timeout: float, **kwargs: Any) -> Any:
-    assert pr.driver is not None
-    return pr.driver.call(cmd, timeout, **kwargs)
-
-
 def enqueue_phase(s: Settings) -> Phase:
     """Single enqueue: one run of ``enqueue_n`` calls per turn."""
     timeout = 30 + s.enqueue_n / 50  # generous: 50 jobs/s is far below any peer
 
     def turn(pr: PeerRun) -> list[tuple[str, Measure]]:
         def run() -> tuple[dict[str, Any], str]:
-            r = _call(pr, "enqueue", timeout, kind="single", n=s.enqueue_n, batch=s.bulk_batch)
+            r = call(pr, "enqueue", timeout, kind="single", n=s.enqueue_n, batch=s.bulk_batch)
             return r, f"{r['rate']:,.0f}/s"
 
         return [("enqueue single", run)]
@@ -142,7 +124,7 @@ def latency_phase(s: Settings, url: str) -> Phase:
 
     def turn(pr: PeerRun) -> list[tuple[str, Measure]]:
         def run(v: str | None) -> tuple[dict[str, Any], str]:
-            r = _call(
+            r = call(
                 pr,
                 "latency",
                 timeout,
@@ -216,11 +198,11 @@ def io_redis_phase(s: Settings, variant: str | None) -> Phase:
         return f"io_redis bare body {e['procs']} x {e['slots']} {e['style']}"
 
     def drain(pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        r = _call(pr, "drain", drain_timeout(n, s.drain_cap), **work_drain(e, n, s.drain_cap))
+        r = call(pr, "drain", drain_timeout(n, s.drain_cap), **work_drain(e, n, s.drain_cap))
         return r, drain_text(r)
 
     def bare(pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        r = _call(pr, "bare", 660, procs=e["procs"], slots=e["slots"], style=e["style"], n=bare_n)
+        r = call(pr, "bare", 660, procs=e["procs"], slots=e["slots"], style=e["style"], n=bare_n)
         return r, f"{r['rate']:,.0f}/s"
 
     def turn(pr: PeerRun) -> list[tuple[str, Measure]]:
@@ -250,6 +232,7 @@ def io_redis_entry(
     entry.update(
         runs=runs,
         rate=summary([r["rate"] for r in runs if r["rate"]]),
+        overall=overall_rate(runs),
         complete=all(r["complete"] for r in runs),
     )
     bare_rate = None
@@ -276,7 +259,7 @@ def interleaved_phases(
     phases = [enqueue_phase(s), latency_phase(s, url)] if classic else []
     if "io_redis" in scenarios:
         phases.append(io_redis_phase(s, variant))
-    return phases
+    return phases + row_phases(s, scenarios, variant)
 
 
 def measure_interleaved(
@@ -314,8 +297,9 @@ def measure_interleaved(
             failed: dict[str, set[str]] = {name: set() for name in names}
             took_part: set[str] = set()
             orders = []
+            members = [name for name in names if phase.takes(by_name[name])]
             for i in range(s.repeat):
-                order = phase_order(phase, names, i, s.repeat)
+                order = phase_order(phase, members, i, s.repeat)
                 orders.append(order)
                 log(f"-- {phase.name}, round {i + 1}/{s.repeat}: {', '.join(order)}")
                 for pos, name in enumerate(order):
@@ -344,7 +328,7 @@ def measure_interleaved(
                             log(f"  {pr.meta.display}: it leaves the interleaved phases")
             method["phases"].append({"phase": phase.name, "orders": orders})
             for name in names:  # a peer that never had a turn measures it in its section
-                if name in took_part:
+                if name in took_part or (phase.store_all and name in members):
                     ok = {k: v for k, v in runs[name].items() if k not in failed[name]}
                     phase.store(by_name[name], ok)
     method.update(floor.result())  # run.py moves it to results["latency_floor"]

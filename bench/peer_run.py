@@ -101,7 +101,14 @@ def open_peer(pr: PeerRun) -> bool:
 
 
 def new_peer_run(meta: PeerMeta, url: str) -> PeerRun:
-    res = {"name": meta.name, "display": meta.display, "errors": [], "notes": list(meta.notes)}
+    res: dict[str, Any] = {
+        "name": meta.name,
+        "display": meta.display,
+        "errors": [],
+        "notes": list(meta.notes),
+    }
+    if not meta.classic:  # a feature row's anchor: the report leaves it out of the classic tables
+        res["classic"] = False
     return PeerRun(meta, url, res)
 
 

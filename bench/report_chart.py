@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from report_format import peer_rows
+from report_format import classic_rows
 from report_work import SCENARIOS, work_label, work_rate, work_rows
 
 
@@ -49,7 +49,7 @@ def write_chart(results: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    peers = [(n, p) for n, p in peer_rows(results) if not p.get("skipped")]
+    peers = [(n, p) for n, p in classic_rows(results) if not p.get("skipped")]
     if not peers:
         return False
     short = {"taskiq": "taskiq\n(stream)", "taskiq-list": "taskiq\n(list)", "huey": "Huey"}

@@ -52,7 +52,14 @@ def drain_cell(d: dict[str, Any] | None) -> str:
 
 
 def peer_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every peer of the run, in order (a feature row's anchor too)."""
     return list(results["peers"].items())
+
+
+def classic_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The peers of the classic rows: all but the feature rows' anchors (celery-batches,
+    DBOS), which have no enqueue, drain, latency or memory figures."""
+    return [(n, p) for n, p in peer_rows(results) if p.get("classic", True)]
 
 
 def main_version(p: dict[str, Any]) -> str:

@@ -11,14 +11,15 @@ import report_floor
 from report_details import peer_details, sweep_section
 from report_format import (
     calib_rps,
+    classic_rows,
     drain_cell,
     fmt_ms,
     fmt_num,
     fmt_summary,
     main_version,
-    peer_rows,
     run_time,
 )
+from report_rows import rows_section
 from report_targets import targets_section
 from report_work import work_section
 
@@ -124,7 +125,7 @@ def results_table(results: dict[str, Any]) -> list[str]:
         "Redis bytes per queued job |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for _name, p in peer_rows(results):
+    for _name, p in classic_rows(results):
         if p.get("skipped"):
             lines.append(
                 f"| {p['display']} | {main_version(p)} | skipped: "
@@ -185,7 +186,7 @@ def raw_fractions(results: dict[str, Any]) -> list[str]:
         rate = (block or {}).get("rate")
         return f"{rate['median'] / ref * 100:.1f}%" if rate else "–"
 
-    for _, p in peer_rows(results):
+    for _, p in classic_rows(results):
         if p.get("skipped"):
             continue
         lines.append(
@@ -209,7 +210,7 @@ def worker_settings(results: dict[str, Any]) -> list[str]:
         "| Peer | Default | Best on 2 cores |",
         "|---|---|---|",
     ]
-    for _, p in peer_rows(results):
+    for _, p in classic_rows(results):
         modes = p.get("modes") or {}
         lines.append(f"| {p['display']} | {modes.get('default', '–')} | {modes.get('best', '–')} |")
     return [*lines, ""]
@@ -255,6 +256,7 @@ def write_markdown(
         *results_table(results),
         *raw_fractions(results),
         *work_section(results),
+        *rows_section(results),
         *targets_section(results),
         *worker_settings(results),
         *calibration(results),

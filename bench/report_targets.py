@@ -8,6 +8,7 @@ from typing import Any
 
 import report_floor
 from report_format import fmt_ms, fmt_num, median_at
+from report_row_targets import row_targets
 from report_work import work_rate
 
 # results.json's "interleaved" rows (bench/run.py), as the targets' preamble names them
@@ -15,6 +16,10 @@ INTERLEAVED_ROWS = {
     "enqueue_single": "single enqueue",
     "latency": "latency",
     "work.io_redis": "the datastore-bound drains",
+    "rows.startup": "the fresh worker starts",
+    "rows.pool": "the process-pool rows",
+    "rows.batch": "the batch rows",
+    "rows.durable": "the durable-step rows",
 }
 
 
@@ -167,6 +172,7 @@ def targets_section(results: dict[str, Any]) -> list[str]:
             ("bulk enqueue ≥ 100,000 jobs/s", f"{fmt_num(bulk)}/s{vs}", verdict(bulk >= 100_000))
         )
     rows += work_targets(durq, others)
+    rows += row_targets(durq, others)
     if not rows:
         return []
     together = [

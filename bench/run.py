@@ -17,7 +17,9 @@ What it does, in one run:
    rounds in which every peer gets one run, in an order rotated each round
    (``measure_interleaved``), so that all frameworks share the same windows; the
    latency rounds also measure the pickup floor (``floor.py``: redis-py LPUSH ->
-   BRPOP, no queue) as one more participant, into ``results["latency_floor"]``;
+   BRPOP, no queue) as one more participant, into ``results["latency_floor"]``; then,
+   the same way, the datastore-bound drains and the feature rows (``rows.py``: startup,
+   the process pool, batches, durable steps, each with the peers that anchor it);
 5. then each peer's own section in turn: bulk enqueue, Redis memory per queued job,
    drain rates (default worker and best 2-core settings), the real-work scenarios;
 6. writes the JSON results and renders ``bench/RESULTS.md`` + ``bench/results.png``
@@ -42,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from calibration import calibrate
 from cli_args import parse_args
-from common import PEERS, SCENARIOS, Settings, log
+from common import PEERS, ROW_PARTS, ROWS, SCENARIOS, Settings, log
 from interleaved import interleaved_note, measure_interleaved, round_order
 from peer_run import PeerRun, harness_error, new_peer_run, open_peer
 from results_file import new_results, render_report, server_info, write_results
@@ -63,17 +65,22 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
     s = Settings.quick(args.repeat or 1) if args.quick else Settings(repeat=args.repeat or 3)
     if args.drain_cap is not None:
         s = dataclasses.replace(s, drain_cap=args.drain_cap)
-    scenarios: tuple[str, ...] = () if args.no_work else SCENARIOS
+    # the real-work scenarios, then the feature rows (bench/rows.py)
+    scenarios: tuple[str, ...] = () if args.no_work else SCENARIOS + ROWS
     only_work = args.scenario is not None
     if only_work:
         asked = [x.strip() for x in args.scenario.split(",") if x.strip()]
-        scenarios = SCENARIOS if asked == ["all"] else tuple(asked)
-        bad = [x for x in scenarios if x not in SCENARIOS]
+        scenarios = SCENARIOS + ROWS if asked == ["all"] else tuple(asked)
+        bad = [x for x in scenarios if x not in SCENARIOS + ROWS]
         if bad:
-            print(f"unknown scenarios: {bad}; known: {list(SCENARIOS)}", file=sys.stderr)
+            known = list(SCENARIOS + ROWS)
+            print(f"unknown scenarios: {bad}; known: {known}", file=sys.stderr)
             return 2
+        # only the peers that take part in what was asked
+        names = [n for n in names if takes_part(n, scenarios)]
         if not args.tune:
-            args.no_calibration = args.no_report = True
+            args.no_calibration = True
+            args.no_report = not args.report
             if args.repeat is None and not args.quick:
                 s = dataclasses.replace(s, repeat=1)
     if args.work_n is not None:
@@ -95,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
             what = scenarios[0] if only_work else "noop"
             results["tuned"] = what
             for name in names:
+                if what in ROWS:  # each drain part of the row, at its size
+                    for key, n in row_sweeps(what, s, args.work_n):
+                        log(f"== tune {PEERS[name].display} ({key})")
+                        tuned = tune_peer(PEERS[name], server.url, n, s.row_cap, key)
+                        results["peers"][f"{name} {key}"] = tuned
+                    continue
                 log(f"== tune {PEERS[name].display} ({what})")
                 n = args.tune_n
                 if only_work:  # half a scenario's drain per configuration, or --work-n
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
                 open_peer(pr)
             except Exception as exc:  # never let one peer stop the run
                 harness_error(pr, exc, skip=True)
-        if peers and (not only_work or "io_redis" in scenarios):
+        if peers and (not only_work or {"io_redis", *ROWS} & set(scenarios)):
             try:
                 results["interleaved"] = measure_interleaved(
                     [pr for pr in peers if pr.alive],
@@ -153,6 +166,23 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901
     if not args.no_report:
         render_report(out, Path(args.report_dir))
     return 0
+
+
+def takes_part(name: str, scenarios: tuple[str, ...]) -> bool:
+    """Whether peer ``name`` runs any of ``scenarios`` (a real-work scenario: the peers
+    of the classic rows; a feature row: those its PeerMeta lists)."""
+    meta = PEERS[name]
+    return any(meta.classic if x in SCENARIOS else x in meta.rows for x in scenarios)
+
+
+def row_sweeps(row: str, s: Settings, work_n: int | None) -> list[tuple[str, int]]:
+    """``--tune --scenario ROW``: the sweeps of a feature row (its drain parts, as the
+    peer modules' TUNE names them: "row.part") and the jobs each drain."""
+    return [
+        (f"{row}.{part}", work_n or s.row_n[f"{row}.{part}"])
+        for part, (what, _, _) in ROW_PARTS[row].items()
+        if what == "drain"
+    ]
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from common import (
     drain_text,
     drain_timeout,
     log,
+    overall_rate,
     scenario_limit,
     summary,
     work_drain,
@@ -38,7 +39,7 @@ def measure_peer(  # noqa: C901
     were measured before, interleaved with the other peers (measure_interleaved)."""
     res = pr.res
     started = time.monotonic()
-    if res.get("skipped"):
+    if res.get("skipped") or not pr.meta.classic:  # a feature row's anchor has no section
         return res
     if not pr.alive:  # the interleaved phase killed it (a timeout): a fresh one
         log("  the driver died in the interleaved phase: starting a new one")
@@ -96,7 +97,7 @@ def measure_peer(  # noqa: C901
             if alive and classic:
                 alive = step(f"drain {mode}", lambda mode=mode: drain(mode))
 
-        rest = tuple(x for x in scenarios if x not in pr.interleaved_scenarios)
+        rest = tuple(x for x in scenarios if x in SCENARIOS and x not in pr.interleaved_scenarios)
         if alive and rest:
             res.setdefault("work", {})
             measure_work(driver, hello, s, res, rest, variant, step)
@@ -167,6 +168,7 @@ def measure_work(
                 entry.update(
                     runs=runs,
                     rate=summary([r["rate"] for r in runs if r["rate"]]),
+                    overall=overall_rate(runs),
                     complete=all(r["complete"] for r in runs),
                 )
                 bare_rate = None

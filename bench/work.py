@@ -7,6 +7,10 @@ and by the bare-body runner (``bench/bare.py``).
     io_sleep   wait 10 ms (``asyncio.sleep`` / ``time.sleep``), then count the job.
     cpu        burn 2 ms of this thread's CPU time in Python, then count the job.
 
+And the feature rows' bodies (bench/rows.py): ``bulk_write`` (batch consumption: one
+pipelined write per call holding every item's row, RPUSH of the rows and INCRBY of the
+count, whether the call has one item or a hundred) and ``row`` (an item's payload).
+
 Standard library and redis-py only (it runs in every peer's venv). Clients are made
 lazily, one per process (sync; redis-py's pool is thread-safe) or per event loop
 (async), and forgotten in a forked child. They use redis-py's defaults, as a new user's
@@ -19,6 +23,7 @@ per process (a 101st concurrent command fails with MaxConnectionsError).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from typing import Any
@@ -26,6 +31,7 @@ from typing import Any
 import probe
 
 KEY_DONE = probe.KEY_DONE
+KEY_ROWS = "bench:rows"
 SLEEP_S = 0.010
 BURN_S = 0.002
 SCENARIOS = ("io_redis", "io_sleep", "cpu")
@@ -106,6 +112,26 @@ async def io_sleep_async() -> None:
 async def cpu_async() -> None:
     burn()  # an async task that computes blocks its loop: so does a user's
     probe.done()
+
+
+def row(i: int) -> dict[str, Any]:
+    """Item ``i``'s payload: the row a bulk write stores (JSON, about 60 bytes)."""
+    return {"id": i, "user": i % 1000, "event": "login", "at": 1_767_225_600 + i}
+
+
+def bulk_write_sync(rows: list[Any]) -> None:
+    """Store every row (one RPUSH) and count them (INCRBY), in one round trip."""
+    pipe = sync_client().pipeline(transaction=False)
+    pipe.rpush(KEY_ROWS, *(json.dumps(r) for r in rows))
+    pipe.incrby(KEY_DONE, len(rows))
+    pipe.execute()
+
+
+async def bulk_write_async(rows: list[Any]) -> None:
+    pipe = async_client().pipeline(transaction=False)
+    pipe.rpush(KEY_ROWS, *(json.dumps(r) for r in rows))
+    pipe.incrby(KEY_DONE, len(rows))
+    await pipe.execute()
 
 
 SYNC = {"io_redis": io_redis_sync, "io_sleep": io_sleep_sync, "cpu": cpu_sync}

@@ -16,7 +16,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "durq" / "_async"
 TARGET = ROOT / "src" / "durq" / "_sync"
-FILES = ("__init__.py", "admin.py", "driver.py", "queue.py", "retry.py", "sharded.py", "topic.py")
+FILES = (
+    "__init__.py",
+    "admin.py",
+    "driver.py",
+    "namespace.py",
+    "queue.py",
+    "retry.py",
+    "sharded.py",
+    "topic.py",
+)
 
 RULES: list[tuple[str, str]] = [
     (r"from redis\.asyncio import Redis as AsyncRedis", "from redis import Redis"),
@@ -29,6 +38,7 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
     (r"\bAsyncDriver\b", "Driver"),
+    (r"\bAsyncNamespace\b", "Namespace"),
     (r"\bAsyncTopic\b", "Topic"),
     (r"Awaitable\[T\]", "T"),
     (r"Awaitable, ", ""),

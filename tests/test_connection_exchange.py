@@ -13,8 +13,8 @@ import pytest
 import redis.asyncio
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
-from durq import connection
-from durq.connection import async_exchange, sync_exchange
+from durq.transport import connection
+from durq.transport.connection import async_exchange, sync_exchange
 
 
 def _packed(*commands: tuple[Any, ...]) -> list[bytes]:

@@ -7,8 +7,9 @@ import redis
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
-from durq import InvalidArgument, connection
+from durq import InvalidArgument
 from durq.dev.server import RedisServer
+from durq.transport import connection
 
 
 def test_a_cluster_url_lists_its_startup_nodes_and_credentials() -> None:

@@ -33,9 +33,11 @@ def test_every_error_and_model_is_exported(module: types.ModuleType) -> None:
         assert getattr(durq, name) is getattr(module, name)
 
 
-def test_every_durq_error_derives_from_durq_error() -> None:
+def test_every_durq_error_derives_from_durq_error_but_what_a_task_raises() -> None:
+    raised_by_tasks = {"Retry", "Fail", "RateLimited"}  # control flow, caught by the worker
     for name in errors.__all__:
-        assert issubclass(getattr(errors, name), durq.DurqError)
+        derives = issubclass(getattr(errors, name), durq.DurqError)
+        assert derives == (name not in raised_by_tasks), name
 
 
 def _public_methods(cls: type) -> dict[str, object]:
@@ -120,3 +122,28 @@ def test_both_queues_are_context_managers() -> None:
 
 def test_the_version_is_a_string() -> None:
     assert isinstance(durq.__version__, str) and durq.__version__
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        ("durq.app", ["App"]),
+        ("durq.worker", ["Worker", "WorkerConfig", "WorkerState"]),
+        ("durq.metrics", ["serve_metrics"]),
+        ("durq.redaction", ["Redact", "redact_url"]),
+        ("durq.dashboard", ["create_app"]),
+        ("durq.contrib.fastapi", ["dashboard", "get_app", "lifespan", "queue"]),
+    ],
+)
+def test_the_import_paths_users_rely_on_keep_working(module: str, names: list[str]) -> None:
+    imported = importlib.import_module(module)
+    for name in names:
+        assert hasattr(imported, name), f"{module}.{name}"
+
+
+def test_the_deprecated_async_queue_names_of_an_app_warn_and_give_its_asyncio_queues() -> None:
+    app = durq.App("redis://127.0.0.1:1", shards={"wide": 2})
+    with pytest.warns(DeprecationWarning, match="aqueue"):
+        assert app.async_queue("plain") is app.aqueue("plain")
+    with pytest.warns(DeprecationWarning, match="asharded_queue"):
+        assert app.async_sharded_queue("wide") is app.asharded_queue("wide")

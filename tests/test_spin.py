@@ -1,4 +1,4 @@
-"""durq.spin: a blocking exchange polls for its reply for a short budget, then sleeps;
+"""durq.transport.spin: a blocking exchange polls for its reply for a short budget, then sleeps;
 a connection whose replies keep coming later than that stops polling for a while. Real
 servers, real sockets."""
 
@@ -11,9 +11,9 @@ import hiredis
 import pytest
 from redis.exceptions import ConnectionError
 
-from durq import connection, spin
-from durq.connection import sync_exchange
 from durq.errors import InvalidArgument
+from durq.transport import connection, spin
+from durq.transport.connection import sync_exchange
 
 pytestmark = pytest.mark.skipif(not spin._CAN_POLL, reason="no non-blocking reads here")
 

@@ -16,8 +16,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 import durq
 from dashboard.apps import build
 from dashboard.support import running_worker
-from durq import tracing
-from durq.message import parse_call
+from durq.app import tracing
+from durq.payloads import parse_call
 from helpers import eventually
 
 

@@ -12,6 +12,8 @@ import probe
 import work
 from celery import Celery, group
 
+from peers.celery_specs import celery_specs
+
 DISTS = ("celery", "kombu", "redis", "hiredis")
 NOTES = [
     "no result backend configured (Celery's default), JSON serializer, acks_late=False (default)",
@@ -94,13 +96,6 @@ class Peer:
 
 
 BEST = "threads-8-x2-tuned"
-TUNED = [
-    "--without-gossip",
-    "--without-mingle",
-    "--without-heartbeat",
-    "--prefetch-multiplier",
-    "64",
-]
 
 
 # the "jobs that do real work" scenarios: worker configuration of each (--tune --scenario)
@@ -121,44 +116,29 @@ TUNE = {
     "io_redis": ("prefork-4-tuned", "threads-8-x2-tuned", "threads-16-x2-tuned"),
     "io_sleep": ("threads-32-x2-tuned", "threads-64-x2-tuned", "prefork-16-tuned"),
     "cpu": ("prefork-2-tuned", "solo-x2-tuned", "threads-8-x2-tuned"),
+    # the process-pool row's prefork configurations (`--tune --scenario pool`)
+    "pool.cpu": (("cpu",), ("prefork-2-tuned", "prefork-3-tuned", "prefork-4-tuned")),
+    "pool.io_redis": (("io_redis",), ("prefork-4-tuned", "prefork-8-tuned", "prefork-16-tuned")),
+    "pool.noop": (("noop",), ("prefork-2-tuned", "prefork-4-tuned")),
 }
+
+# The process-pool row (bench/rows.py, issue 33): Celery's prefork pool at its best
+# 2-core settings for each part (`--tune --scenario pool --peers celery`); the latency
+# part's worker is the no-op's, idle.
+POOL = {
+    "cpu": "prefork-3-tuned",
+    "io_redis": "prefork-16-tuned",
+    "noop": "prefork-4-tuned",
+    "latency": "prefork-4-tuned",
+}
+ROWS = {
+    "pool": [
+        {"part": part, "label": "-P prefork", "kind": "noop" if part == "latency" else part,
+         "mode": mode, **({"send": "send_latency"} if part == "latency" else {})}
+        for part, mode in POOL.items()
+    ]
+}  # fmt: skip
 
 
 def worker_specs():
-    base = ["celery", "-A", "peers.celery", "worker", "--loglevel", "WARNING"]
-    tuned = " ".join(TUNED)
-    specs = {
-        "default": {
-            "argv": [[*base, "-c", "1"]],
-            "desc": "`celery worker -c 1` (prefork pool, 1 child; other options default)",
-            "procs": 1,
-            "slots": 1,
-        },
-        "prefork-2": {
-            "argv": [[*base, "-c", "2"]],
-            "desc": "`celery worker -c 2` (prefork; the CLI default on 2 cores)",
-            "procs": 2,
-            "slots": 1,
-        },
-        "solo-x2-tuned": {
-            "argv": [[*base, "-P", "solo", *TUNED]] * 2,
-            "desc": f"2 × `celery worker -P solo {tuned}`",
-            "procs": 2,
-            "slots": 1,
-        },
-    }
-    for c in (2, 4, 16):
-        specs[f"prefork-{c}-tuned"] = {
-            "argv": [[*base, "-c", str(c), *TUNED]],
-            "desc": f"`celery worker -c {c} {tuned}`",
-            "procs": c,
-            "slots": 1,
-        }
-    for t in (8, 16, 32, 64):
-        specs[f"threads-{t}-x2-tuned"] = {
-            "argv": [[*base, "-P", "threads", "-c", str(t), *TUNED]] * 2,
-            "desc": f"2 × `celery worker -P threads -c {t} {tuned}`",
-            "procs": 2,
-            "slots": t,
-        }
-    return specs
+    return celery_specs("peers.celery")

@@ -29,6 +29,8 @@ from typing import Any
 import probe
 import work
 
+from peers import durq_features
+
 DISTS = ("durq", "redis", "hiredis")
 NOTES = ["measures the working tree (editable install in .venv)"]
 QUEUE = "bench"
@@ -83,6 +85,7 @@ def _build() -> dict[str, Any]:
         def cpu_sync() -> None:
             work.cpu_sync()
 
+        _built.update(durq_features.register(app, QUEUE))
         _built.update(
             app=app,
             noop=noop,
@@ -132,7 +135,8 @@ class Peer:
             return
         task = _build()[kind]
         for start in range(0, n, 1000):
-            task.enqueue_many([() for _ in range(start, min(n, start + 1000))])
+            stop = min(n, start + 1000)
+            task.enqueue_many([durq_features.fill_args(kind, i) for i in range(start, stop)])
 
     def send_latency(self) -> None:
         self.lat.enqueue(time.time())
@@ -140,15 +144,16 @@ class Peer:
     def send_latency_async(self) -> None:
         _build()["lat_async"].enqueue(time.time())
 
-    def queued(self) -> int:
-        try:
-            stats = self.app.queue(QUEUE).stats()
-        except AttributeError:
-            import durq
+    def send_latency_batch(self) -> None:
+        _build()["bulk_batch"].enqueue(work.row(0), time.time())
 
-            with durq.Queue(QUEUE, url=os.environ["BENCH_REDIS_URL"]) as q:
-                stats = q.stats()
-        return int(stats.pending)
+    def queued(self) -> int:
+        return sum(
+            int(self.app.queue(q).stats().pending) for q in (QUEUE, durq_features.BATCH_QUEUE)
+        )
+
+    def asleep_state(self, kind: str) -> dict[str, int]:
+        return durq_features.asleep_state(self.app.queue(QUEUE))
 
     def worker(self, mode: str) -> dict[str, Any]:
         return worker_specs()[BEST if mode == "best" else mode]
@@ -197,7 +202,12 @@ TUNE = {
 
 def worker_specs() -> dict[str, dict[str, Any]]:
     url = os.environ["BENCH_REDIS_URL"]
-    base = ["durq", "worker", "peers.durq:app", "-q", QUEUE, "--url", url, "--log-level", "warning"]
+
+    def command(queue: str) -> list[str]:
+        return ["durq", "worker", "peers.durq:app", "-q", queue, "--url", url, "--log-level",
+                "warning"]  # fmt: skip
+
+    base = command(QUEUE)
     specs: dict[str, dict[str, Any]] = {
         "default": {
             "argv": [[*base, "-p", "1"]],
@@ -207,6 +217,7 @@ def worker_specs() -> dict[str, dict[str, Any]]:
         },
     }
     for p, c in (
+        (1, 2),
         (1, 20),
         (1, 50),
         (1, 100),
@@ -224,4 +235,10 @@ def worker_specs() -> dict[str, dict[str, Any]]:
             "procs": p,
             "slots": c,
         }
+    specs.update(durq_features.worker_specs(command))
     return specs
+
+
+def rows() -> dict[str, list[dict[str, Any]]]:
+    """The feature rows' variants (bench/peers/durq_features.py)."""
+    return durq_features.rows()

@@ -52,7 +52,7 @@ def create_api(app: durq.App = durq_app) -> FastAPI:
     @api.get("/stats")
     async def stats(durq_app: Annotated[durq.App, Depends(get_app)]) -> dict[str, int]:
         """Jobs not yet finished, per queue of the app's tasks."""
-        return {name: (await durq_app.async_queue(name).stats()).size for name in durq_app.queues}
+        return {name: (await durq_app.aqueue(name).stats()).size for name in durq_app.queues}
 
     @api.get("/jobs/{job_id}")
     async def job(job_id: str, emails: EmailQueue) -> dict[str, object]:

@@ -5,32 +5,57 @@ leases, fence late completions, retry with backoff, dead-letter with reasons, an
 groups of jobs in turn. See README.md and docs/design.md.
 """
 
+import warnings
+
+from durq._async.namespace import AsyncNamespace
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
 from durq._async.topic import AsyncTopic
+from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
-from durq.app import App
+from durq.app.app import App
+from durq.app.handle import JobHandle
+from durq.app.schedule_control import SyncReport
+from durq.app.schedule_spec import Schedule, ScheduleInfo
+from durq.app.task import Call, Task
+from durq.app.workflows import (
+    Chain,
+    Group,
+    StepInfo,
+    WorkflowHandle,
+    WorkflowInfo,
+    chain,
+    group,
+    step_error,
+)
 from durq.backoff import Backoff, exponential, fixed
 from durq.codec import Codec
 from durq.context import current_job
-from durq.durability import Durability, NotDurable
+from durq.durability import Durability
 from durq.errors import (
+    Cancelled,
     CorruptQueue,
     DurqError,
+    Expired,
+    Fail,
     ForeignLibrary,
     InvalidArgument,
+    JobFailed,
     JobNotFound,
     LeaseLost,
+    NotDurable,
     NotSerializable,
     PayloadError,
     PayloadRefused,
     PayloadTooLarge,
+    RateLimited,
+    Retry,
+    WorkflowFailed,
 )
-from durq.flow import FlowInfo, ParkedGroup, Rate, RateLimited
-from durq.handle import Cancelled, Expired, JobFailed, JobHandle
+from durq.limits import FlowInfo, ParkedGroup, Rate
 from durq.models import (
     CancelResult,
     CancelStatus,
@@ -41,26 +66,14 @@ from durq.models import (
     JobControl,
     JobInfo,
     JobState,
+    LibraryInfo,
     Message,
+    Outcome,
     Progress,
     QueueStats,
+    Trust,
 )
-from durq.protocol.status import Status
 from durq.redaction import Redact
-from durq.schedule_control import SyncReport
-from durq.schedules import Schedule, ScheduleInfo
-from durq.task import Call, Fail, Retry, Task
-from durq.workflows import (
-    Chain,
-    Group,
-    StepInfo,
-    WorkflowFailed,
-    WorkflowHandle,
-    WorkflowInfo,
-    chain,
-    group,
-    step_error,
-)
 
 __all__ = [
     # tasks
@@ -100,6 +113,8 @@ __all__ = [
     "ShardedQueue",
     "AsyncTopic",
     "Topic",
+    "AsyncNamespace",
+    "Namespace",
     # data
     "CancelResult",
     "CancelStatus",
@@ -113,7 +128,9 @@ __all__ = [
     "Message",
     "Progress",
     "QueueStats",
-    "Status",
+    "Outcome",
+    "LibraryInfo",
+    "Trust",
     "Codec",
     "Durability",
     # secrets kept out of sight
@@ -136,3 +153,16 @@ __all__ = [
     "PayloadTooLarge",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # durq.Status, the scripts' wire codes, was what the batch methods returned before
+    # durq.Outcome; the name stays for a while, as Outcome (same member names)
+    if name == "Status":
+        warnings.warn(
+            "durq.Status is deprecated: the batch methods return durq.Outcome",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Outcome
+    raise AttributeError(f"module 'durq' has no attribute {name!r}")

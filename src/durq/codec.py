@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import pickle
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -18,7 +19,7 @@ import orjson
 
 from durq.errors import InvalidArgument, NotSerializable, PayloadRefused, PayloadTooLarge
 
-__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "Codec", "PayloadCodec", "check_json"]
+__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "Codec", "Encoded", "PayloadCodec", "check_json"]
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 _MAX_DEPTH = 200
@@ -138,6 +139,16 @@ _ENCODERS: dict[str, tuple[Codec, Callable[[Any], bytes]]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A payload encoded already: ``(codec, data)`` as ``PayloadCodec.encode`` returns
+    them. The App checks and encodes each task call once and hands it to its queue as a
+    ``Message`` of this payload, which the queue stores as it is."""
+
+    codec: int
+    data: bytes
+
+
 class PayloadCodec:
     """Encodes payloads for one queue and decodes what it accepts.
 
@@ -165,9 +176,13 @@ class PayloadCodec:
         self.max_payload_bytes = max_payload_bytes
 
     def encode(self, value: Any) -> tuple[int, bytes]:
-        """Return ``(codec, data)`` for ``value``; bytes are stored as they are."""
+        """Return ``(codec, data)`` for ``value``; bytes are stored as they are, and an
+        ``Encoded`` payload as it was encoded."""
         if type(value) is bytes:
             codec, data = Codec.RAW, value
+        elif type(value) is Encoded:
+            self.check_size(value.data)
+            return value.codec, value.data
         else:
             codec, data = self.codec, self._dumps(value)
         self.check_size(data)

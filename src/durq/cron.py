@@ -3,7 +3,7 @@
 Evaluated with cronsim (small, maintained, zoneinfo-based), with Debian cron's rules:
 a time skipped by spring-forward fires once right after the jump, an ambiguous time
 fires once, and day-of-month/day-of-week combine as in cron. The schedules of
-``durq.schedules`` store ticks computed here; no cron code runs in Lua.
+``durq.app.schedule_spec`` store ticks computed here; no cron code runs in Lua.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from cronsim import CronSim, CronSimError
 
 from durq.errors import InvalidArgument
-from durq.protocol.schedules import CRON_TICKS, ScheduleInfo
+from durq.models import ScheduleInfo
 
-__all__ = ["CronTiming", "timing_of", "zone_of"]
+__all__ = ["CRON_TICKS", "CronTiming", "timing_of", "zone_of"]
+
+#: how many upcoming cron ticks a schedule keeps (it asks for more once half are used)
+CRON_TICKS = 64
 
 _ALIASES = {
     "@yearly": "0 0 1 1 *",

@@ -15,19 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from durq.errors import DurqError, InvalidArgument
+from durq.errors import InvalidArgument, NotDurable
 
-__all__ = ["Durability", "NotDurable"]
-
-
-class NotDurable(DurqError):
-    """Fewer copies of a write confirmed than the durability mode asks for.
-
-    The write was applied on the primary; with an idempotent id it is safe to retry.
-    ``results`` holds what the enqueue returned (ids and statuses), when known.
-    """
-
-    results: object = None
+__all__ = ["Durability"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""Exceptions raised by durq.
+"""Every exception of durq's API: those durq raises, and those a task raises to tell the
+worker what to do with its job (tests/test_errors.py keeps this tree and the classes
+equal).
 
     DurqError
     ├── InvalidArgument (also a ValueError): an argument or option out of range
@@ -9,7 +11,17 @@
     ├── LeaseLost: the caller no longer holds the job's lease (fencing)
     ├── JobNotFound: no job with this id
     ├── CorruptQueue: a durq key holds another Redis type, or a record is unreadable
-    └── ForeignLibrary: code that is not durq's holds the names of durq's Functions
+    ├── ForeignLibrary: code that is not durq's holds the names of durq's Functions
+    ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
+    └── JobFailed: the job whose result was awaited was dead-lettered
+        ├── Cancelled: it was cancelled
+        ├── Expired: it was not started by its expiry time
+        └── WorkflowFailed: the workflow whose result was awaited failed
+
+    Exception (raised by a task, caught by the worker)
+    ├── Retry: run the job again after a delay (the attempt counts)
+    ├── Fail: dead-letter the job at once
+    └── RateLimited: give the job back and pause its group or queue (no attempt counts)
 
 Connection problems surface as redis-py's ``redis.exceptions.ConnectionError`` and
 ``TimeoutError``; durq never puts credentials in its own messages.
@@ -17,18 +29,33 @@ Connection problems surface as redis-py's ``redis.exceptions.ConnectionError`` a
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
 __all__ = [
+    "Cancelled",
     "CorruptQueue",
     "DurqError",
+    "Expired",
+    "Fail",
     "ForeignLibrary",
     "InvalidArgument",
+    "JobFailed",
     "JobNotFound",
     "LeaseLost",
+    "NotDurable",
     "NotSerializable",
     "PayloadError",
     "PayloadRefused",
     "PayloadTooLarge",
+    "RateLimited",
+    "Retry",
+    "WorkflowFailed",
 ]
+
+#: the longest pause a RateLimited may ask for (seconds)
+MAX_RETRY_AFTER = 366 * 86400.0
 
 
 class DurqError(Exception):
@@ -109,3 +136,97 @@ class ForeignLibrary(DurqError):
             "with `durq functions load`; until then, DURQ_EVALSHA=1 runs durq's scripts "
             "by their hash instead"
         )
+
+
+class NotDurable(DurqError):
+    """Fewer copies of a write confirmed than the durability mode asks for.
+
+    The write was applied on the primary; with an idempotent id it is safe to retry.
+    ``results`` holds what the enqueue returned (ids and statuses), when known.
+    """
+
+    results: object = None
+
+
+class JobFailed(DurqError):
+    """The job whose result was awaited ended in the dead letters."""
+
+    def __init__(self, job_id: str, error: Mapping[str, Any]) -> None:
+        self.job_id = job_id
+        self.error = dict(error)
+        kind = error.get("type") or error.get("reason", "failed")
+        super().__init__(f"job {job_id} failed: {kind}: {error.get('message', '')}")
+
+
+class Cancelled(JobFailed):
+    """The job whose result was awaited was cancelled (``JobHandle.cancel``,
+    ``Queue.cancel``): it did not run, or was stopped, and will not run again."""
+
+
+class Expired(JobFailed):
+    """The job whose result was awaited was not started by its expiry time (the
+    ``expires`` option): it never ran."""
+
+
+class WorkflowFailed(JobFailed):
+    """The workflow whose result was awaited ended failed (policy "fail": a step was
+    dead-lettered; policy "wait": a dead step waited for was purged or evicted by
+    ``dead_cap``, reason ``purged`` / ``evicted``; ``error["error"]`` is that step's
+    reason)."""
+
+    def __init__(self, workflow_id: str, error: dict[str, Any]) -> None:
+        super().__init__(workflow_id, error)
+        step = error.get("job", "?")
+        inner = error.get("error") or {}
+        kind = inner.get("type") or inner.get("reason", "failed")
+        self.args = (f"workflow {workflow_id} failed: step {step}: {kind}: "
+                     f"{inner.get('message', '')}",)  # fmt: skip
+
+
+# -- raised by a task
+
+
+class Retry(Exception):
+    """Raise from a task to retry it after ``delay`` seconds (default: the task's
+    backoff). The attempt counts; when attempts are exhausted the job is dead-lettered."""
+
+    def __init__(self, reason: str = "retry requested", *, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class Fail(Exception):
+    """Raise from a task to dead-letter its job at once, with ``reason``."""
+
+    def __init__(self, reason: str = "failed by the task") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RateLimited(Exception):
+    """Raise from a task when an upstream says "slow down" (an HTTP 429, a quota error).
+
+    The job goes back to the head of its group without counting an attempt (however
+    often it happens, it never dead-letters the job), and its scope pauses for
+    ``retry_after`` seconds for every worker: ``"group"`` (the default) pauses the job's
+    group (ungrouped jobs form one group), ``"queue"`` the whole queue. Failures still
+    count attempts as usual.
+    """
+
+    def __init__(self, retry_after: float, *, scope: Literal["group", "queue"] = "group") -> None:
+        if (
+            isinstance(retry_after, bool)
+            or not isinstance(retry_after, (int, float))
+            or not math.isfinite(retry_after)
+            or not 0 <= retry_after <= MAX_RETRY_AFTER
+        ):
+            raise InvalidArgument(
+                f"retry_after must be a number of seconds in 0..{MAX_RETRY_AFTER:.0f}, "
+                f"got {retry_after!r}"
+            )
+        if scope not in ("group", "queue"):
+            raise InvalidArgument(f"scope must be 'group' or 'queue', got {scope!r}")
+        super().__init__(f"rate limited: retry after {retry_after:g} s ({scope})")
+        self.retry_after = float(retry_after)
+        self.scope = scope

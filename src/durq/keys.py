@@ -53,7 +53,7 @@ MAX_SHARDS = 256
 _PART = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
 _QUEUE_NAME = re.compile(rf"^{_PART}(/{_PART})?$")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-# the order of the key vector, shared with src/durq/lua/lib/keys.lua
+# the order of the key vector, shared with src/durq/lua/lib/core/keys.lua
 VECTOR_PARTS: tuple[str, ...] = (
     "jobs",
     "rr",
@@ -279,9 +279,9 @@ class TopicKeys:
         return name
 
 
-# -- workflows (durq.workflows; the layout is described in src/durq/lua/lib/fan_in.lua)
+# -- workflows (durq.app.workflows; the layout: src/durq/lua/lib/workflows/fan_in.lua)
 
-OUTBOX_PART = "wfo:"  # shared with src/durq/lua/lib/outbox.lua
+OUTBOX_PART = "wfo:"  # shared with src/durq/lua/lib/core/outbox.lua
 
 
 def vector_of(prefix: str) -> tuple[str, ...]:
@@ -297,7 +297,7 @@ def workflow_key(prefix: str, workflow_id: str) -> str:
 
 
 def workflow_structure_key(prefix: str, workflow_id: str, run: str) -> str:
-    """The structure of run ``run`` of workflow ``workflow_id`` (lua/lib/fan_in.lua): the
+    """The structure of run ``run`` of workflow ``workflow_id`` (lua/lib/workflows/fan_in.lua): the
     run is a fixed-length tag, so no two workflow ids share a key."""
     return f"{prefix}wfs:{run}:{workflow_id}"
 

@@ -6,6 +6,7 @@ Times are seconds since the epoch, as floats, read from the Redis server's clock
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -22,9 +23,15 @@ __all__ = [
     "JobInfo",
     "JobControl",
     "JobState",
+    "LibraryInfo",
     "Message",
+    "Outcome",
     "Progress",
     "QueueStats",
+    "ScheduleInfo",
+    "StepInfo",
+    "Trust",
+    "WorkflowInfo",
 ]
 
 
@@ -231,6 +238,27 @@ class Progress:
     at: float | None = None
 
 
+class Outcome(str, Enum):
+    """What a call did to one job, for the batch methods of the queues
+    (``release_many``, ``requeue``, ``requeue_many``, ``extend_many``, ``defer_many``)."""
+
+    OK = "ok"  #: done as asked
+    CREATED = "created"  #: a new job (or schedule) was stored
+    EXISTS = "exists"  #: a job of that id exists: nothing was added
+    DEDUPLICATED = "deduplicated"  #: a pending job holds the dedup key: that job stands
+    REPLACED = "replaced"  #: the pending job of the dedup key was replaced
+    RETRYING = "retrying"  #: the failed job comes back for another attempt
+    DEAD = "dead"  #: the job went to the dead letters
+    CANCELLED = "cancelled"  #: the job was (or had been) cancelled
+    CANCELLING = "cancelling"  #: the job runs: its worker stops it
+    FINISHED = "finished"  #: the job had ended already: nothing changed
+    UPDATED = "updated"  #: the job's stored data was updated
+    LEASE_LOST = "lease_lost"  #: the caller no longer holds the lease: nothing changed
+    NOT_FOUND = "not_found"  #: no such job
+    CORRUPT = "corrupt"  #: the job's record is unreadable
+    NOT_DEAD = "not_dead"  #: the job is not a dead letter
+
+
 class CancelStatus(str, Enum):
     """What a cancel did to one job."""
 
@@ -338,3 +366,116 @@ class GroupInfo:
     active: int
     limit: int | None
     weight: int | None
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as stored in Redis, with its state (``schedules list``)."""
+
+    name: str
+    queue: str
+    task: str
+    kind: str
+    cron: str | None
+    tz: str | None
+    every: float | None
+    start_at: float | None
+    end_at: float | None
+    catch_up: str
+    max_catch_up: int
+    overlap: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    paused: bool
+    ended: bool
+    origin: str
+    next_due: float | None  #: server time of the next tick (None: paused or ended)
+    last_tick: float | None  #: the scheduled time of the last job fired
+    last_fired_at: float | None  #: when that job was enqueued
+    last_job: str | None
+    last_outcome: str | None  #: pending, delayed, active, dead, completed, or finished
+    fired: int
+    skipped: int  #: ticks skipped by overlap="skip"
+    missed: int  #: ticks not fired by the catch-up policy (workers down or busy)
+    watermark: float  #: every tick at or before it is done and never fires again
+    stored_ticks: int
+    spec: str
+    version: int
+    server_time: float
+    #: the ``enabled`` flag its code declared (a runtime pause or resume overrides it
+    #: until the declared flag changes)
+    declared_enabled: bool = True
+
+    @property
+    def state(self) -> str:
+        """``paused``, ``ended`` or ``active``."""
+        return "paused" if self.paused else "ended" if self.ended else "active"
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One step of a workflow: its node number, task, queue, job id and state
+    (``waiting``: not started yet; ``starting``: its start is on its way to its queue,
+    in another slot; ``cancelled``: its workflow failed or was cancelled before it ran,
+    or it was stopped; ``done``: finished and gone; else its job's state: pending,
+    active, dead...)."""
+
+    node: int
+    task: str
+    queue: str
+    job_id: str
+    state: str
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    """A workflow as stored: ``state`` is running, completed, failed or cancelled; ``waiting_on``
+    maps each open group (node) to how many of its members are still open; ``dead``
+    lists the steps whose death the workflow waits out (policy "wait"); ``run`` is the
+    tag of its submission, part of its steps' job ids."""
+
+    id: str
+    queue: str
+    state: str
+    policy: str
+    created_at: float
+    finished_at: float | None
+    error: dict[str, Any] | None
+    steps: list[StepInfo]
+    waiting_on: dict[int, int]
+    dead: dict[int, Any]
+    plan: Any
+    run: str = ""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many steps are in each state."""
+        return dict(Counter(s.state for s in self.steps))
+
+
+@dataclass(frozen=True)
+class LibraryInfo:
+    """One of durq's Functions libraries on a server."""
+
+    #: ``durq_<hash>``
+    name: str
+    #: how many functions (operations) it registers
+    functions: int
+    #: True for the library of this durq version
+    current: bool
+
+
+class Trust(Enum):
+    """How a client may run durq's scripts on a server, as :func:`trust_library` found."""
+
+    #: durq's own library was there, its code exactly this version's: FCALL
+    VERIFIED = "verified"
+    #: it was missing and this call loaded it: FCALL
+    LOADED = "loaded"
+    #: the server has no Functions (Redis 6.2): EVALSHA
+    NO_FUNCTIONS = "no Functions"
+    #: the user may not list (or, the library missing, load) Functions: EVALSHA
+    NOT_ALLOWED = "not allowed"
+    #: the library is missing and the server, out of memory, refused to load it:
+    #: EVALSHA for now, FCALL once it can be loaded
+    OUT_OF_MEMORY = "out of memory"

@@ -2,7 +2,7 @@
 task data without the values a ``Redact`` names.
 
 ``redact_url`` is the one function every message, log line, page and repr that shows a
-URL goes through (``durq.connection.redact`` is the same function). ``Redact`` is the
+URL goes through (``durq.transport.connection.redact`` is the same function). ``Redact`` is the
 hook for task data: argument and field names, and patterns, whose values the
 dashboard, the CLI, the worker's logs and the stored errors replace by ``***``. What is
 stored for the task itself (its payload) is never changed: the task needs its

@@ -9,8 +9,8 @@ import pytest
 
 import durq
 from cli.support import durq as run
-from durq import connection
 from durq.cli.worker import _child_args
+from durq.transport import connection
 from durq.worker.registry import list_workers
 from helpers import eventually
 from worker.support import Durq, ExecLog

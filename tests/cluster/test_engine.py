@@ -3,8 +3,9 @@
 import pytest
 from redis.cluster import RedisCluster
 
-from durq import AsyncQueue, InvalidArgument, Queue, connection
+from durq import AsyncQueue, InvalidArgument, Queue
 from durq.dev.topology import LocalCluster
+from durq.transport import connection
 from engine.test_async_facade import *  # noqa: F403
 from engine.test_concurrency import *  # noqa: F403
 from engine.test_corruption import *  # noqa: F403

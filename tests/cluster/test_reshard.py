@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-import durq.cluster
+import durq.transport.cluster
 from durq import AsyncQueue, Message
-from durq.cluster import slot_of
 from durq.dev.topology import LocalCluster
+from durq.transport.cluster import slot_of
 
 MOVED_SLOTS = 40
 
@@ -73,13 +73,13 @@ async def test_a_resharding_while_jobs_flow_loses_nothing(
     cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     followed: list[str] = []
-    pause = durq.cluster.redirect_pause
+    pause = durq.transport.cluster.redirect_pause
 
     def counting(error: Exception, attempt: int) -> float:
         followed.append(type(error).__name__)
         return pause(error, attempt)
 
-    monkeypatch.setattr(durq.cluster, "redirect_pause", counting)
+    monkeypatch.setattr(durq.transport.cluster, "redirect_pause", counting)
     flow = Flow(cluster.url, _name_in_low_slots(f"reshard-{time.time_ns() % 10**6}"))
     tag = f"{{{flow.name}}}"
     first = cluster.owner(tag)

@@ -7,8 +7,9 @@ import redis
 from redis.cluster import RedisCluster
 
 import durq
-from durq import AsyncQueue, AsyncTopic, Durability, Queue, connection
+from durq import AsyncQueue, AsyncTopic, Durability, Queue
 from durq.dev.topology import LocalCluster
+from durq.transport import connection
 
 
 def test_a_cluster_url_gives_a_cluster_client(cluster: LocalCluster) -> None:

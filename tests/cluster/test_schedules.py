@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 import durq
+from durq.app.schedule_spec import pinned_queue
 from durq.cron import timing_of
 from durq.dev.topology import LocalCluster
 from durq.keys import QueueKeys
 from durq.protocol import schedules as ops
-from durq.schedules import pinned_queue
 from helpers import SLACK, eventually
 from schedules.apps import build, read_log
 from schedules.conftest import log_path, workers
@@ -182,7 +182,7 @@ def test_cron_ticks_are_refilled_in_the_queue_slot(
         before = app.schedules.get(name, app.default_queue)
         assert before is not None and before.stored_ticks > 0
         raw.zadd(q.keys.prefix + "srefill", {name: 0})  # ask for a refill now
-        assert q.run(ops.refill(q.keys, timing_of)) >= 1
+        assert q._run(ops.refill(q.keys, timing_of)) >= 1
         after = app.schedules.get(name, app.default_queue)
         assert after is not None and after.stored_ticks > before.stored_ticks
         assert after.next_due == before.next_due

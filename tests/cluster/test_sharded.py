@@ -60,9 +60,9 @@ async def test_consumers_drain_every_shard_and_acks_find_their_shard(
         await queue.enqueue_many(range(60))
         jobs = await queue.dequeue_many(60, wait=1)
         assert len(jobs) == 60 and len({j.queue for j in jobs}) == 3
-        assert await queue.release_many(jobs[:50]) == [durq.Status.OK] * 50
+        assert await queue.release_many(jobs[:50]) == [durq.Outcome.OK] * 50
         statuses = await queue.requeue_many(jobs[50:], reason="boom")
-        assert statuses == [durq.Status.DEAD] * 10
+        assert statuses == [durq.Outcome.DEAD] * 10
         dead = await queue.dead_letters()
         assert len(dead) == 10
         reason = dead[0].reason
@@ -114,7 +114,7 @@ async def test_a_worker_consumes_every_shard_of_an_app_queue(
     await asyncio.wait_for(worker.run(), 30)
     assert sorted(done) == list(range(150))
     assert sorted(worker.pumps) == [f"{name}~{i}" for i in range(3)]
-    assert (await app.async_sharded_queue(name).stats()).completed == 150
+    assert (await app.asharded_queue(name).stats()).completed == 150
     await app.aclose()
     await bare.aclose()
 
@@ -129,7 +129,7 @@ async def test_a_deep_shard_does_not_starve_the_others(cluster: LocalCluster, na
         order.append(group)
         await asyncio.sleep(0.01)
 
-    queue = app.async_sharded_queue(name)
+    queue = app.asharded_queue(name)
     deep, shallow = "g-deep", "g-shallow"
     while queue.route(Message(0, id="x"), group=shallow) == queue.route(
         Message(0, id="x"), group=deep
@@ -170,7 +170,7 @@ async def test_a_worker_pauses_every_shard_on_the_other_primaries_for_rate_limit
         if n == 0:
             raise durq.RateLimited(60, scope="queue")
 
-    queue = app.async_sharded_queue(name)
+    queue = app.asharded_queue(name)
     first = await call.aenqueue(0)
     worker = Worker(app, WorkerConfig(concurrency=2), handle_signals=False)
     task = asyncio.create_task(worker.run())

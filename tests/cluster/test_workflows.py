@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 import durq
-from durq.cluster import slot_of
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
+from durq.transport.cluster import slot_of
 from helpers import eventually
 from worker.support import Durq
 from workflows.conftest import front, log, wapp
@@ -139,16 +139,16 @@ def test_a_courier_killed_between_release_and_forward(
     home_box = OutboxKeys(home_queue)
     far_box = OutboxKeys(far_queue)
     # forward the far step's start by hand
-    jobs, _, _ = home.run(lifecycle.fetch(home_box, PayloadCodec(), 10, 30.0))
+    jobs, _, _ = home._run(lifecycle.fetch(home_box, PayloadCodec(), 10, 30.0))
     for job in jobs:
-        home.run(_apply(job.data))
-    home.run(lifecycle.release(home_box, jobs))
+        home._run(_apply(job.data))
+    home._run(lifecycle.release(home_box, jobs))
     step = far.dequeue()
     assert step is not None
     far.release_many([step], results=[encode_result(9)])
-    [entry], _, _ = far.run(lifecycle.fetch(far_box, PayloadCodec(), 10, 0.5))
+    [entry], _, _ = far._run(lifecycle.fetch(far_box, PayloadCodec(), 10, 0.5))
     if dies == "after the forward":
-        assert far.run(_apply(entry.data)) == b"OK"
+        assert far._run(_apply(entry.data)) == b"OK"
     # ... the courier is gone; the workers take over
     fleet = KillingFleet(durq_cli, wapp.url, [home_queue, far_queue], size=2)
     fleets.append(fleet)
@@ -232,11 +232,11 @@ def test_a_purge_across_slots_fails_the_waiting_workflow_once(wapp: durq.App, lo
     home, far = wapp.queue(home_queue), wapp.queue(far_queue)
 
     def forward(queue: durq.Queue, box: OutboxKeys, times: int = 1) -> list[bytes]:
-        jobs, _, _ = queue.run(lifecycle.fetch(box, PayloadCodec(), 10, 30.0))
+        jobs, _, _ = queue._run(lifecycle.fetch(box, PayloadCodec(), 10, 30.0))
         for job in jobs:
             for _ in range(times):
-                assert queue.run(_apply(job.data)) == b"OK"
-        queue.run(lifecycle.release(box, jobs))
+                assert queue._run(_apply(job.data)) == b"OK"
+        queue._run(lifecycle.release(box, jobs))
         return [job.data for job in jobs]
 
     forward(home, OutboxKeys(home_queue))  # the far step's start
@@ -253,4 +253,4 @@ def test_a_purge_across_slots_fails_the_waiting_workflow_once(wapp: durq.App, lo
     assert b'"reason":"purged"' in entry
     with pytest.raises(durq.WorkflowFailed, match="purged: its dead letter was purged"):
         handle.result(1)
-    assert home.run(wf.counters(home.keys))["failed"] == 1
+    assert home._run(wf.counters(home.keys))["failed"] == 1

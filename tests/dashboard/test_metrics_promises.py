@@ -13,7 +13,7 @@ import httpx
 import durq
 from dashboard.support import LiveServer
 from durq.dev.server import RedisServer
-from durq.protocol import flow
+from durq.protocol import limits as limit_ops
 from workflows.apps import build
 from workflows.test_workflow_promises import _deliver
 
@@ -48,7 +48,7 @@ def test_flow_gauges_and_workflow_counters_in_metrics(
         q.configure(rate=durq.Rate(100, burst=10), max_active=3)
         q.enqueue_many(range(5))
         first, _second = q.dequeue_many(2)
-        assert q.run(flow.rate_limited(q.keys, [(first, 30.0, "queue")])) == [0]
+        assert q._run(limit_ops.rate_limited(q.keys, [(first, 30.0, "queue")])) == [0]
         started = first.lease_deadline - 10.0  # server time
         now = q.limits().server_time
     # into the next second: the starts are the last full one's

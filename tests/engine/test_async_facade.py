@@ -130,5 +130,5 @@ async def test_an_async_queue_can_run_a_protocol_operation_directly(
 
     async with AsyncQueue(queue_name, server.url) as queue:
         await queue.enqueue("x")
-        stats: Any = await queue.run(admin.stats(queue.keys))
+        stats: Any = await queue._run(admin.stats(queue.keys))
         assert stats.pending == 1

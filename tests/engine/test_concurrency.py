@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from durq import AsyncQueue, LeaseLost, Queue, Status
+from durq import AsyncQueue, LeaseLost, Outcome, Queue
 from durq.dev.server import RedisServer
 
 
@@ -26,7 +26,7 @@ def _consume_in_thread(url: str, name: str, batch: int, out: list[str], stop: An
             if not jobs:
                 stop.set() if queue.stats().size == 0 else time.sleep(0.001)
                 continue
-            assert queue.release_many(jobs) == [Status.OK] * len(jobs)
+            assert queue.release_many(jobs) == [Outcome.OK] * len(jobs)
             out.extend(j.id for j in jobs)
 
 
@@ -80,7 +80,7 @@ async def test_asyncio_consumers_sharing_a_queue_each_get_distinct_jobs(
         async def consume(batch: int) -> list[str]:
             out: list[str] = []
             while jobs := await queue.dequeue_many(batch):
-                assert await queue.release_many(jobs) == [Status.OK] * len(jobs)
+                assert await queue.release_many(jobs) == [Outcome.OK] * len(jobs)
                 out += [j.id for j in jobs]
             return out
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from durq import AsyncQueue, CorruptQueue, JobState, LeaseLost, Message, Queue, Status
+from durq import AsyncQueue, CorruptQueue, JobState, LeaseLost, Message, Outcome, Queue
 from durq.dev.server import RedisServer
 from durq.keys import VECTOR_PARTS
 from engine.support import drain, keys_of
@@ -65,7 +65,7 @@ async def test_an_unreadable_active_record_is_refused_then_quarantined_when_its_
     raw.hset(q.keys.prefix + "jobs", "x", os.urandom(3))
     with pytest.raises(LeaseLost, match="unreadable"):
         await q.release(job)
-    assert await q.requeue_many([job], delay=0) == [Status.CORRUPT]
+    assert await q.requeue_many([job], delay=0) == [Outcome.CORRUPT]
     await asyncio.sleep(0.15)
     assert await q.dequeue() is None
     (dead,) = await q.dead_letters()
@@ -122,7 +122,7 @@ async def test_an_id_listed_twice_is_handed_out_once(q: Any, raw: Any) -> None:
     raw.rpush(q.keys.prefix + "pending", "a")
     jobs = await q.dequeue_many(5)
     assert [j.id for j in jobs] == ["a", "b"]
-    assert await q.release_many(jobs) == [Status.OK, Status.OK]
+    assert await q.release_many(jobs) == [Outcome.OK, Outcome.OK]
     assert await drain(q) == []
 
 
@@ -225,7 +225,7 @@ async def _battery(q: Any, raw: Any, key: str, ledger: Ledger) -> list[str]:
         if statuses is None:
             ledger.held.append(job)
         else:
-            assert statuses == [Status.OK] or statuses == [Status.RETRYING], statuses
+            assert statuses == [Outcome.OK] or statuses == [Outcome.RETRYING], statuses
             if i % 4 == 0:
                 ledger.completed.append(job.id)
     for call in (q.stats, q.dead_letters, q.groups, q.replay_all, lambda: q.job("p1")):
@@ -243,7 +243,7 @@ async def _recover(q: Any, ledger: Ledger) -> None:
     await asyncio.sleep(0.06)  # delayed jobs fall due
     for _ in range(3):
         while jobs := await q.dequeue_many(50):
-            assert await q.release_many(jobs) == [Status.OK] * len(jobs)
+            assert await q.release_many(jobs) == [Outcome.OK] * len(jobs)
             ledger.completed += [j.id for j in jobs]
         if not await q.replay_all():
             break
@@ -432,5 +432,5 @@ async def test_a_record_whose_group_is_not_utf8_does_not_hold_back_its_batch(
     raw.hset(q.keys.prefix + "jobs", "bad", record.replace(b"\x02gg", b"\x02\xff\xfe"))
     jobs = await q.dequeue_many(5)
     assert sorted(j.id for j in jobs) == ["bad", "good"]
-    assert await q.release_many(jobs) == [Status.OK, Status.OK]
+    assert await q.release_many(jobs) == [Outcome.OK, Outcome.OK]
     assert (await q.job("good")).state is JobState.COMPLETED

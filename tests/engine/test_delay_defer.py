@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from durq import JobState, Status
+from durq import JobState, Outcome
 from engine.support import server_time
 from helpers import SLACK
 
@@ -92,7 +92,7 @@ async def test_a_deferred_job_gives_its_attempt_back(q: Any) -> None:
     again = await q.dequeue()
     assert (again.attempt, again.deliveries) == (1, 2)
     assert (await q.stats()).deferred == 1
-    assert await q.requeue(again, delay=0) is Status.DEAD
+    assert await q.requeue(again, delay=0) is Outcome.DEAD
 
 
 async def test_a_deferred_job_returns_to_the_head(q: Any) -> None:
@@ -116,7 +116,7 @@ async def test_a_job_deferred_for_a_while_comes_back_when_due(q: Any, raw: Any) 
 async def test_defer_many_takes_one_delay_per_job(q: Any) -> None:
     await q.enqueue_many(["a", "b"])
     jobs = await q.dequeue_many(2)
-    assert await q.defer_many(jobs, [0, 60]) == [Status.OK, Status.OK]
+    assert await q.defer_many(jobs, [0, 60]) == [Outcome.OK, Outcome.OK]
     assert (await q.job(jobs[0].id)).state is JobState.PENDING
     assert (await q.job(jobs[1].id)).state is JobState.DELAYED
 
@@ -160,7 +160,7 @@ async def test_a_consumer_told_a_job_is_due_in_a_millisecond_does_not_hang(
     try:
         with later(2.0, lambda: other.enqueue("rescue")):  # ends a wait that never would
             start = time.monotonic()
-            jobs = await q.run(_with_next_due(lifecycle.dequeue(q.keys, q.codec, 1, 5.0, 0.2), 1))
+            jobs = await q._run(_with_next_due(lifecycle.dequeue(q.keys, q.codec, 1, 5.0, 0.2), 1))
             elapsed = time.monotonic() - start
     finally:
         other.close()

@@ -157,7 +157,7 @@ async def test_a_single_enqueue_stores_the_record_a_batch_stores(q: Any, raw: An
     single = await q.enqueue({"n": 1})
     batch = await q.enqueue_many([{"n": 1}, {"n": 1}])
     records = [raw.hget(q.keys.prefix + "jobs", r.id) for r in (single, *batch)]
-    # equal but for enqueued_at (I6 at bytes 14-19 of the header, lib/record_layout.lua)
+    # equal but for enqueued_at (I6 at bytes 14-19 of the header, lib/core/record_layout.lua)
     assert len({rec[:14] + rec[20:] for rec in records}) == 1
     stats = await q.stats()
     assert (stats.pending, stats.enqueued) == (3, 3)

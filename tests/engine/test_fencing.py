@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from durq import JobNotFound, JobState, LeaseLost, Status
+from durq import JobNotFound, JobState, LeaseLost, Outcome
 from engine.support import expire, keys_of
 
 
@@ -66,10 +66,10 @@ async def test_the_batch_forms_report_lease_lost_per_job(
     q: Any, taken_over: tuple[Any, Any]
 ) -> None:
     first, second = taken_over
-    assert await q.extend_many([first, second]) == [Status.LEASE_LOST, Status.OK]
-    assert await q.defer_many([first]) == [Status.LEASE_LOST]
-    assert await q.requeue_many([first], delay=0) == [Status.LEASE_LOST]
-    assert await q.release_many([first, second]) == [Status.LEASE_LOST, Status.OK]
+    assert await q.extend_many([first, second]) == [Outcome.LEASE_LOST, Outcome.OK]
+    assert await q.defer_many([first]) == [Outcome.LEASE_LOST]
+    assert await q.requeue_many([first], delay=0) == [Outcome.LEASE_LOST]
+    assert await q.release_many([first, second]) == [Outcome.LEASE_LOST, Outcome.OK]
 
 
 async def test_a_late_release_before_anyone_else_took_the_job_still_works(q: Any, raw: Any) -> None:
@@ -112,7 +112,7 @@ async def test_releasing_a_requeued_job_with_its_old_token_raises_lease_lost(q: 
 async def test_the_same_job_twice_in_one_release_batch_is_released_once(q: Any) -> None:
     await q.enqueue("x")
     job = await q.dequeue()
-    assert await q.release_many([job, job]) == [Status.OK, Status.LEASE_LOST]
+    assert await q.release_many([job, job]) == [Outcome.OK, Outcome.LEASE_LOST]
     assert (await q.stats()).completed == 1
 
 
@@ -124,4 +124,4 @@ async def test_a_job_that_was_never_there_is_not_found(q: Any) -> None:
     for action in (q.release(Ghost()), q.extend(Ghost()), q.defer(Ghost())):
         with pytest.raises(JobNotFound, match="no-such-job"):
             await action
-    assert await q.release_many([Ghost()]) == [Status.NOT_FOUND]
+    assert await q.release_many([Ghost()]) == [Outcome.NOT_FOUND]

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 import redis
 
-from durq import AsyncQueue, CorruptQueue, InvalidArgument, Message, Rate, Status
+from durq import AsyncQueue, CorruptQueue, InvalidArgument, Message, Rate
 from durq.dev.server import RedisServer
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
+from durq.protocol.status import Status
 from engine.support import expire, keys_of, server_time
 
 
@@ -180,7 +182,7 @@ async def test_rate_limited_gives_the_attempt_back_however_often(make_q: Any) ->
     for delivery in range(1, 51):
         job = await q.dequeue()
         assert (job.attempt, job.deliveries) == (1, delivery)
-        assert await q.run(flow.rate_limited(q.keys, [(job, 0.0, "group")])) == [0]
+        assert await q._run(limit_ops.rate_limited(q.keys, [(job, 0.0, "group")])) == [0]
     job = await q.dequeue()
     await q.release(job)
     stats = await q.stats()
@@ -193,7 +195,7 @@ async def test_rate_limited_pauses_its_group_and_keeps_the_job_first(q: Any, raw
     await q.enqueue_many(["b0", "b1"], group="b")
     job = await q.dequeue()
     assert job.payload == "a0"
-    await q.run(flow.rate_limited(q.keys, [(job, 0.3, "group")]))
+    await q._run(limit_ops.rate_limited(q.keys, [(job, 0.3, "group")]))
     # group a waits 0.3 s; group b is not held up
     assert [j.payload for j in await q.dequeue_many(10)] == ["b0", "b1"]
     info = await q.limits()
@@ -206,7 +208,7 @@ async def test_rate_limited_with_queue_scope_pauses_the_whole_queue(q: Any, raw:
     await q.enqueue_many(["a0"], group="a")
     await q.enqueue_many(["b0", "b1"], group="b")
     job = await q.dequeue()
-    await q.run(flow.rate_limited(q.keys, [(job, 0.3, "queue")]))
+    await q._run(limit_ops.rate_limited(q.keys, [(job, 0.3, "queue")]))
     assert await q.dequeue_many(10) == []
     info = await q.limits()
     assert info.paused_until is not None and info.waiting == 3
@@ -219,7 +221,9 @@ async def test_rate_limited_ends_a_cancelled_job_cancelled_and_still_pauses(q: A
     await q.enqueue_many(["a", "b"])
     job = await q.dequeue()
     await q.cancel(job.id)
-    assert await q.run(flow.rate_limited(q.keys, [(job, 30.0, "queue")])) == [Status.CANCELLED]
+    assert await q._run(limit_ops.rate_limited(q.keys, [(job, 30.0, "queue")])) == [
+        Status.CANCELLED
+    ]
     info = await q.limits()
     assert info.paused_until is not None and info.rate_limited == 0
     assert await q.dequeue_many(10) == []  # paused; the cancelled job is not listed
@@ -231,7 +235,7 @@ async def test_a_stale_lease_cannot_pause_anything(q: Any, raw: Any) -> None:
     job = await q.dequeue()
     await expire(raw, q, job.id)
     again = await q.dequeue()
-    statuses = await q.run(flow.rate_limited(q.keys, [(job, 5.0, "queue")]))
+    statuses = await q._run(limit_ops.rate_limited(q.keys, [(job, 5.0, "queue")]))
     assert statuses == [Status.LEASE_LOST]
     assert (await q.limits()).paused_until is None
     await q.release(again)
@@ -245,7 +249,7 @@ async def test_one_idle_consumer_holds_the_alarm_for_parked_work(q: Any) -> None
     await q.enqueue_many(range(3), group="a")
 
     async def fetch(consumer: str) -> tuple[int, int]:
-        jobs, next_ms, _ = await q.run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, consumer))
+        jobs, next_ms, _ = await q._run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, consumer))
         return len(jobs), next_ms
 
     got, _ = await fetch("c1")
@@ -258,7 +262,7 @@ async def test_one_idle_consumer_holds_the_alarm_for_parked_work(q: Any) -> None
     assert got == 0 and next_ms > 5000
     # c2, planning again, keeps it; a consumer without an id always plans it itself
     assert (await fetch("c2"))[1] > 0
-    jobs, next_ms, _ = await q.run(lifecycle.fetch(q.keys, q.codec, 5, 10.0))
+    jobs, next_ms, _ = await q._run(lifecycle.fetch(q.keys, q.codec, 5, 10.0))
     assert jobs == [] and next_ms > 0
 
 

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from durq import Rate
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
 from engine.support import expire
 
 
 async def _rate_limited(q: Any, job: Any, seconds: float, scope: Any) -> None:
-    assert await q.run(flow.rate_limited(q.keys, [(job, seconds, scope)])) == [0]
+    assert await q._run(limit_ops.rate_limited(q.keys, [(job, seconds, scope)])) == [0]
 
 
 async def test_rate_limited_zero_gives_the_job_back_without_pausing_anything(q: Any) -> None:
@@ -136,7 +137,7 @@ async def test_an_alarm_whose_holder_never_comes_back_is_taken_over(q: Any) -> N
     await q.enqueue_many(range(3), group="a")
 
     async def fetch(consumer: str) -> tuple[int, int]:
-        jobs, next_ms, _ = await q.run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, consumer))
+        jobs, next_ms, _ = await q._run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, consumer))
         return len(jobs), next_ms
 
     assert (await fetch("c0"))[0] == 1

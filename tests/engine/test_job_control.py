@@ -10,9 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from durq import CancelStatus, InvalidArgument, JobState, LeaseLost, Message, Status, Topic
+from durq import CancelStatus, InvalidArgument, JobState, LeaseLost, Message, Outcome, Topic
 from durq.models import EnqueueStatus
-from durq.protocol import flow
+from durq.protocol import limits as limit_ops
+from durq.protocol.status import Status
 from engine.support import expire
 
 
@@ -75,16 +76,18 @@ async def test_a_running_job_is_flagged_and_ends_cancelled_whatever_its_holder_s
     assert (result.status, result.state) == (CancelStatus.CANCELLING, JobState.ACTIVE)
     assert (await q.cancel(job.id))[0].status is CancelStatus.CANCELLING  # idempotent
     assert (await q.job(job.id)).cancel_requested
-    assert await q.extend_many([job]) == [Status.CANCELLED]  # the durable flag
+    assert await q.extend_many([job]) == [Outcome.CANCELLED]  # the durable flag
     assert await q.progress(job, 0.5) is True
     if end == "release":
-        assert await q.release_many([job], results=[b'"value"']) == [Status.CANCELLED]
+        assert await q.release_many([job], results=[b'"value"']) == [Outcome.CANCELLED]
     elif end in ("requeue", "dead"):
-        assert await q.requeue_many([job], delay=0, dead=end == "dead") == [Status.CANCELLED]
+        assert await q.requeue_many([job], delay=0, dead=end == "dead") == [Outcome.CANCELLED]
     elif end == "defer":
-        assert await q.defer_many([job]) == [Status.CANCELLED]
+        assert await q.defer_many([job]) == [Outcome.CANCELLED]
     elif end == "rate_limited":  # issue 30 bug 1: a RateLimited did undo the cancel
-        assert await q.run(flow.rate_limited(q.keys, [(job, 0.0, "group")])) == [Status.CANCELLED]
+        assert await q._run(limit_ops.rate_limited(q.keys, [(job, 0.0, "group")])) == [
+            Status.CANCELLED
+        ]
     else:
         await expire(raw, q, job.id)
         assert await q.dequeue() is None

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import redis
 
-from durq import Status
-from durq.protocol import flow
+from durq import Outcome
+from durq.protocol import limits as limit_ops
+from durq.protocol.status import Status
 from engine.support import keys_of
 
 
@@ -42,14 +43,16 @@ async def test_at_maxmemory_every_acknowledgement_and_extension_is_applied(
     with at_maxmemory(raw):
         with pytest.raises(redis.exceptions.OutOfMemoryError):
             raw.set("durq-test-oom", "x")  # the server refuses writes that grow memory
-        assert await q.extend_many([done, kept], lease=30) == [Status.OK, Status.OK]
+        assert await q.extend_many([done, kept], lease=30) == [Outcome.OK, Outcome.OK]
         # the first write of a release without a result, a tombstone, grows memory
-        assert await q.release_many([done]) == [Status.OK]
-        assert await q.release_many([kept], results=[b'"a result"']) == [Status.OK]
-        assert await q.requeue(retried, reason="boom", delay=0) is Status.RETRYING
-        assert await q.requeue(dead, reason="fatal", dead=True) is Status.DEAD
-        assert await q.defer_many([deferred], 0) == [Status.OK]
-        assert await q.run(flow.rate_limited(q.keys, [(limited, 0.0, "group")])) == [Status.OK]
+        assert await q.release_many([done]) == [Outcome.OK]
+        assert await q.release_many([kept], results=[b'"a result"']) == [Outcome.OK]
+        assert await q.requeue(retried, reason="boom", delay=0) is Outcome.RETRYING
+        assert await q.requeue(dead, reason="fatal", dead=True) is Outcome.DEAD
+        assert await q.defer_many([deferred], 0) == [Outcome.OK]
+        assert await q._run(limit_ops.rate_limited(q.keys, [(limited, 0.0, "group")])) == [
+            Status.OK
+        ]
     stats = await q.stats()
     assert (stats.completed, stats.dead, stats.active, stats.pending) == (2, 1, 0, 3)
     assert await q.wait_result(kept.id, 0) == b'"a result"'

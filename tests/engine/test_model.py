@@ -23,8 +23,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from durq import Job, LeaseLost, Queue, Status, connection
+from durq import Job, LeaseLost, Outcome, Queue
 from durq.dev.server import RedisServer
+from durq.transport import connection
 
 GROUPS = ("", "a", "b")  # '' is the default group; 'a' is strictly ordered (limit 1)
 
@@ -148,10 +149,10 @@ class QueueMachine(RuleBasedStateMachine):
         status = self.queue.requeue(job, delay=0, dead=dead, reason="model")
         m.leave(job.id)
         if dead or m.attempts[job.id] >= m.max_attempts[job.id]:
-            assert status is Status.DEAD
+            assert status is Outcome.DEAD
             m.dead.add(job.id)
         else:
-            assert status is Status.RETRYING
+            assert status is Outcome.RETRYING
             m.back_to_head(job.id)
 
     @precondition(lambda self: self.handles)

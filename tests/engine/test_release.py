@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from durq import EnqueueStatus, JobState, Status
+from durq import EnqueueStatus, JobState, Outcome
 from engine.support import server_time
 
 
@@ -84,7 +84,7 @@ async def test_release_many_releases_each_and_reports_each(q: Any) -> None:
     await q.enqueue_many(range(4))
     jobs = await q.dequeue_many(4)
     statuses = await q.release_many(jobs[:3])
-    assert statuses == [Status.OK] * 3
+    assert statuses == [Outcome.OK] * 3
     assert (await q.stats()).active == 1
     assert await q.release_many([]) == []
 
@@ -98,7 +98,7 @@ async def test_release_many_stores_one_result_per_job(q: Any) -> None:
 
 
 async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any, raw: Any) -> None:
-    # one DEL for the batch's result keys (lib/result.lua, store_results): a list left
+    # one DEL for the batch's result keys (lib/core/result.lua, store_results): a list left
     # by an earlier job of the same id must not keep its old element
     ids = ["s1", "s2", "s3"]
     for job_id in ids[:2]:
@@ -108,7 +108,7 @@ async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any
     jobs = await q.dequeue_many(3)
     by_id = {j.id: j for j in jobs}
     ordered = [by_id[i] for i in ids]
-    assert await q.release_many(ordered, results=[b"one", None, b"three"]) == [Status.OK] * 3
+    assert await q.release_many(ordered, results=[b"one", None, b"three"]) == [Outcome.OK] * 3
     assert raw.lrange(q.keys.prefix + "result:s1", 0, -1) == [b"one"]
     assert raw.lrange(q.keys.prefix + "result:s2", 0, -1) == [b"stale"]  # no result given
     assert raw.lrange(q.keys.prefix + "result:s3", 0, -1) == [b"three"]
@@ -117,11 +117,11 @@ async def test_release_many_replaces_stale_results_and_gives_each_its_ttl(q: Any
 
 
 async def test_a_kept_record_is_the_active_one_with_its_state_completed(q: Any, raw: Any) -> None:
-    # release writes it from the peeked header and the unchanged tail (lib/record_peek.lua)
+    # release writes it from the peeked header and the unchanged tail (lib/core/record_peek.lua)
     await q.enqueue({"k": 1}, id="kept2", key="kk", group="g", priority=3)
     job = await q.dequeue()
     active = raw.hget(q.keys.prefix + "jobs", "kept2")
     await q.release(job, keep=60)
     kept = raw.hget(q.keys.prefix + "jobs", "kept2")
-    assert kept[1] == 5  # ST_COMPLETED (lib/record_layout.lua)
+    assert kept[1] == 5  # ST_COMPLETED (lib/core/record_layout.lua)
     assert kept[:1] + kept[2:] == active[:1] + active[2:]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from durq import JobState, Message, Status, fixed
+from durq import JobState, Message, Outcome, fixed
 from durq.protocol.calls import CHUNK
 from engine.support import server_time
 
@@ -15,7 +15,7 @@ from engine.support import server_time
 async def test_a_requeued_job_comes_back_with_its_attempt_counted(q: Any) -> None:
     await q.enqueue("x")
     job = await q.dequeue()
-    assert await q.requeue(job, reason="flaky", delay=0) is Status.RETRYING
+    assert await q.requeue(job, reason="flaky", delay=0) is Outcome.RETRYING
     again = await q.dequeue()
     assert again.id == job.id
     assert (again.attempt, again.deliveries) == (2, 2)
@@ -54,7 +54,7 @@ async def test_a_job_is_dead_lettered_with_its_reason_after_max_attempts(q: Any)
         job = await q.dequeue()
         assert job.attempt == attempt
         status = await q.requeue(job, reason={"error": "ValueError", "detail": attempt}, delay=0)
-    assert status is Status.DEAD
+    assert status is Outcome.DEAD
     assert await q.dequeue() is None
     (dead,) = await q.dead_letters()
     assert dead.id == "doomed"
@@ -70,7 +70,7 @@ async def test_a_job_is_dead_lettered_with_its_reason_after_max_attempts(q: Any)
 async def test_dead_true_dead_letters_at_once(q: Any) -> None:
     await q.enqueue("x", max_attempts=10)
     job = await q.dequeue()
-    assert await q.requeue(job, reason="unrecoverable", dead=True) is Status.DEAD
+    assert await q.requeue(job, reason="unrecoverable", dead=True) is Outcome.DEAD
     (dead,) = await q.dead_letters()
     assert dead.attempts == 1
     assert dead.reason["message"] == "unrecoverable"
@@ -82,7 +82,7 @@ async def test_requeue_many_takes_per_job_reasons_delays_and_dead_flags(q: Any) 
     statuses = await q.requeue_many(
         jobs, reason=["ra", "rb", "rc"], delay=[0, 60, 0], dead=[False, False, True]
     )
-    assert statuses == [Status.RETRYING, Status.RETRYING, Status.DEAD]
+    assert statuses == [Outcome.RETRYING, Outcome.RETRYING, Outcome.DEAD]
     assert (await q.job(jobs[0].id)).state is JobState.PENDING
     assert (await q.job(jobs[1].id)).state is JobState.DELAYED
     assert (await q.job(jobs[2].id)).reason["message"] == "rc"
@@ -194,7 +194,7 @@ async def test_a_failure_result_is_stored_only_when_the_job_dies(q: Any, dead: b
 
     await q.enqueue("x", id="res")
     job = await q.dequeue()
-    await q.run(
+    await q._run(
         lifecycle.requeue(q.keys, [(job, 0, b'{"reason":"x"}', dead)], results=[b"failed!"])
     )
     assert await q.wait_result("res", 0) == (b"failed!" if dead else None)

@@ -2,7 +2,7 @@
 the single enqueue): the call fails with CorruptQueue naming the key and changes nothing.
 
 dequeue and release check the keys they write just before their first write, except
-those a typed read made earlier already proved (lib/type_check.lua): which keys that
+those a typed read made earlier already proved (lib/core/type_check.lua): which keys that
 leaves depends on the path a call takes (an idle queue, an expired lease, a due delayed
 job, a due schedule tick, group limits, a slot or job control to give back), so each
 path is tried with each key it uses."""

@@ -62,7 +62,7 @@ def test_the_checker_classifies_each_kind_of_outcome(
         _run(ledger, "DONE", 4, job)
     done = [jobs[s] for s in (1, 2, 3, 6, 7)] + [second]
     statuses = queue.release_many(done, results=[_signature(j) for j in done])
-    assert set(statuses) == {durq.Status.OK}
+    assert set(statuses) == {durq.Outcome.OK}
     # 4: the completion "accepted" is the first holder's (forged: the queue refuses it)
     client.delete(queue.keys.result(second.id))
     client.rpush(queue.keys.result(second.id), _signature(first))

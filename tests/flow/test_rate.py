@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from durq import InvalidArgument, Rate, RateLimited
-from durq.flow import FlowInfo, ParkedGroup, merge_flow, shard_settings
+from durq.limits import FlowInfo, ParkedGroup, merge_flow, shard_settings
 
 
 def test_a_rate_defaults_to_one_per_interval_without_burst() -> None:

@@ -11,11 +11,13 @@ import pytest
 import redis
 
 import durq
-from durq import InvalidArgument, Rate, Status
+from durq import InvalidArgument, Rate
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
 from durq.protocol.calls import Op, ScriptCall
+from durq.protocol.status import Status
 from durq.worker.outbox import OutboxCourier
 
 
@@ -69,7 +71,7 @@ def _leased(shard: durq.Queue) -> durq.Job:
 def _outbox(shard: durq.Queue) -> list[durq.Job]:
     """Take the entries waiting in ``shard``'s outbox (as its courier would)."""
     keys = OutboxKeys(shard.keys.name, shard.keys.namespace, shard.keys.shard_count)
-    jobs, _, _ = shard.run(lifecycle.fetch(keys, PayloadCodec(), 100, 5.0))
+    jobs, _, _ = shard._run(lifecycle.fetch(keys, PayloadCodec(), 100, 5.0))
     return jobs
 
 
@@ -83,13 +85,13 @@ def test_rate_limited_with_queue_scope_pauses_every_shard(
             shard.enqueue_many(["a", "b"])
         first, second = q.shards[0], q.shards[1]
         job, running = _leased(first), _leased(second)
-        assert first.run(flow.rate_limited(first.keys, [(job, 30.0, "queue")])) == [Status.OK]
+        assert first._run(limit_ops.rate_limited(first.keys, [(job, 30.0, "queue")])) == [Status.OK]
         assert first.dequeue_many(10) == []  # paused at once
         entries = _outbox(first)  # one order per other shard, in the shard's own slot
         assert len(entries) == 2 and _outbox(second) == []
         if front == "sync":
             for entry in entries * 2:  # delivered at least once: applying twice is once
-                assert first.run(_run(flow.pause_call(entry.data))) == b"OK"
+                assert first._run(_run(limit_ops.pause_call(entry.data))) == b"OK"
         else:
 
             async def deliver() -> None:
@@ -103,13 +105,15 @@ def test_rate_limited_with_queue_scope_pauses_every_shard(
         assert min(ends) > 0 and max(ends) - min(ends) < 1.0
         # a job of another shard that was running hits the same limit: its pause ends
         # about when the one its shard knows of ends, so it is not sent again
-        assert second.run(flow.rate_limited(second.keys, [(running, 30.0, "queue")])) == [Status.OK]
+        assert second._run(limit_ops.rate_limited(second.keys, [(running, 30.0, "queue")])) == [
+            Status.OK
+        ]
         assert _outbox(second) == []
         # a much longer pause is sent again
         third = q.shards[2]
         with redis.Redis.from_url(redis_url) as raw:
             raw.hdel(third.keys.prefix + "flow", "tat")  # its pause is over, say
-        third.run(flow.rate_limited(third.keys, [(_leased(third), 300.0, "queue")]))
+        third._run(limit_ops.rate_limited(third.keys, [(_leased(third), 300.0, "queue")]))
         assert len(_outbox(third)) == 2
 
 
@@ -119,12 +123,12 @@ def test_a_pause_entry_for_another_slot_or_of_another_kind_is_refused(
     with durq.ShardedQueue(queue_name, redis_url, shards=2) as q:
         first, second = q.shards
         wrong = b"P\0" + second.keys.prefix.encode() + b"\0" + b"99999999999999"
-        call = flow.pause_call(wrong)
+        call = limit_ops.pause_call(wrong)
         misrouted = ScriptCall(call.script, first.keys.vector, call.args)
         with pytest.raises(InvalidArgument, match="the entry is for"):
-            first.run(_run(misrouted))
+            first._run(_run(misrouted))
         with pytest.raises(ValueError, match="not a pause entry"):
-            flow.pause_call(b"C\0x\0y\0z")
+            limit_ops.pause_call(b"C\0x\0y\0z")
         assert first.limits().paused_until is None
 
 
@@ -137,11 +141,11 @@ def test_removing_the_limits_ends_a_shards_pause_and_a_new_one_is_sent_again(
     ):
         first = q.shards[0]
         first.enqueue_many(["a", "b"])
-        first.run(flow.rate_limited(first.keys, [(_leased(first), 3600.0, "queue")]))
+        first._run(limit_ops.rate_limited(first.keys, [(_leased(first), 3600.0, "queue")]))
         for entry in _outbox(first):
-            first.run(_run(flow.pause_call(entry.data)))
+            first._run(_run(limit_ops.pause_call(entry.data)))
         q.configure(rate=None)  # ends the pauses of RateLimited, in every shard
         assert [shard.limits().paused_until for shard in q.shards] == [None, None]
         assert [raw.exists(s.keys.prefix + "flow") for s in q.shards] == [0, 0]
-        first.run(flow.rate_limited(first.keys, [(_leased(first), 30.0, "queue")]))
+        first._run(limit_ops.rate_limited(first.keys, [(_leased(first), 30.0, "queue")]))
         assert len(_outbox(first)) == 1  # not taken for the hour-long pause that ended

@@ -33,7 +33,7 @@ CONF_DEFAULTS, KEY_TYPES = _python_side()
 
 
 def _lib(name: str) -> str:
-    return resources.files("durq.lua").joinpath(f"lib/{name}.lua").read_text(encoding="utf-8")
+    return resources.files("durq.lua").joinpath(f"{name}.lua").read_text(encoding="utf-8")
 
 
 def _code(text: str) -> str:
@@ -45,8 +45,8 @@ def _code(text: str) -> str:
 
 
 def _vector_in_keys_lua() -> dict[str, int]:
-    """K_NAME -> index into KEYS, from lib/keys.lua."""
-    found = re.findall(r"^local (K_[A-Z]+) = KEYS\[(\d+)\]", _lib("keys"), re.MULTILINE)
+    """K_NAME -> index into KEYS, from lib/core/keys.lua."""
+    found = re.findall(r"^local (K_[A-Z]+) = KEYS\[(\d+)\]", _lib("lib/core/keys"), re.MULTILINE)
     return {name: int(index) for name, index in found}
 
 
@@ -64,7 +64,7 @@ def test_a_queue_key_vector_is_the_prefix_then_the_parts_in_order() -> None:
 
 
 def test_bind_prefix_points_every_key_at_the_same_name_as_keys_py() -> None:
-    code = _code(_lib("bind_prefix"))
+    code = _code(_lib("lib/core/bind_prefix"))
     assert re.search(r"^\s*K_PREFIX = p$", code, re.MULTILINE)
     bound: dict[str, str] = {}
     for names, values in re.findall(r"^\s*(K_[A-Z_, ]+?) = (p \.\. .+)$", code, re.MULTILINE):
@@ -80,25 +80,25 @@ def test_bind_prefix_points_every_key_at_the_same_name_as_keys_py() -> None:
 
 
 def _key_types_in_lua() -> dict[str, str]:
-    types = _lib("types")
+    types = _lib("lib/core/types")
     table = re.search(r"^local KEY_TYPES = \{(.*?)^\}", types, re.MULTILINE | re.DOTALL)
-    assert table, "no KEY_TYPES table in lib/types.lua"
+    assert table, "no KEY_TYPES table in lib/core/types.lua"
     found = dict(re.findall(r"(\w+) = '(\w+)'", table.group(1)))
     # the job-control keys, kept out of the table (see keys_error)
     extra = re.search(
         r"parts\[i\] == '(\w+)' or parts\[i\] == '(\w+)'\) then want = '(\w+)'", types
     )
-    assert extra, "lib/types.lua no longer names the job-control keys' type"
+    assert extra, "lib/core/types.lua no longer names the job-control keys' type"
     found.update({extra.group(1): extra.group(3), extra.group(2): extra.group(3)})
-    # the default group's ready list and priority zset (lib/group_keys.lua), checked by
+    # the default group's ready list and priority zset (lib/groups/keys.lua), checked by
     # group_error with the types every group's ready keys have
-    group_keys = _lib("group_keys")
+    group_keys = _lib("lib/groups/keys")
     for function, part in re.findall(
         r"local function (ready_\w+)\(g\)\n\s*if g == '' then return K_PREFIX \.\. '(\w+)' end",
         group_keys,
     ):
         want = re.search(rf"type_error\({function}\(g\), '(\w+)'\)", types)
-        assert want, f"lib/types.lua does not check {function}"
+        assert want, f"lib/core/types.lua does not check {function}"
         found[part] = want.group(1)
     return found
 
@@ -111,7 +111,9 @@ def test_the_key_types_agree() -> None:
 
 def test_the_types_documented_in_keys_lua_agree() -> None:
     documented = dict(
-        re.findall(r"^local K_([A-Z]+) = KEYS\[\d+\] +-- (\w+) ", _lib("keys"), re.MULTILINE)
+        re.findall(
+            r"^local K_([A-Z]+) = KEYS\[\d+\] +-- (\w+) ", _lib("lib/core/keys"), re.MULTILINE
+        )
     )
     assert {part.lower(): kind for part, kind in documented.items()} == {
         part: KEY_TYPES[part] for part in VECTOR_PARTS
@@ -122,7 +124,9 @@ def test_the_types_documented_in_keys_lua_agree() -> None:
 
 
 def _conf_defaults_in_lua() -> dict[str, int]:
-    found = re.findall(r"^local DEFAULT_([A-Z_]+) = (\d+)$", _lib("conf_defaults"), re.MULTILINE)
+    found = re.findall(
+        r"^local DEFAULT_([A-Z_]+) = (\d+)$", _lib("lib/core/conf_defaults"), re.MULTILINE
+    )
     return {name.lower(): int(value) for name, value in found}
 
 
@@ -131,7 +135,7 @@ def test_the_settings_defaults_agree() -> None:
 
 
 def test_conf_lua_reads_every_setting_with_its_named_default() -> None:
-    code = _code(_lib("conf"))
+    code = _code(_lib("lib/core/conf"))
     fields = re.search(r"'HMGET', K_CONF, ([^)]*)\)", code)
     assert fields
     names = re.findall(r"'(\w+)'", fields.group(1))
@@ -142,7 +146,7 @@ def test_conf_lua_reads_every_setting_with_its_named_default() -> None:
 
 @pytest.mark.parametrize("name", lua.SCRIPT_NAMES)
 def test_no_script_spells_a_settings_default_itself(name: str) -> None:
-    """A setting read outside lib/conf.lua falls back to the named default."""
+    """A setting read outside lib/core/conf.lua falls back to the named default."""
     code = _code(lua.load(name).source)
     for setting in CONF_DEFAULTS:
         for read in re.finditer(rf"K_CONF, '{setting}'\)\)\s*(or\s+\S+)?", code):
@@ -151,8 +155,8 @@ def test_no_script_spells_a_settings_default_itself(name: str) -> None:
 
 # -- the lease token ------------------------------------------------------------------
 
-# lib/record.lua's rec_token applied to a record the caller passes in ARGV[1]
-_TOKEN_PROBE = lua.load("lib/record").source + "\nreturn rec_token(rec_decode(ARGV[1]))\n"
+# lib/core/record.lua's rec_token applied to a record the caller passes in ARGV[1]
+_TOKEN_PROBE = lua.load("lib/core/record").source + "\nreturn rec_token(rec_decode(ARGV[1]))\n"
 
 
 def _record(deliveries: int, dequeued_at: int) -> bytes:

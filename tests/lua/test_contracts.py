@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from importlib import resources
 
 import pytest
 
@@ -23,7 +22,7 @@ _INCLUDE = re.compile(r'^--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
 
 
 def _text(name: str) -> str:
-    return resources.files("durq.lua").joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return lua._read(name)
 
 
 def _code(text: str) -> str:
@@ -33,11 +32,7 @@ def _code(text: str) -> str:
     return re.sub(r"'[^'\n]*'|\"[^\"\n]*\"", "''", text)
 
 
-LIBS = sorted(
-    f"lib/{p.name[:-4]}"
-    for p in resources.files("durq.lua").joinpath("lib").iterdir()
-    if p.name.endswith(".lua")
-)
+LIBS = lua.lib_names()
 
 
 # -- headers --------------------------------------------------------------------------
@@ -119,23 +114,23 @@ def test_every_file_includes_the_library_files_whose_names_it_uses(name: str) ->
 
 @pytest.mark.parametrize("name", LIBS)
 def test_a_library_file_using_the_queue_keys_includes_lib_keys_itself(name: str) -> None:
-    if name in ("lib/keys",) or not re.search(r"\bK_[A-Z]+", _code(_text(name))):
+    if name in ("lib/core/keys",) or not re.search(r"\bK_[A-Z]+", _code(_text(name))):
         return
-    assert "lib/keys" in _INCLUDE.findall(_text(name))
+    assert "lib/core/keys" in _INCLUDE.findall(_text(name))
 
 
 def test_the_include_rule_sees_a_missing_include() -> None:
-    used = _used("lib/dead_letter")
+    used = _used("lib/core/dead_letter")
     assert {"K_DEAD", "count", "get_conf", "rec_encode"} <= used
-    assert "lib/keys" in _reachable("lib/dead_letter")
-    assert "K_DEAD" in _defines("lib/keys")
+    assert "lib/core/keys" in _reachable("lib/core/dead_letter")
+    assert "K_DEAD" in _defines("lib/core/keys")
 
 
 # -- memory pressure ------------------------------------------------------------------
 
 _GUARDS = {
-    "lib/frees_memory": "redis.call('DEL', K_PREFIX)",
-    "lib/needs_memory": "redis.call('SET', K_PREFIX, '', 'XX')",
+    "lib/core/frees_memory": "redis.call('DEL', K_PREFIX)",
+    "lib/core/needs_memory": "redis.call('SET', K_PREFIX, '', 'XX')",
 }
 
 
@@ -148,7 +143,7 @@ def test_a_scripts_rule_at_maxmemory_is_in_its_header_flags_and_first_command(na
     included = [lib for lib in _GUARDS if f'--- @include "{lib}"' in _text(name)]
     assert len(included) <= 1
     assert bool(_section(script.header, "Memory")) == bool(included), name
-    assert ("allow-oom" in flags(name)) == (included == ["lib/frees_memory"]), name
+    assert ("allow-oom" in flags(name)) == (included == ["lib/core/frees_memory"]), name
     if not included:
         return
     top = [line for line in script.source.splitlines() if line.startswith(("redis.", "if redis."))]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from importlib import resources
 
 from durq import lua
 from durq.models import QueueStats
@@ -16,24 +15,19 @@ from durq.protocol import admin, control, workflows
 
 
 def _source(name: str) -> str:
-    return resources.files("durq.lua").joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return lua._read(name)
 
 
 def _all_lua() -> str:
-    libs = [
-        f"lib/{p.name[:-4]}"
-        for p in resources.files("durq.lua").joinpath("lib").iterdir()
-        if p.name.endswith(".lua")
-    ]
-    return "\n".join(_source(name) for name in [*lua.SCRIPT_NAMES, *libs])
+    return "\n".join(lua._read(name) for name in [*lua.SCRIPT_NAMES, *lua.lib_names()])
 
 
 def _counters_written() -> set[str]:
     code = _all_lua()
     found = set(re.findall(r"\bcount\('(\w+)'", code))
     found |= set(re.findall(r"'HINCRBY', K_STATS, '(\w+)'", code))
-    # count(why, 1) in lib/control.lua: why is 'cancelled' or 'expired'
-    # 'wf_' .. state in lib/fan_in.lua (wf_close): state is 'completed', 'failed' or
+    # count(why, 1) in lib/control/job_control.lua: why is 'cancelled' or 'expired'
+    # 'wf_' .. state in lib/workflows/fan_in.lua (wf_close): state is 'completed', 'failed' or
     # 'cancelled' (its callers: wf_end, wf_fail, wf_abort)
     if re.search(r"'wf_' \.\. state", code):
         found |= {"wf_completed", "wf_failed"}
@@ -50,7 +44,7 @@ def test_every_counter_a_script_writes_is_declared_in_python() -> None:
     declared = {
         *admin._COUNTERS,  # QueueStats: durq stats, the dashboard, /metrics
         *(f"wf_{name}" for name in workflows.COUNTERS),  # durq_workflows_*_total
-        "rate_limited",  # durq.flow.FlowInfo (flow_info.lua reads it)
+        "rate_limited",  # durq.limits.FlowInfo (limits_info.lua reads it)
     }
     assert written - {"ready"} == declared
 
@@ -67,10 +61,10 @@ def test_the_stats_script_documents_every_counter() -> None:
 
 
 def test_job_control_constants_agree() -> None:
-    layout = _source("lib/record_layout")
+    layout = _source("lib/core/record_layout")
     flags = dict(re.findall(r"^local (FLAG_[A-Z]+) = (\d+)", layout, re.MULTILINE))
     assert int(flags["FLAG_CANCEL"]) == control.FLAG_CANCEL
     assert int(flags["FLAG_CONTROL"]) == control.FLAG_CONTROL
     assert len(set(flags.values())) == len(flags), "two flags share a bit"
-    parked = re.search(r"^local PARKED = (\d+)", _source("lib/control"), re.MULTILINE)
+    parked = re.search(r"^local PARKED = (\d+)", _source("lib/control/job_control"), re.MULTILINE)
     assert parked and int(parked.group(1)) == control.PARKED

@@ -8,7 +8,6 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -27,8 +26,7 @@ _INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"', re.MULTILINE)
 
 
 def _libs() -> list[str]:
-    root = resources.files("durq.lua").joinpath("lib")
-    return sorted(f"lib/{p.name[:-4]}" for p in root.iterdir() if p.name.endswith(".lua"))
+    return lua.lib_names()
 
 
 def _inside_functions_only() -> set[str]:
@@ -172,7 +170,7 @@ def test_the_operations_share_one_copy_of_each_lib_per_group() -> None:
     assert 1 <= groups <= 3
     made = collections.Counter(re.findall(r"(?m)^local function (\w+)", source))
     del made["durq_run"]  # each operation's own text, once each
-    # an include inside a function (lib/flow.lua's of lib/flow_hooks) is one copy more
+    # an include inside a function (lib/limits/gate.lua's of lib/limits/gate_hooks) is one copy more
     assert max(made.values()) <= groups + 1
     assert sum(made.values()) <= 2 * len(made)  # was about 6.7 (990 for 148 names)
 
@@ -241,7 +239,7 @@ async def test_scripts_run_with_fcall_where_the_server_has_functions(
 async def test_a_setting_changed_between_two_calls_is_read_again(
     server: RedisServer, queue_name: str
 ) -> None:
-    """release.lua reads the dedup window through lib/conf.lua's per-call cache: a cache
+    """release.lua reads the dedup window through lib/core/conf.lua's per-call cache: a cache
     left from the previous call would keep the old window for the new tombstone."""
     queue = AsyncQueue(queue_name, server.url)
     client = redis.Redis.from_url(server.url)

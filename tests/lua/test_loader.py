@@ -95,13 +95,18 @@ def test_only_exact_include_lines_are_includes(files: dict[str, str]) -> None:
 def test_the_real_include_helper_reads_package_files() -> None:
     with pytest.raises(ScriptLoadError, match="no Lua file"):
         lua._read("lib/definitely-missing")
-    assert "S_OK" in lua._read("lib/status")
+    assert "S_OK" in lua._read("lib/core/status")
 
 
 def test_every_lua_file_of_the_package_is_a_known_script() -> None:
     root = resources.files("durq.lua")
-    on_disk = {p.name[:-4] for p in root.iterdir() if p.name.endswith(".lua")}
+    assert not [p.name for p in root.iterdir() if p.name.endswith(".lua")], "a script outside ops/"
+    on_disk = {p.name[:-4] for p in root.joinpath("ops").iterdir() if p.name.endswith(".lua")}
     assert on_disk == set(SCRIPT_NAMES)
+    assert len(SCRIPT_NAMES) == len(on_disk), "a script named twice"
+    assert not [p.name for p in root.joinpath("lib").iterdir() if p.name.endswith(".lua")], (
+        "a helper outside an area of lib/"
+    )
 
 
 def test_every_library_file_is_used_by_some_script() -> None:
@@ -113,8 +118,7 @@ def test_every_library_file_is_used_by_some_script() -> None:
             if name not in used:
                 used.add(name)
                 todo.append(name)
-    root = resources.files("durq.lua").joinpath("lib")
-    libs = {f"lib/{p.name[:-4]}" for p in root.iterdir() if p.name.endswith(".lua")}
+    libs = set(lua.lib_names())
     assert libs - used == set(), "library files no script includes"
 
 

@@ -1,4 +1,4 @@
-"""lib/record_peek.lua reads what lib/record.lua's rec_decode reads, and refuses the same.
+"""lib/core/record_peek.lua reads what lib/core/record.lua's rec_decode reads, and refuses the same.
 
 release and dequeue read each job's header with rec_peek and fall back to rec_decode only
 for the rare jobs: a record one accepts and the other refuses would be handed out or
@@ -17,7 +17,7 @@ from durq.protocol.record import VERSION
 
 # both readers applied to ARGV[1]: {decoded?, peeked?, then the fields of each}
 _PROBE = (
-    lua.load("lib/record").source
+    lua.load("lib/core/record").source
     + """
 local raw = ARGV[1]
 if ARGV[2] == 'false' then raw = false end

@@ -9,7 +9,7 @@ jobs and stale ids by the thousand, a topic with the most subscriptions, the lar
 workflows. Each scenario must leave SLOWLOG empty; its offenders are printed otherwise.
 
 What bounds a call is its size (``durq.protocol.calls.CHUNK``) or its budget of server
-time (``lua/lib/budget.lua``), not the volume behind it: a scenario makes each kind of
+time (``lua/lib/core/budget.lua``), not the volume behind it: a scenario makes each kind of
 call at its limit a few dozen times, not thousands. A busy 2-core machine deschedules a
 server that runs flat out every few ms, and the SLOWLOG counts that in the command it
 interrupts: thousands of back-to-back calls of 1 ms would show offenders that are the
@@ -32,7 +32,7 @@ import durq
 from durq import Message, Queue, Rate, Topic
 from durq.cron import timing_of
 from durq.dev.server import RedisServer
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import schedules as schedule_ops
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
 from helpers import flavor_params, start_server
@@ -143,7 +143,7 @@ def test_a_hundred_schedules_catching_up_after_downtime(server: RedisServer, raw
         raw.delete(*(q.keys.prefix + f"sticks:cron{i}" for i in range(10)))
         raw.zadd(q.keys.prefix + "sched", {n: now - 60_000 for n in app.schedules.declared})
         q.dequeue_many(1)  # the cron schedules find their horizon passed: refill
-        q.run(schedule_ops.refill(q.keys, timing_of))
+        q._run(schedule_ops.refill(q.keys, timing_of))
         # every call at the limit of its budget, as the first 60 of the catch-up show
         assert drain(q, 500, rounds=60) > 5_000
         assert q.stats().ticks_missed > 10_000  # decided at the first reads

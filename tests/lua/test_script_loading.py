@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from durq import AsyncQueue, Queue, connection
+from durq import AsyncQueue, Queue
 from durq.dev.server import RedisServer
+from durq.transport import connection
 
 
 def _flush(server: RedisServer) -> None:

@@ -45,7 +45,7 @@ from model.reference import (
 Ident = tuple[Any, ...]  # an outbox entry: its kind and what it orders
 STOP_CHUNK = 50  # steps looked at per call of a stop (durq.protocol.workflows)
 START_CHUNK = 100  # steps per start entry
-CHUNK_BYTES = 262_144  # payload started, results gathered, per call (lib/fan_in.lua)
+CHUNK_BYTES = 262_144  # payload started, results gathered, per call (lib/workflows/fan_in.lua)
 BARRIER = 2  # the node of the group of a 'group' run: chain(group(members), callback)
 
 

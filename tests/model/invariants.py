@@ -126,7 +126,7 @@ def _marks(world: World, unit: str, name: str) -> tuple[int, int]:
 
 def check_schedules(world: World, unit: str, model: Schedules) -> None:
     front = world.fronts[unit]
-    _, stored = front.run(ops.list_page(front.keys, 0, 100))
+    _, stored = front._run(ops.list_page(front.keys, 0, 100))
     seen = {s.name: (s.state == "paused", s.fired, s.skipped, s.missed) for s in stored}
     expected = {n: (s.paused, s.fired, s.skipped, s.missed) for n, s in model.by_name.items()}
     _expect("schedules (paused, fired, skipped, missed)", seen, expected, unit)
@@ -179,7 +179,7 @@ def sync_doomed(world: World, unit: str, m: Ops, now: int) -> None:
 
 def sync_parked(world: World, unit: str, m: Ops) -> None:
     """The groups dequeue parked (over their rate when it reached them): once one was,
-    the queue looks at every group's limiter (lib/park.lua 'parks') until every limit is
+    the queue looks at every group's limiter (lib/limits/park.lua 'parks') until every limit is
     removed."""
     m.flow.park = _zset(world, world.fronts[unit].keys.prefix + "park")
     m.flow.parks = m.flow.parks or bool(m.flow.park)
@@ -217,7 +217,7 @@ def check_workflows(world: World, workflows: Workflows, now: int) -> None:
         _expect("outbox entries not released", held, workflows.held(unit), unit)
         guards = {_text(k) for k in world.raw.hkeys(front.keys.prefix + "wfx")}
         _expect("workflow stop guards", guards, set(workflows.guards.get(unit, {})), unit)
-        counters = front.run(wf_ops.counters(front.keys))
+        counters = front._run(wf_ops.counters(front.keys))
         expected = workflows.counters(unit)
         _expect("workflow counters", counters,
                 {n: expected[n] if n != "steps_cancelled" else

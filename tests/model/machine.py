@@ -27,13 +27,14 @@ from hypothesis.stateful import (
     rule,
 )
 
-import durq.workflows as workflows_api
-from durq import Job, Rate
+import durq.app.workflows as workflows_api
+from durq import Job, Outcome, Rate
 from durq._sync.sharded import shard_index
 from durq.errors import InvalidArgument
-from durq.flow import shard_settings
-from durq.message import encode_result
-from durq.protocol import flow, lifecycle
+from durq.limits import shard_settings
+from durq.payloads import encode_result
+from durq.protocol import lifecycle
+from durq.protocol import limits as flow
 from durq.protocol import workflows as wf_protocol
 from durq.protocol.status import Status
 from model import invariants
@@ -246,7 +247,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         leases = m.due_leases(self.now)
         schedules = self.schedules.get(unit)
         due = schedules.due_now(self.now) if schedules else []
-        jobs, next_ms, reclaimed = front.run(
+        jobs, next_ms, reclaimed = front._run(
             lifecycle.fetch(front.keys, front.codec, n, lease)
         )  # fmt: skip
         assert min(len(leases), 1) <= reclaimed <= len(leases), (
@@ -337,7 +338,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             unit, job = data.draw(st.sampled_from(self.handles[-30:]))
         return unit, job, self.units[unit].held(job.id, job.token)
 
-    def _refused(self, unit: str, job: Job, status: Status) -> None:
+    def _refused(self, unit: str, job: Job, status: Outcome | Status) -> None:
         assert status.name.lower() in self.units[unit].refused(job.id), (
             f"a call with the stale lease of {job.id} answered {status.name}"
         )
@@ -411,7 +412,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         sharded = unit.startswith("s")
         front = self.world.fronts[unit]
         scoped: Literal["group", "queue"] = "queue" if scope == "queue" else "group"
-        (status,) = front.run(flow.rate_limited(front.keys, [(job, pause / 1000, scoped)]))
+        (status,) = front._run(flow.rate_limited(front.keys, [(job, pause / 1000, scoped)]))
         if mj is None:
             return self._refused(unit, job, status)
         m = self.units[unit]

@@ -18,10 +18,11 @@ import durq
 from durq.codec import PayloadCodec
 from durq.errors import JobNotFound
 from durq.keys import OutboxKeys
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as flow
 from durq.protocol import workflows as wf_ops
 from durq.protocol.calls import Op
-from durq.workflows import WorkflowHandle
+from durq.app.workflows import WorkflowHandle
 from model.fanin import Ident, NodeM, RunM, Workflows
 from model.reference import ModelError, Ops
 from model.world import LEASE_S, World
@@ -215,7 +216,7 @@ class WorkflowRules:
         their lease ends. Or apply each twice (at least once is the contract)."""
         front = self.world.fronts[unit]
         keys = OutboxKeys(front.keys.name, front.keys.namespace, front.keys.shard_count)
-        jobs, _, _ = front.run(lifecycle.fetch(keys, PayloadCodec(), batch, LEASE_S))
+        jobs, _, _ = front._run(lifecycle.fetch(keys, PayloadCodec(), batch, LEASE_S))
         if mode == "lost":
             return
         done = []
@@ -224,7 +225,7 @@ class WorkflowRules:
             waits = self.workflows.waits(ident)
             for _ in range(2 if mode == "twice" else 1):
                 try:
-                    front.run(_apply(job.data))
+                    front._run(_apply(job.data))
                 except ResponseError as exc:
                     # a stop waits for its consume: retried later (here: its lease ends)
                     assert waits and "DURQ_WAIT" in str(exc), f"{ident}: {exc}"
@@ -234,6 +235,6 @@ class WorkflowRules:
             else:
                 done.append(job)
         if done and mode != "die":
-            front.run(lifecycle.release(keys, done))
+            front._run(lifecycle.release(keys, done))
             for job in done:
                 self.workflows.released(unit, ident_of(self._unit_of_prefix, job.data))

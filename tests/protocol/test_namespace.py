@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from durq import connection
 from durq._sync.driver import Driver
-from durq.cluster import is_cluster
 from durq.dev.server import RedisServer
 from durq.errors import InvalidArgument
 from durq.keys import NamespaceKeys
 from durq.protocol import namespace
 from durq.protocol.calls import Command
+from durq.transport import connection
+from durq.transport.cluster import is_cluster
 from helpers import eventually
 
 

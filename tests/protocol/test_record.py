@@ -53,7 +53,7 @@ def record(
 
 
 def _lua_record_source() -> str:
-    return resources.files("durq.lua").joinpath("lib/record_layout.lua").read_text()
+    return resources.files("durq.lua").joinpath("lib/core/record_layout.lua").read_text()
 
 
 def test_the_fixed_header_is_33_bytes_in_lua_and_python() -> None:

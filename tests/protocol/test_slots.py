@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.crc import key_slot
 
-from durq import cluster
 from durq.slots import SLOTS, slot_of
+from durq.transport import cluster
 
 
 def test_known_slots() -> None:

@@ -1,4 +1,4 @@
-"""The status codes of the scripts (lua/lib/status.lua) and of Python agree."""
+"""The status codes of the scripts (lua/lib/core/status.lua) and of Python agree."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from importlib import resources
 
 import pytest
 
-from durq.protocol.status import Status, statuses
+from durq.models import Outcome
+from durq.protocol.status import OUTCOMES, Status, outcomes, statuses
 
 
 def _lua_statuses() -> dict[str, int]:
-    text = resources.files("durq.lua").joinpath("lib/status.lua").read_text()
+    text = resources.files("durq.lua").joinpath("lib/core/status.lua").read_text()
     found = re.findall(r"^local S_([A-Z_]+) = (-?\d+)\s*$", text, re.MULTILINE)
-    assert found, "no status constants found in lib/status.lua"
+    assert found, "no status constants found in lib/core/status.lua"
     return {name: int(value) for name, value in found}
 
 
@@ -42,3 +43,20 @@ def test_statuses_reads_codes_as_status_members() -> None:
 def test_statuses_refuses_an_unknown_code_as_the_enum_does() -> None:
     with pytest.raises(ValueError):
         statuses([0, 99])
+
+
+def test_every_wire_code_maps_to_one_public_outcome_and_back() -> None:
+    # the queues' batch methods return durq.Outcome, never a wire code: a new code in
+    # lib/core/status.lua needs its outcome, and no two codes share one
+    assert set(OUTCOMES) == set(Status)
+    assert len(set(OUTCOMES.values())) == len(Status) == len(Outcome)
+    for status, outcome in OUTCOMES.items():
+        assert outcome.name == status.name
+    assert outcomes(list(Status)) == [OUTCOMES[s] for s in Status]
+
+
+def test_the_deprecated_durq_status_is_the_outcome_enum_with_a_warning() -> None:
+    import durq
+
+    with pytest.warns(DeprecationWarning, match="durq.Outcome"):
+        assert durq.Status is Outcome

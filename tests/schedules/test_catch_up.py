@@ -11,7 +11,7 @@ from collections import defaultdict
 import redis
 
 import durq
-from durq.schedules import schedule_job_id
+from durq.app.schedule_spec import schedule_job_id
 
 EVERY_MS = 100
 

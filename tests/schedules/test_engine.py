@@ -11,8 +11,8 @@ import pytest
 import redis
 
 import durq
+from durq.app.schedule_spec import pinned_queue, schedule_job_id
 from durq.protocol import schedules as ops
-from durq.schedules import pinned_queue, schedule_job_id
 from schedules.apps import build
 
 
@@ -153,7 +153,7 @@ def test_cron_schedules_wait_for_a_refill_past_their_horizon(app: durq.App, redi
     row = replace(schedule.row(), spec="fake-every-200")
     q = app.queue(app.default_queue)
     source = FakeCron(200, 3)
-    assert q.run(ops.upsert(q.keys, row, source)) == "created"
+    assert q._run(ops.upsert(q.keys, row, source)) == "created"
     # the stored ticks but the last: once it is due, later ticks may be due too (the
     # horizon is passed) and only a refill can tell. Each of the two fires, or, when the
     # process stalled past the next one (seen once in a full suite), catch_up="latest"
@@ -164,7 +164,7 @@ def test_cron_schedules_wait_for_a_refill_past_their_horizon(app: durq.App, redi
     time.sleep(0.7)  # past the horizon, as after downtime with the ticks used up
     assert q.dequeue() is None  # the newest tick is unknown: nothing fires
     source.count = 64
-    assert q.run(ops.refill(q.keys, lambda info: source)) == 1
+    assert q._run(ops.refill(q.keys, lambda info: source)) == 1
     caught = q.dequeue_many(10)
     assert len(caught) == 1  # catch_up="latest": the newest missed tick
     q.release(caught[0])
@@ -172,7 +172,7 @@ def test_cron_schedules_wait_for_a_refill_past_their_horizon(app: durq.App, redi
     assert info is not None and info.missed >= 2 and info.stored_ticks > 30
     assert len(drain(q, 0.5)) >= 2  # and on it goes
     # a refill with a stale spec is ignored
-    assert q.run(ops.refill(q.keys, lambda info: None)) == 0
+    assert q._run(ops.refill(q.keys, lambda info: None)) == 0
 
 
 def test_sharded_queue_pins_a_schedule_to_one_shard(redis_url: str, queue_name: str) -> None:
@@ -183,7 +183,7 @@ def test_sharded_queue_pins_a_schedule_to_one_shard(redis_url: str, queue_name: 
     home = pinned_queue(queue_name, "pinned", 4)
     for shard in app.shard_names(queue_name):
         q = app.queue(shard)
-        found = q.run(ops.get(q.keys, ["pinned"]))
+        found = q._run(ops.get(q.keys, ["pinned"]))
         assert bool(found) == (shard == home)
     assert app.schedules.get("pinned") is not None
     assert drain(app.queue(home), 0.5)

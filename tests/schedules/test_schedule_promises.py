@@ -23,7 +23,7 @@ from schedules.test_engine import drain, tick_of
 from worker.support import running_worker
 
 
-def _info(app: durq.App, name: str) -> ops.ScheduleInfo:
+def _info(app: durq.App, name: str) -> durq.ScheduleInfo:
     info = app.schedules.get(name)
     assert info is not None
     return info
@@ -169,7 +169,7 @@ def test_a_stored_schedule_the_code_never_declared_is_never_reported_missing(
     q = app.queue(app.default_queue)
     row = app.schedule("made-at-runtime", "tick", every=60, args=("log",)).row(origin="api")
     app.schedules.declared.clear()
-    assert q.run(ops.upsert(q.keys, row, None)) == "created"
+    assert q._run(ops.upsert(q.keys, row, None)) == "created"
     app.schedule("declared", "tick", every=60, args=("log",))
     report = app.sync_schedules()
     assert report.created == ["declared"] and report.missing == []
@@ -220,7 +220,7 @@ def test_a_cron_restricting_day_of_month_and_day_of_week_fires_when_either_match
 
 async def test_every_schedule_control_has_an_asyncio_twin(app: durq.App) -> None:
     app.schedule("hb", "tick", every=0.2, args=("log",))
-    report = await app.schedules.async_sync()
+    report = await app.schedules.aupsert()
     assert report.created == ["hb"]
     await app.schedules.apause("hb")
     info = await app.schedules.aget("hb")

@@ -9,8 +9,8 @@ import httpx
 
 import durq
 from dashboard.support import LiveServer
+from durq.app.schedule_spec import pinned_queue
 from durq.dashboard import create_app
-from durq.schedules import pinned_queue
 from helpers import eventually
 from schedules.apps import build, read_log
 from worker.support import Durq, running_worker

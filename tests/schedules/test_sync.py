@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import durq
-from durq import connection
-from durq.schedule_control import SyncReport
+from durq.app.schedule_control import SyncReport
+from durq.transport import connection
 from durq.worker.schedules import ScheduleKeeper
 from schedules.apps import build
 from schedules.test_engine import drain
@@ -34,7 +34,7 @@ def sync(request: pytest.FixtureRequest) -> Sync:
         async def go() -> SyncReport:
             client = connection.async_client(app.url)
             try:
-                return await app.schedules.async_sync(queues, client=client, **options)
+                return await app.schedules.aupsert(queues, client=client, **options)
             finally:
                 await client.aclose()
 
@@ -154,7 +154,7 @@ def test_a_worker_of_an_app_without_schedules_warns_of_a_removed_one(
     async def start() -> None:
         client = connection.async_client(bare.url)
         try:
-            queue = bare.async_queue(queue_name, client=client)
+            queue = bare.aqueue(queue_name, client=client)
             await ScheduleKeeper(bare.schedules, [queue_name], [queue], client, 1.0).start()
         finally:
             await client.aclose()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-from importlib import resources
 
 import pytest
 import redis
 
 import durq
+from durq import lua
 from durq.dev.server import RedisServer
 from durq.worker import Worker, WorkerConfig
 from worker.support import running_worker
@@ -118,9 +118,7 @@ def test_a_wrong_password_fails_clearly_without_echoing_it(
 def test_every_command_a_script_calls_is_in_the_documented_rules() -> None:
     # scripts run with the caller's permissions: a command missing from the rules fails
     # only under ACL, in production, so the rules are checked against the Lua source
-    root = resources.files("durq.lua")
-    files = [*root.iterdir(), *root.joinpath("lib").iterdir()]
-    code = "\n".join(f.read_text(encoding="utf-8") for f in files if f.name.endswith(".lua"))
+    code = "\n".join(lua._read(name) for name in [*lua.SCRIPT_NAMES, *lua.lib_names()])
     called = {c.lower() for c in re.findall(r"redis\.p?call\('([A-Za-z]+)'", code)}
     allowed = {rule[1:] for rule in SCRIPT_COMMANDS.split()}
     assert called - allowed == set()

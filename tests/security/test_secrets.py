@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pytest
 
 import durq
-from durq import connection
-from durq.connection import redact
 from durq.dev.server import RedisServer
+from durq.transport import connection
+from durq.transport.connection import redact
 from durq.worker import Worker, WorkerConfig
 
 

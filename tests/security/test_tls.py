@@ -90,8 +90,8 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
     import hiredis
     from redis.connection import SSLConnection
 
-    from durq import connection
-    from durq.connection import sync_client, sync_exchange
+    from durq.transport import connection
+    from durq.transport.connection import sync_client, sync_exchange
 
     monkeypatch.setattr(connection, "_redis_py_exchange", None)  # the lean path only
 
@@ -103,7 +103,7 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
         commands: list[tuple[Any, ...]] = [("SET", "tls:big", big), ("GET", "tls:big")]
         packed = [b"".join(hiredis.pack_command(c) for c in commands)]
         assert sync_exchange(conn, packed, 2) == [b"OK", big]
-        # TLS is read whole records at a time: its socket is never polled (durq.spin),
+        # TLS is read whole records at a time: its socket is never polled (durq.transport.spin),
         # so a reply later than the poll budget counts no miss
         wait: tuple[Any, ...] = ("BLPOP", "tls:never", 0.05)
         slow = [hiredis.pack_command(wait)]
@@ -120,8 +120,8 @@ async def test_the_async_lean_exchange_reads_large_replies_over_tls(
     import hiredis
     from redis.asyncio.connection import SSLConnection
 
-    from durq import connection
-    from durq.connection import async_client, async_exchange
+    from durq.transport import connection
+    from durq.transport.connection import async_client, async_exchange
 
     monkeypatch.setattr(connection, "_reply", None)  # the lean path only
 

@@ -110,7 +110,7 @@ class _Load:
     async def until_drained(self, timeout: float) -> None:
         """Until every acknowledged job ran, or the queue is empty (the rest is lost)."""
         deadline = time.monotonic() + timeout
-        queue = self.app.async_queue(self.queue)
+        queue = self.app.aqueue(self.queue)
         while time.monotonic() < deadline and not self.acked <= set(self.finished):
             try:
                 if (await queue.stats()).size == 0:

@@ -23,7 +23,7 @@ async def test_queues_reach_the_primary_through_the_sentinels(
         await queue.enqueue("from async", id="b")
         jobs = await queue.dequeue_many(5)
         assert sorted(j.payload for j in jobs) == ["from async", "from sync"]
-        assert await queue.release_many(jobs) == [durq.Status.OK] * 2
+        assert await queue.release_many(jobs) == [durq.Outcome.OK] * 2
     primary = sentinel_setup.primary()
     with Queue(queue_name, primary.url) as direct:  # the same data, on the primary
         assert direct.stats().completed == 2

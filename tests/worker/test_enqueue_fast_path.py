@@ -1,5 +1,6 @@
-"""``Task.enqueue`` and ``Task.enqueue_many`` of calls without options take a leaner
-path than ``enqueue_calls``: the same checks, script, results and guarantees."""
+"""Every task call takes one path to its queue (``App._enqueue``, ``durq.app.jobs``):
+``Task.enqueue``, ``Task.enqueue_many``, ``options(...)`` and ``enqueue_calls`` store the
+same jobs, with the same checks, results and guarantees."""
 
 from __future__ import annotations
 
@@ -91,4 +92,34 @@ def test_durability_is_confirmed_on_the_fast_path(redis_url: str, queue_name: st
         work.enqueue(1)  # no replica: written, not confirmed
     results = getattr(caught.value, "results", None)
     assert results is not None and results[0].status is EnqueueStatus.CREATED
+    app.close()
+
+
+def test_calls_of_several_tasks_and_options_reach_their_queue_in_the_callers_order(
+    redis_url: str, queue_name: str
+) -> None:
+    app = _app(redis_url)
+
+    @app.task(queue=queue_name)
+    def first(n: int) -> None: ...
+
+    @app.task(queue=queue_name, max_attempts=3)
+    def second(n: int) -> None: ...
+
+    other = f"{queue_name}-other"
+    calls = [
+        first.call(0),
+        second.call(1),
+        first.call(2).with_options(key="two"),
+        first.call(3).with_options(queue=other),
+        second.call(4),
+        first.call(5),
+    ]
+    handles = app.enqueue_calls(calls)
+    assert [h.queue for h in handles] == [queue_name] * 3 + [other] + [queue_name] * 2
+    queue = app.queue(queue_name)
+    taken = [queue.dequeue() for _ in range(5)]
+    assert [job.payload[1][0] for job in taken if job is not None] == [0, 1, 2, 4, 5]
+    assert [job.max_attempts for job in taken if job is not None] == [5, 3, 5, 3, 5]
+    assert all(app.queue(h.queue).job(h.id) is not None for h in handles)
     app.close()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import durq
+from durq import Outcome
 from durq.metrics import WorkerMetrics
-from durq.protocol.status import Status
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.executor import DONE
 from durq.worker.leases import LeaseKeeper
@@ -34,7 +34,7 @@ async def test_an_extension_that_finds_its_job_released_by_this_worker_is_no_los
         capacity.vacate(items[0])
         await queue.release(running)
         statuses = await queue.extend_many([finished, running])
-        assert statuses == [Status.LEASE_LOST, Status.LEASE_LOST]
+        assert statuses == [Outcome.LEASE_LOST, Outcome.LEASE_LOST]
         keeper.report(items, statuses)
         assert lost == [running.id]
     finally:

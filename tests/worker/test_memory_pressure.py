@@ -101,7 +101,7 @@ def test_an_idle_worker_whose_wait_ends_at_maxmemory_backs_off_and_runs_the_job_
 def test_an_acknowledgement_refused_for_want_of_memory_is_kept_for_the_next_sending(
     make_server: Callable[..., RedisServer], queue_name: str
 ) -> None:
-    """durq's own acknowledgements are applied at maxmemory (lua/lib/frees_memory.lua),
+    """durq's own acknowledgements are applied at maxmemory (lua/lib/core/frees_memory.lua),
     so the server's reply is taken from a command it refuses for want of memory; the
     pump must keep such acknowledgements, never drop them (before issue 31, it logged
     them as failed and the jobs ran again after their lease)."""

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from durq import connection
 from durq.dev.server import RedisServer
+from durq.transport import connection
 from durq.worker.registry import list_workers
 from helpers import eventually
 from worker.apps import build

@@ -14,7 +14,7 @@ import redis
 # reasons, superseded records until a dequeue passes them, and the one-member wake
 # marker: an offer sets it, and a worker that fetched the job without blocking and then
 # stopped leaves it for the next idle consumer; the numbering of workflow start entries
-# between queues, lua/lib/wf_seq.lua, which does not grow with workflows)
+# between queues, lua/lib/workflows/seq.lua, which does not grow with workflows)
 _QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake", "wfq", "wfi")
 
 
@@ -163,19 +163,19 @@ class Front:
 
         if self.kind == "sync":
             return Blocking(self.app.queue(name))
-        return self.app.async_queue(name)
+        return self.app.aqueue(name)
 
 
 def courier(queue: Any, *, rounds: int = 10_000, run: Any = None) -> list[bytes]:
     """Be the courier of the blocking ``queue``'s workflow outbox until it is empty (or
     ``rounds`` fetches): apply every entry, release it (each op through ``run``, by
-    default ``queue.run``). The entries, in order."""
+    default ``queue._run``). The entries, in order."""
     from durq.codec import PayloadCodec
     from durq.keys import OutboxKeys
     from durq.protocol import lifecycle
     from durq.protocol import workflows as wf
 
-    run = run or queue.run
+    run = run or queue._run
     box = OutboxKeys(queue.keys.name, queue.keys.namespace, queue.keys.shard_count)
     seen: list[bytes] = []
     for _ in range(rounds):

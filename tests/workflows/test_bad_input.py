@@ -10,7 +10,7 @@ import pytest
 import redis
 
 import durq
-from durq.task import TaskConfig
+from durq.app.task import TaskConfig
 from workflows.apps import build
 
 

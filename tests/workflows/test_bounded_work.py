@@ -20,14 +20,15 @@ import pytest
 import redis
 
 import durq
-from durq import workflows
+from durq.app import workflows
 from durq.codec import PayloadCodec
 from durq.dev.server import RedisServer
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import Op, Pipeline, ScriptCall
+from durq.protocol.status import Status
 from workflows.support import courier
 
 pytestmark = pytest.mark.slow
@@ -116,7 +117,7 @@ class Big:
         self.meter = Meter(server.pid)
 
     def run(self, op: Op[Any]) -> Any:
-        return self.queue.run(self.meter.serial(op))
+        return self.queue._run(self.meter.serial(op))
 
     def submit(self) -> durq.WorkflowHandle:
         self.client.slowlog_reset()
@@ -179,13 +180,11 @@ def test_the_largest_workflow_stops_in_short_calls(big: Big, end: str) -> None:
     handle = big.submit()
     if end == "cancel":
         status, _ = big.run(wf.cancel(big.queue.keys, handle.id))
-        assert status is durq.Status.CANCELLED
+        assert status is Status.CANCELLED
     else:
         [job] = big.take(1)
         reason = reason_json("broken")
-        assert big.run(lifecycle.requeue(big.queue.keys, [(job, 0, reason, True)])) == [
-            durq.Status.DEAD
-        ]
+        assert big.run(lifecycle.requeue(big.queue.keys, [(job, 0, reason, True)])) == [Status.DEAD]
         assert [e[:2] for e in big.courier(rounds=1)] == [b"D\0"]  # it fails
     assert big.take(1) == []  # the guard: no step starts while the stop goes on
     entries = big.courier()

@@ -99,7 +99,7 @@ def test_cancel_stops_running_steps_and_nothing_else_starts(
         kept = [live_jobs(raw, q) for q in queues]
         assert sum(k.get("cancelled", 0) for k in kept) == len(members)
         home_queue = wapp.queue(home)
-        assert home_queue.run(wf.counters(home_queue.keys))["cancelled"] == 1
+        assert home_queue._run(wf.counters(home_queue.keys))["cancelled"] == 1
         # the workers' dequeues pass the cancelled ids still listed; outboxes drain
         eventually(
             lambda: leftovers(raw, queues, [handle.id]) == [],

@@ -7,7 +7,7 @@ import durq
 from cli.support import durq as run
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from helpers import eventually
 from worker.support import Durq, running_worker
@@ -59,7 +59,7 @@ def test_stats_shows_the_outbox_backlog_of_a_step_done_in_another_slot(
     home, far = wapp.queue(home_name), wapp.queue(far_name)
     # a courier takes it under a lease and dies: it is being delivered until the lease ends
     outbox = OutboxKeys(home.keys.name, home.keys.namespace)
-    taken, _, _ = home.run(lifecycle.fetch(outbox, PayloadCodec(), 10, 0.5))
+    taken, _, _ = home._run(lifecycle.fetch(outbox, PayloadCodec(), 10, 0.5))
     assert len(taken) == 1
     assert outboxes() == {home_name: ["0", "0", "1", "0"]}
     with running_worker(wapp, queues=[home_name]):  # delivers the home outbox only

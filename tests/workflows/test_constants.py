@@ -15,12 +15,14 @@ def _lua(name: str) -> str:
 
 
 def test_lua_and_python_agree() -> None:
-    fan_in = _lua("lib/fan_in.lua")
-    outbox = _lua("lib/outbox.lua")
+    fan_in = _lua("lib/workflows/fan_in.lua")
+    outbox = _lua("lib/core/outbox.lua")
     assert re.search(rf"local START_CHUNK = {START_CHUNK}\b", fan_in)
     assert re.search(rf"local FIRE_CHUNK = {FIRE_CHUNK}\b", fan_in)
-    assert re.search(rf"local WF_STOP_CHUNK = {STOP_CHUNK}\b", _lua("lib/fan_in_stop.lua"))
-    assert re.search(rf"local JSON_CODEC = {int(Codec.JSON)}\b", _lua("lib/wf_queue.lua"))
-    # the parts of long lists: lib/fan_in.lua reads "name", "name:2"... of _PART items
+    assert re.search(
+        rf"local WF_STOP_CHUNK = {STOP_CHUNK}\b", _lua("lib/workflows/fan_in_stop.lua")
+    )
+    assert re.search(rf"local JSON_CODEC = {int(Codec.JSON)}\b", _lua("lib/workflows/steps.lua"))
+    # the parts of long lists: lib/workflows/fan_in.lua reads "name", "name:2"... of _PART items
     assert f"parts of {_PART} items" in fan_in
     assert f"local OUTBOX_PART = '{OUTBOX_PART}'" in outbox

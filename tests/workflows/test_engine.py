@@ -12,7 +12,7 @@ import redis
 import durq
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
@@ -43,10 +43,10 @@ def _outbox(queue: durq.Queue) -> OutboxKeys:
 
 def _forward(queue: durq.Queue) -> int:
     """Be the courier of ``queue``'s outbox once: apply every entry, release it."""
-    jobs, _, _ = queue.run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
+    jobs, _, _ = queue._run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
     for job in jobs:
-        assert queue.run(_apply(job.data)) == b"OK"
-    queue.run(lifecycle.release(_outbox(queue), jobs))
+        assert queue._run(_apply(job.data)) == b"OK"
+    queue._run(lifecycle.release(_outbox(queue), jobs))
     return len(jobs)
 
 
@@ -65,9 +65,9 @@ def test_a_step_whose_lease_expired_counts_once(wapp: durq.App, log: str) -> Non
     assert again.id == first.id and again.token != first.token
     # both holders finish: the stale one is fenced, the step counts once
     statuses = queue.release_many([again], results=[encode_result(1)])
-    assert statuses == [durq.Status.OK]
+    assert statuses == [durq.Outcome.OK]
     statuses = queue.release_many([first], results=[encode_result(111)])
-    assert statuses == [durq.Status.LEASE_LOST]
+    assert statuses == [durq.Outcome.LEASE_LOST]
     queue.release_many([second], results=[encode_result(4)])
     assert _callback_input(queue) == [1, 4]
     info = handle.status()
@@ -92,11 +92,11 @@ def test_an_outbox_entry_applied_twice_counts_once(wapp: durq.App, log: str) -> 
     step = _take(far)
     far.release_many([step], results=[encode_result(9)])
     # the completion waits in the far queue's outbox: take it, apply it twice
-    jobs, _, _ = far.run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 30.0))
+    jobs, _, _ = far._run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 30.0))
     [entry] = jobs
     assert wf.entry_target(entry.data) == home.keys.prefix
     for _ in range(2):
-        assert far.run(_apply(entry.data)) == b"OK"
+        assert far._run(_apply(entry.data)) == b"OK"
     assert _callback_input(home) == [1, 4, 9]
 
 
@@ -120,9 +120,9 @@ def test_a_courier_dying_after_the_apply_delivers_again_harmlessly(
     for job in (_take(home), _take(home)):
         home.release_many([job], results=[encode_result(1)])
     far.release_many([_take(far)], results=[encode_result(4)])
-    jobs, _, _ = far.run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 0.3))
+    jobs, _, _ = far._run(lifecycle.fetch(_outbox(far), PayloadCodec(), 10, 0.3))
     [entry] = jobs
-    far.run(_apply(entry.data))  # ... and the courier dies here
+    far._run(_apply(entry.data))  # ... and the courier dies here
     with running_worker(wapp, queues=[home_queue, other]):
         assert handle.result(10) == 3
         # the entry comes back after its lease and is delivered (again)
@@ -143,11 +143,11 @@ def test_a_start_delivered_twice_enqueues_once(wapp: durq.App, log: str) -> None
     home, far = wapp.queue(wapp.default_queue), wapp.queue(other)
     home.release_many([_take(home)], results=[encode_result(1)])
     home.release_many([_take(home)], results=[encode_result(4)])
-    jobs, _, _ = home.run(lifecycle.fetch(_outbox(home), PayloadCodec(), 10, 30.0))
+    jobs, _, _ = home._run(lifecycle.fetch(_outbox(home), PayloadCodec(), 10, 30.0))
     [entry] = jobs
     assert entry.data.startswith(b"S\0")
-    home.run(_apply(entry.data))
-    home.run(_apply(entry.data))
+    home._run(_apply(entry.data))
+    home._run(_apply(entry.data))
     step = _take(far)
     assert step.id == handle.step_id(4) and step.payload[1] == [5]
     assert far.dequeue() is None
@@ -174,7 +174,7 @@ def test_a_replay_after_ignore_counts_nothing_twice(wapp: durq.App, log: str) ->
 
 def test_large_payloads_start_and_gather_over_several_calls(wapp: durq.App, log: str) -> None:
     """A call starts at most 256 KB of payload and gathers at most 256 KB of results
-    (lua/lib/fan_in.lua CHUNK_BYTES): a group of 40 steps of 20 KB each starts over
+    (lua/lib/workflows/fan_in.lua CHUNK_BYTES): a group of 40 steps of 20 KB each starts over
     several calls, and its 40 results of 20 KB each are gathered over several calls."""
     t = wapp.tasks
     blob = "x" * 20_000

@@ -9,7 +9,7 @@ from __future__ import annotations
 import durq
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
@@ -27,11 +27,11 @@ def _apply(entry: bytes) -> Op[object]:
 def _entries(queue: durq.Queue) -> list[bytes]:
     """Take every entry of ``queue``'s outbox, apply each twice (a courier that died
     after its apply, then the redelivery), release them; their texts."""
-    jobs, _, _ = queue.run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
+    jobs, _, _ = queue._run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 100, 30.0))
     for job in jobs:
         for _ in range(2):
-            assert queue.run(_apply(job.data)) == b"OK"
-    queue.run(lifecycle.release(_outbox(queue), jobs))
+            assert queue._run(_apply(job.data)) == b"OK"
+    queue._run(lifecycle.release(_outbox(queue), jobs))
     return [job.data for job in jobs]
 
 
@@ -55,7 +55,7 @@ def test_fail_ends_the_unstarted_steps_cancelled(wapp: durq.App, log: str) -> No
     *steps, callback = info.steps
     job = home.dequeue()
     assert job is not None and job.id == steps[0].job_id
-    assert home.requeue(job, reason="broken", dead=True) is durq.Status.DEAD
+    assert home.requeue(job, reason="broken", dead=True) is durq.Outcome.DEAD
 
     # the death reaches the home (an outbox entry, applied twice): the workflow fails,
     # its home-slot steps end cancelled now, the other slot's through a cancel entry
@@ -79,9 +79,9 @@ def test_fail_ends_the_unstarted_steps_cancelled(wapp: durq.App, log: str) -> No
     assert (home_stats.superseded, far_stats.superseded) == (0, 0)
     assert (home_stats.pending, home_stats.delayed) == (0, 0)
     assert (far_stats.pending, far_stats.delayed) == (0, 0)
-    assert home.run(wf.counters(home.keys))["steps_cancelled"] == 3
-    assert far.run(wf.counters(far.keys))["steps_cancelled"] == 2
-    assert home.run(wf.counters(home.keys))["failed"] == 1
+    assert home._run(wf.counters(home.keys))["steps_cancelled"] == 3
+    assert far._run(wf.counters(far.keys))["steps_cancelled"] == 2
+    assert home._run(wf.counters(home.keys))["failed"] == 1
     # nothing runs; the listed ids are passed
     assert home.dequeue() is None and far.dequeue() is None
     assert home.stats().cancelled == 3
@@ -107,14 +107,14 @@ def test_a_start_racing_the_failure_starts_nothing(wapp: durq.App, log: str) -> 
         jobs[job.id] = job
     home.release_many([jobs[one.job_id]], results=[encode_result(1)])  # starts far_step
     home.requeue(jobs[three.job_id], reason="broken", dead=True)
-    taken, _, _ = home.run(lifecycle.fetch(_outbox(home), PayloadCodec(), 100, 30.0))
+    taken, _, _ = home._run(lifecycle.fetch(_outbox(home), PayloadCodec(), 100, 30.0))
     by_kind = {job.data[:1]: job for job in taken}
     assert sorted(by_kind) == [b"D", b"S"]
-    assert home.run(_apply(by_kind[b"D"].data)) == b"OK"  # the workflow fails
+    assert home._run(_apply(by_kind[b"D"].data)) == b"OK"  # the workflow fails
     # applied before the start: its consumption, and the stop of the step (not linked)
     assert sorted(e[:2] for e in _entries(home)) == [b"Q\0", b"X\0"]
-    assert home.run(_apply(by_kind[b"S"].data)) == b"OK"
-    home.run(lifecycle.release(_outbox(home), taken))
+    assert home._run(_apply(by_kind[b"S"].data)) == b"OK"
+    home._run(lifecycle.release(_outbox(home), taken))
     assert far.dequeue() is None
     stats = far.stats()
     assert (stats.enqueued, stats.pending, stats.cancelled) == (0, 0, 0)

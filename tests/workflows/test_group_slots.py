@@ -39,7 +39,7 @@ async def test_a_workflow_that_ends_early_gives_its_group_slot_back(
     info = await front.status(handle)
     assert step is not None and info is not None and step.id == info.steps[0].job_id
     # it fails once and backs off: it keeps the group's slot while it waits
-    assert await queue.requeue(step, reason="flaky", delay=60) is durq.Status.RETRYING
+    assert await queue.requeue(step, reason="flaky", delay=60) is durq.Outcome.RETRYING
     job = await queue.enqueue_many([("square", [log, 9], {})], group="g")  # J
     assert await queue.dequeue() is None  # J waits for the slot
 
@@ -54,7 +54,7 @@ async def test_a_workflow_that_ends_early_gives_its_group_slot_back(
     else:
         dead = wapp.queue(home_name).dequeue()
         assert dead is not None
-        assert wapp.queue(home_name).requeue(dead, reason="broken", dead=True) is durq.Status.DEAD
+        assert wapp.queue(home_name).requeue(dead, reason="broken", dead=True) is durq.Outcome.DEAD
         courier(wapp.queue(home_name))  # (a death always leaves through the outbox)
         courier(home)  # the death reaches the workflow: it fails
     courier(home)  # the stop of the step in another slot, if it is there

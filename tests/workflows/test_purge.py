@@ -144,12 +144,12 @@ def test_a_purge_applied_twice_and_its_entry_delivered_twice_count_once(
     # nothing is delivered from here on: the entry is applied by hand, twice
     assert queue.purge(step) == 1
     assert queue.purge([step, step]) == 0
-    jobs, _, _ = queue.run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 10, 30.0))
+    jobs, _, _ = queue._run(lifecycle.fetch(_outbox(queue), PayloadCodec(), 10, 30.0))
     gone = [j for j in jobs if b'"reason":"purged"' in j.data]
     assert len(gone) == 1 and gone[0].data.startswith(b"D\0")
     for _ in range(2):
-        assert queue.run(_apply(gone[0].data)) == b"OK"
-    queue.run(lifecycle.release(_outbox(queue), jobs))
+        assert queue._run(_apply(gone[0].data)) == b"OK"
+    queue._run(lifecycle.release(_outbox(queue), jobs))
     with pytest.raises(durq.WorkflowFailed, match="purged"):
         handle.result(1)
     stats = raw.hgetall(f"{queue.keys.prefix}stats")
@@ -164,7 +164,7 @@ async def test_apurge_fails_the_waiting_workflow(wapp: durq.App, log: str, tmp_p
     t = wapp.tasks
     flag = str(tmp_path / "never")
     handle = await durq.group([t["dies_until"].s(log, "a", flag)]).aenqueue(on_failure="wait")
-    queue = wapp.async_queue(wapp.default_queue)
+    queue = wapp.aqueue(wapp.default_queue)
     with running_worker(wapp):
         info = None
         for _ in range(200):

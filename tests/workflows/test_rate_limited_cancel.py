@@ -5,8 +5,8 @@ the give-back of RateLimited must not undo the cancel flag the workflow's cancel
 from __future__ import annotations
 
 import durq
-from durq import Status
-from durq.protocol import flow
+from durq.protocol import limits as limit_ops
+from durq.protocol.status import Status
 
 
 def test_a_cancelled_workflows_step_given_back_by_rate_limited_ends_cancelled(
@@ -19,7 +19,9 @@ def test_a_cancelled_workflows_step_given_back_by_rate_limited_ends_cancelled(
     step = queue.dequeue()
     assert step is not None
     assert handle.cancel() is durq.CancelStatus.CANCELLED  # the running step is flagged
-    assert queue.run(flow.rate_limited(queue.keys, [(step, 0.0, "queue")])) == [Status.CANCELLED]
+    assert queue._run(limit_ops.rate_limited(queue.keys, [(step, 0.0, "queue")])) == [
+        Status.CANCELLED
+    ]
     assert queue.dequeue() is None  # it did not come back; nothing else starts
     info = queue.job(step.id)
     assert info is not None and info.state is durq.JobState.CANCELLED

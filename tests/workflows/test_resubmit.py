@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import durq
-from durq.message import encode_result
+from durq.payloads import encode_result
 from helpers import eventually
 from worker.support import running_worker
 from workflows.support import Front, courier, runs
@@ -97,14 +97,14 @@ async def test_a_report_of_an_earlier_run_changes_nothing(
     queue = wapp.queue(wapp.default_queue)
     dying, late = queue.dequeue(), queue.dequeue()
     assert dying is not None and late is not None
-    assert queue.requeue(dying, reason="broken", dead=True) is durq.Status.DEAD
+    assert queue.requeue(dying, reason="broken", dead=True) is durq.Outcome.DEAD
     courier(queue)  # the workflow fails; `late` runs on (policy fail)
     eventually(lambda: first.status() is None, 10, "the summary to expire")
     Path(flag).touch()
     second = await front.enqueue(flow, id=wid)
     assert second.created
     # the first run's step completes now, by the holder of its lease
-    assert queue.release_many([late], results=[encode_result(100)]) == [durq.Status.OK]
+    assert queue.release_many([late], results=[encode_result(100)]) == [durq.Outcome.OK]
     courier(queue)
     info = await front.status(second)
     assert info is not None and info.waiting_on == {2: 3}

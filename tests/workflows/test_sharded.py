@@ -62,9 +62,9 @@ def test_a_workflow_on_a_sharded_queue_registers_it_by_its_name(
     handle = durq.group([sq.s(log, i) for i in range(12)]).then(collect.s(log)).enqueue()
     space = NamespaceKeys("durq")
     queue = sapp.queue(handle.queue)
-    names = queue.run(queue_names(space))
+    names = queue._run(queue_names(space))
     assert name in names and not any(n.startswith(f"{name}~") for n in names)
-    assert queue.run(shard_counts(space))[name] == SHARDS
+    assert queue._run(shard_counts(space))[name] == SHARDS
     # steps in other shards than the home wait for their start (an outbox entry)
     info = handle.status()
     assert info is not None and "done" not in info.counts

@@ -2,7 +2,7 @@
 come back (issue 30, bug 4): a courier applies an entry and dies before releasing it;
 the step runs and finishes, its record and tombstone go (the dedup window lapses);
 the entry comes back after its lease and is applied again. Before, the step (here the
-callback) was enqueued and ran a second time. Its number (lua/lib/wf_seq.lua) says it
+callback) was enqueued and ran a second time. Its number (lua/lib/workflows/seq.lua) says it
 was applied, however late it comes. The same for a start that a failure consumed."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from redis.exceptions import ResponseError
 import durq
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
-from durq.message import encode_result
+from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from durq.protocol import workflows as wf
 from durq.protocol.calls import Op
@@ -43,9 +43,9 @@ async def test_a_start_delivered_again_after_the_dedup_window_starts_nothing(
         home.release_many([job], results=[encode_result(1)])
     # the callback's start waits in the home's outbox: a courier takes it (a short
     # lease), applies it, and dies before releasing it
-    [entry], _, _ = home.run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
+    [entry], _, _ = home._run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
     assert entry.data.startswith(b"S\0")
-    assert home.run(_apply(entry.data)) == b"OK"
+    assert home._run(_apply(entry.data)) == b"OK"
     callback = far.dequeue()
     assert callback is not None
     far.release_many([callback], results=[encode_result(2)])
@@ -73,9 +73,9 @@ async def test_a_start_consumed_by_a_failure_starts_nothing_however_late(
     jobs = [job for _ in range(4) if (job := home.dequeue()) is not None]
     assert len(jobs) == 4
     home.release_many(jobs[:3], results=[encode_result(1)] * 3)  # starts echo, far
-    [start], _, _ = home.run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
+    [start], _, _ = home._run(lifecycle.fetch(OutboxKeys(home_name), PayloadCodec(), 10, 0.3))
     assert start.data.startswith(b"S\0")
-    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Status.DEAD
+    assert home.requeue(jobs[3], reason="broken", dead=True) is durq.Outcome.DEAD
     courier(home)  # the death, and what the failure sends
     info = await front.status(handle)
     assert info is not None and info.state == "failed"

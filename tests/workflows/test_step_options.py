@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import durq
-from durq.message import encode_result
+from durq.payloads import encode_result
 from workflows.support import Front, courier
 
 

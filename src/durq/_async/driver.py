@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from asyncio import sleep
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from os import getpid, register_at_fork
 from typing import Any, TypeVar
@@ -24,11 +24,9 @@ from redis.exceptions import (
     TimeoutError,
 )
 
-from durq import cluster
-from durq.cluster import async_node_pool, async_refresh
-from durq.connection import async_exchange
 from durq.errors import DurqError
 from durq.lua.functions import library
+from durq.models import Trust
 from durq.protocol.calls import (
     Command,
     Op,
@@ -39,7 +37,10 @@ from durq.protocol.calls import (
     block_timeout,
     script_error,
 )
-from durq.protocol.libraries import Trust, trust_library
+from durq.protocol.libraries import trust_library
+from durq.transport import cluster
+from durq.transport.cluster import async_node_pool, async_refresh
+from durq.transport.connection import async_exchange
 
 __all__ = ["AsyncDriver"]
 
@@ -318,7 +319,7 @@ class AsyncDriver:
     a pooled connection (redis-py's packer and parser): the client's per-command wrapper
     costs about as much as a loopback round trip, and durq runs its own retry policy
     anyway. With a Cluster client each request goes the same way to the node that
-    serves its slot (see ``durq.cluster``), following MOVED, ASK, TRYAGAIN and
+    serves its slot (see ``durq.transport.cluster``), following MOVED, ASK, TRYAGAIN and
     CLUSTERDOWN replies; the scripts' first key, the queue's prefix, never exists, so a
     script never runs in a slot that is half migrated (it is redirected until the
     migration ends). Other clients are driven through their public ``execute_command``.
@@ -540,6 +541,20 @@ class AsyncDriver:
         else:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
         return False
+
+    async def run_on_primaries(self, make: Callable[[], Op[T]]) -> list[tuple[str, T]]:
+        """Drive an operation that ``make`` returns, whose requests are pipelines of plain
+        commands, on each server that holds its own Functions libraries: the server, or
+        each Cluster primary. Returns (where, result) per server."""
+        if not self._cluster:
+            kwargs = getattr(self.client, "connection_pool", None)
+            kwargs = getattr(kwargs, "connection_kwargs", {})
+            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+            return [(str(where), await self._run_on("", make()))]
+        await async_refresh(self.client)
+        self._stale = False
+        primaries = self.client.get_primaries()  # type: ignore[attr-defined]
+        return [(str(n.name), await self._run_on(str(n.name), make())) for n in primaries]
 
     async def _run_on(self, node: str, op: Op[T]) -> T:
         """Drive ``op``, whose requests are pipelines of plain commands, on ``node``."""

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
 
-from durq import connection
 from durq._async.admin import AsyncQueueAdmin
 from durq._async.driver import AsyncDriver
 from durq._async.retry import retrying
@@ -27,12 +26,14 @@ from durq.models import (
     EnqueueResult,
     Job,
     Message,
+    Outcome,
 )
 from durq.protocol import control, lifecycle, namespace
 from durq.protocol.args import lease_ms, new_ids, reason_json
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
-from durq.protocol.status import Status
+from durq.protocol.status import OUTCOMES, Status, outcomes
+from durq.transport import connection
 
 __all__ = ["AsyncQueue"]
 
@@ -49,12 +50,12 @@ def _per_job(name: str, value: Any, count: int) -> list[Any]:
     return [value] * count
 
 
-def _raise_for(status: Status, job_id: str) -> None:
-    if status is Status.LEASE_LOST:
+def _raise_for(outcome: Outcome, job_id: str) -> None:
+    if outcome is Outcome.LEASE_LOST:
         raise LeaseLost(job_id)
-    if status is Status.NOT_FOUND:
+    if outcome is Outcome.NOT_FOUND:
         raise JobNotFound(job_id)
-    if status is Status.CORRUPT:
+    if outcome is Outcome.CORRUPT:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
@@ -130,8 +131,9 @@ class AsyncQueue(AsyncQueueAdmin):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
-    async def run(self, op: Op[T]) -> T:
-        """Run a protocol operation (from ``durq.protocol``) against this queue's server."""
+    async def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation (from ``durq.protocol``) against this queue's server:
+        for durq's own layers (the app, the worker), not a public API."""
         return await self._driver.run(op)
 
     async def aclose(self) -> None:
@@ -319,17 +321,17 @@ class AsyncQueue(AsyncQueueAdmin):
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
-    ) -> list[Status]:
-        """Release many jobs in one round trip; returns a status per job (OK,
+    ) -> list[Outcome]:
+        """Release many jobs in one round trip; returns an outcome per job (OK,
         LEASE_LOST, NOT_FOUND). ``results`` are encoded payloads, one per job or None."""
         op = lifecycle.release(
             self.keys, jobs, keep=keep, results=results, result_ttl=self.result_ttl
         )
-        return await self._driver.run(op)
+        return outcomes(await self._driver.run(op))
 
     async def requeue(
         self, job: Job, *, reason: Reason = None, delay: float | None = None, dead: bool = False
-    ) -> Status:
+    ) -> Outcome:
         """The job failed: the attempt counts and the job comes back after ``delay``
         (default: the queue's backoff), or goes to the dead letters with ``reason`` when
         its attempts are exhausted or ``dead`` is true. Returns RETRYING or DEAD; raises
@@ -345,7 +347,7 @@ class AsyncQueue(AsyncQueueAdmin):
         reason: Reason | Sequence[Reason] = None,
         delay: float | Sequence[float] | None = None,
         dead: bool | Sequence[bool] = False,
-    ) -> list[Status]:
+    ) -> list[Outcome]:
         """Requeue many failed jobs in one round trip. ``reason``, ``delay`` and ``dead``
         are one value for all jobs or a sequence with one entry per job."""
         reasons = _per_job("reason", reason, len(jobs))
@@ -360,8 +362,8 @@ class AsyncQueue(AsyncQueueAdmin):
             )
             for i, j in enumerate(jobs)
         ]
-        return await self._driver.run(
-            lifecycle.requeue(self.keys, items, result_ttl=self.result_ttl)
+        return outcomes(
+            await self._driver.run(lifecycle.requeue(self.keys, items, result_ttl=self.result_ttl))
         )
 
     async def extend(self, job: Leased, *, lease: float | None = None) -> float:
@@ -370,17 +372,17 @@ class AsyncQueue(AsyncQueueAdmin):
         deadline, statuses = await self._driver.run(
             lifecycle.extend(self.keys, [job], self.lease if lease is None else lease)
         )
-        _raise_for(statuses[0], job.id)
+        _raise_for(OUTCOMES[statuses[0]], job.id)
         return deadline
 
     async def extend_many(
         self, jobs: Sequence[Leased], *, lease: float | None = None
-    ) -> list[Status]:
-        """Extend many leases in one round trip; returns a status per job."""
+    ) -> list[Outcome]:
+        """Extend many leases in one round trip; returns an outcome per job."""
         if not jobs:
             return []
         lease = self.lease if lease is None else lease
-        return (await self._driver.run(lifecycle.extend(self.keys, jobs, lease)))[1]
+        return outcomes((await self._driver.run(lifecycle.extend(self.keys, jobs, lease)))[1])
 
     async def defer(self, job: Leased, delay: float = 0) -> None:
         """Put the job back for ``delay`` seconds without counting a failed attempt.
@@ -389,11 +391,11 @@ class AsyncQueue(AsyncQueueAdmin):
 
     async def defer_many(
         self, jobs: Sequence[Leased], delay: float | Sequence[float] = 0
-    ) -> list[Status]:
+    ) -> list[Outcome]:
         """Defer many jobs in one round trip; ``delay`` is one value or one per job."""
         delays = _per_job("delay", delay, len(jobs))
-        return await self._driver.run(
-            lifecycle.defer(self.keys, list(zip(jobs, delays, strict=True)))
+        return outcomes(
+            await self._driver.run(lifecycle.defer(self.keys, list(zip(jobs, delays, strict=True))))
         )
 
     async def wait_result(self, job_id: str, timeout: float) -> bytes | None:
@@ -410,12 +412,12 @@ class AsyncQueue(AsyncQueueAdmin):
         if the lease was taken over; returns True when a cancel of the job was asked."""
         data = control.progress_json(fraction, info)
         status = await self._driver.run(control.write_progress(self.keys, job.id, job.token, data))
-        _raise_for(status, job.id)
+        _raise_for(OUTCOMES[status], job.id)
         return status is Status.CANCELLED
 
     # -- for workers ------------------------------------------------------------------
 
-    async def run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
+    async def _run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
         """Run several operations at once, their first requests in one round trip (a
         worker's acknowledgements and its next fetch): each result, or the exception
         its operation raised."""

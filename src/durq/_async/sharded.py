@@ -23,11 +23,10 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
 
-from durq import connection
 from durq._async.queue import AsyncQueue
 from durq.errors import InvalidArgument
-from durq.flow import FlowInfo, merge_flow, shard_settings
 from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
+from durq.limits import FlowInfo, merge_flow, shard_settings
 from durq.models import (
     CancelResult,
     CancelStatus,
@@ -36,13 +35,14 @@ from durq.models import (
     Job,
     JobInfo,
     Message,
+    Outcome,
     QueueStats,
 )
 from durq.protocol import namespace
 from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
-from durq.protocol.status import Status
+from durq.transport import connection
 
 __all__ = ["AsyncShardedQueue"]
 
@@ -112,9 +112,10 @@ class AsyncShardedQueue:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def run(self, op: Op[T]) -> T:
-        """Run a protocol operation that names no queue key (e.g. server checks)."""
-        return await self.shards[0].run(op)
+    async def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation that names no queue key (e.g. server checks): for
+        durq's own layers, not a public API."""
+        return await self.shards[0]._run(op)
 
     # -- routing ------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class AsyncShardedQueue:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
         space = NamespaceKeys(self.namespace)
-        await self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
+        await self.shards[0]._run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------
@@ -227,10 +228,10 @@ class AsyncShardedQueue:
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
-    ) -> list[Status]:
-        """Release many jobs, one round trip per shard; a status per job."""
+    ) -> list[Outcome]:
+        """Release many jobs, one round trip per shard; an outcome per job."""
 
-        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Outcome]:
             mine = None if results is None else [results[i] for i in at]
             return await shard.release_many([jobs[i] for i in at], keep=keep, results=mine)
 
@@ -238,15 +239,15 @@ class AsyncShardedQueue:
 
     async def requeue(
         self, job: Job, *, reason: Any = None, delay: float | None = None, dead: bool = False
-    ) -> Status:
+    ) -> Outcome:
         """The job failed (see ``AsyncQueue.requeue``)."""
         return await self.shard_of(job).requeue(job, reason=reason, delay=delay, dead=dead)
 
-    async def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Status]:
+    async def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Outcome]:
         """Requeue many failed jobs, one round trip per shard (options as for
         ``AsyncQueue.requeue_many``, one value for all jobs)."""
 
-        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Outcome]:
             return await shard.requeue_many([jobs[i] for i in at], **options)
 
         return await self._per_shard(jobs, call)
@@ -257,10 +258,10 @@ class AsyncShardedQueue:
 
     async def extend_many(
         self, jobs: Sequence[Leased], *, lease: float | None = None
-    ) -> list[Status]:
+    ) -> list[Outcome]:
         """Extend many leases, one round trip per shard."""
 
-        async def call(shard: AsyncQueue, at: list[int]) -> list[Status]:
+        async def call(shard: AsyncQueue, at: list[int]) -> list[Outcome]:
             return await shard.extend_many([jobs[i] for i in at], lease=lease)
 
         return await self._per_shard(jobs, call)

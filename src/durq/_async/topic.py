@@ -11,7 +11,6 @@ from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
 
-from durq import connection
 from durq._async.driver import AsyncDriver
 from durq._async.queue import AsyncQueue
 from durq._async.retry import retrying
@@ -22,6 +21,7 @@ from durq.models import EnqueueResult, Message
 from durq.protocol import lifecycle, namespace
 from durq.protocol.args import new_ids
 from durq.protocol.calls import Command
+from durq.transport import connection
 
 __all__ = ["AsyncTopic"]
 

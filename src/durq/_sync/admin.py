@@ -4,23 +4,45 @@
 GENERATED from durq/_async/admin.py by scripts/unasync.py: edit that file.
 The methods here act on the queue as a whole or on jobs by id, never as a lease holder:
 cancels and progress reads, stats, dead letters, groups, and the settings shared by every
-client (``configure``, ``limits``). All logic lives in ``durq.protocol`` (``control``,
-``admin``, ``flow``).
+client (``configure``, ``limits``); and, for admin tools (the ``durq`` command, the
+dashboard), pages of groups and dead letters with their totals, the workflows whose home
+is the queue and the schedules it holds. All logic lives in ``durq.protocol``
+(``control``, ``admin``, ``limits``, ``workflows``, ``schedules``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import EllipsisType
+from typing import Any
 
 from durq._sync.driver import Driver
-from durq.flow import FlowInfo, Rate
 from durq.keys import QueueKeys
-from durq.models import CancelResult, GroupInfo, JobInfo, Progress, QueueStats
-from durq.protocol import admin, control, flow
+from durq.limits import FlowInfo, Rate
+from durq.models import (
+    CancelResult,
+    CancelStatus,
+    GroupInfo,
+    JobInfo,
+    Progress,
+    QueueStats,
+    ScheduleInfo,
+    WorkflowInfo,
+)
+from durq.protocol import admin, control
+from durq.protocol import limits as limit_ops
+from durq.protocol import schedules as schedule_ops
+from durq.protocol import workflows as workflow_ops
 from durq.protocol.args import delay_ms
+from durq.protocol.status import Status
 
 __all__ = ["QueueAdmin"]
+
+# what a workflow's cancel did, by the script's status
+_WORKFLOW_CANCEL = {
+    Status.CANCELLED: CancelStatus.CANCELLED,
+    Status.FINISHED: CancelStatus.FINISHED,
+}
 
 
 class QueueAdmin:
@@ -88,7 +110,7 @@ class QueueAdmin:
         """The queue's keys that hold another Redis type than durq expects (written by
         something else); each makes calls fail with CorruptQueue until it is removed."""
         found = self._driver.run(admin.check(self.keys))
-        return found + self._driver.run(flow.check(self.keys))
+        return found + self._driver.run(limit_ops.check(self.keys))
 
     def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""
@@ -132,14 +154,14 @@ class QueueAdmin:
             queue["dedup_window"] = delay_ms(dedup_window, "dedup_window")
         if dead_cap is not None:
             queue["dead_cap"] = dead_cap
-        settings: dict[str, flow.FlowSetting] = {}
+        settings: dict[str, limit_ops.FlowSetting] = {}
         if not isinstance(rate, EllipsisType):
             settings["rate"] = rate
         if not isinstance(group_rate, EllipsisType):
             settings["group_rate"] = group_rate
         if not isinstance(max_active, EllipsisType):
             settings["max_active"] = max_active
-        flow_op = flow.configure(self.keys, settings, group_rates)  # checked before sending
+        flow_op = limit_ops.configure(self.keys, settings, group_rates)  # checked before sending
         op = admin.configure(self.keys, queue=queue, limits=limits, weights=weights)
         self._driver.run(op)
         self._driver.run(flow_op)
@@ -147,4 +169,67 @@ class QueueAdmin:
     def limits(self, limit: int = 20) -> FlowInfo:
         """Flow control at a glance: the limits, the current rate, pauses, and the
         groups parked by their rate (the ``limit`` that start again first)."""
-        return self._driver.run(flow.flow_info(self.keys, limit))
+        return self._driver.run(limit_ops.flow_info(self.keys, limit))
+
+    # -- for admin tools: pages with totals, workflows, schedules ---------------------
+
+    def groups_page(
+        self, limit: int = 20, names: Sequence[str] = ()
+    ) -> tuple[int, list[GroupInfo]]:
+        """How many groups have ready jobs, and the ``limit`` largest (or those named)."""
+        return self._driver.run(admin.groups(self.keys, limit, names))
+
+    def dead_letters_page(
+        self, offset: int = 0, limit: int = 100
+    ) -> tuple[int, list[JobInfo]]:
+        """How many dead letters the queue holds, and one page of them, newest first."""
+        return self._driver.run(admin.dead_letters(self.keys, offset, limit))
+
+    def workflow(self, workflow_id: str) -> WorkflowInfo | None:
+        """Workflow ``workflow_id`` of which this queue is the home, with its steps
+        (None: unknown here, or its summary expired)."""
+        return self._driver.run(workflow_ops.info(self.keys, workflow_id))
+
+    def has_workflow(self, workflow_id: str) -> bool:
+        """True when this queue is the home of workflow ``workflow_id`` (running, or
+        ended with its summary kept)."""
+        return self._driver.run(workflow_ops.exists(self.keys, workflow_id))
+
+    def cancel_workflow(self, workflow_id: str) -> tuple[CancelStatus, str | None]:
+        """Cancel workflow ``workflow_id`` of which this queue is the home (as
+        ``WorkflowHandle.cancel``): (CANCELLED, "cancelled"), (FINISHED, the state it
+        had ended in: nothing changed) or (NOT_FOUND, None)."""
+        status, state = self._driver.run(workflow_ops.cancel(self.keys, workflow_id))
+        return _WORKFLOW_CANCEL.get(status, CancelStatus.NOT_FOUND), state
+
+    def running_workflows(self, limit: int = 100) -> list[tuple[str, float]]:
+        """The running workflows of which this queue is the home, oldest first: (id,
+        started at)."""
+        return self._driver.run(workflow_ops.running(self.keys, limit))
+
+    def workflow_counters(self) -> dict[str, int]:
+        """Workflows started, completed, failed and cancelled with this queue as their
+        home, and their steps cancelled unstarted (``durq_workflows_*`` metrics)."""
+        return self._driver.run(workflow_ops.counters(self.keys))
+
+    def schedules(self) -> list[ScheduleInfo]:
+        """Every schedule the queue (or shard) holds, in name order, with its state."""
+        return self._driver.run(schedule_ops.list_all(self.keys))
+
+    def schedules_page(
+        self, offset: int = 0, limit: int = 100
+    ) -> tuple[int, list[ScheduleInfo]]:
+        """How many schedules the queue holds, and a page of them (1,000 at most)."""
+        return self._driver.run(schedule_ops.list_page(self.keys, offset, limit))
+
+    def schedule(self, name: str) -> ScheduleInfo | None:
+        """Schedule ``name`` as stored in this queue (or shard), or None."""
+        found = self._driver.run(schedule_ops.get(self.keys, [name]))
+        return found[0] if found else None
+
+    def control_schedule(self, action: str, name: str) -> Any:
+        """Apply ``action`` to schedule ``name`` of this queue (or shard): ``pause`` or
+        ``remove`` (returns True), ``resume`` (the next tick's time, False once it has
+        ended) or ``trigger`` (the id of the job enqueued). None when the queue holds no
+        such schedule."""
+        return self._driver.run(schedule_ops.control(self.keys, action, name))

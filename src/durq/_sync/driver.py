@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from time import sleep
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from os import getpid, register_at_fork
 from typing import Any, TypeVar
@@ -23,11 +23,9 @@ from redis.exceptions import (
     TimeoutError,
 )
 
-from durq import cluster
-from durq.cluster import sync_node_pool, sync_refresh
-from durq.connection import sync_exchange
 from durq.errors import DurqError
 from durq.lua.functions import library
+from durq.models import Trust
 from durq.protocol.calls import (
     Command,
     Op,
@@ -38,7 +36,10 @@ from durq.protocol.calls import (
     block_timeout,
     script_error,
 )
-from durq.protocol.libraries import Trust, trust_library
+from durq.protocol.libraries import trust_library
+from durq.transport import cluster
+from durq.transport.cluster import sync_node_pool, sync_refresh
+from durq.transport.connection import sync_exchange
 
 __all__ = ["Driver"]
 
@@ -317,7 +318,7 @@ class Driver:
     a pooled connection (redis-py's packer and parser): the client's per-command wrapper
     costs about as much as a loopback round trip, and durq runs its own retry policy
     anyway. With a Cluster client each request goes the same way to the node that
-    serves its slot (see ``durq.cluster``), following MOVED, ASK, TRYAGAIN and
+    serves its slot (see ``durq.transport.cluster``), following MOVED, ASK, TRYAGAIN and
     CLUSTERDOWN replies; the scripts' first key, the queue's prefix, never exists, so a
     script never runs in a slot that is half migrated (it is redirected until the
     migration ends). Other clients are driven through their public ``execute_command``.
@@ -539,6 +540,20 @@ class Driver:
         else:
             self._loaded.setdefault(node, set()).add(_NO_FUNCTIONS)
         return False
+
+    def run_on_primaries(self, make: Callable[[], Op[T]]) -> list[tuple[str, T]]:
+        """Drive an operation that ``make`` returns, whose requests are pipelines of plain
+        commands, on each server that holds its own Functions libraries: the server, or
+        each Cluster primary. Returns (where, result) per server."""
+        if not self._cluster:
+            kwargs = getattr(self.client, "connection_pool", None)
+            kwargs = getattr(kwargs, "connection_kwargs", {})
+            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
+            return [(str(where), self._run_on("", make()))]
+        sync_refresh(self.client)
+        self._stale = False
+        primaries = self.client.get_primaries()  # type: ignore[attr-defined]
+        return [(str(n.name), self._run_on(str(n.name), make())) for n in primaries]
 
     def _run_on(self, node: str, op: Op[T]) -> T:
         """Drive ``op``, whose requests are pipelines of plain commands, on ``node``."""

@@ -22,11 +22,10 @@ from typing import Any, TypeVar
 
 from redis import Redis
 
-from durq import connection
 from durq._sync.queue import Queue
 from durq.errors import InvalidArgument
-from durq.flow import FlowInfo, merge_flow, shard_settings
 from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
+from durq.limits import FlowInfo, merge_flow, shard_settings
 from durq.models import (
     CancelResult,
     CancelStatus,
@@ -35,13 +34,14 @@ from durq.models import (
     Job,
     JobInfo,
     Message,
+    Outcome,
     QueueStats,
 )
 from durq.protocol import namespace
 from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.lifecycle import Leased
-from durq.protocol.status import Status
+from durq.transport import connection
 
 __all__ = ["ShardedQueue"]
 
@@ -111,9 +111,10 @@ class ShardedQueue:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, op: Op[T]) -> T:
-        """Run a protocol operation that names no queue key (e.g. server checks)."""
-        return self.shards[0].run(op)
+    def _run(self, op: Op[T]) -> T:
+        """Run a protocol operation that names no queue key (e.g. server checks): for
+        durq's own layers, not a public API."""
+        return self.shards[0]._run(op)
 
     # -- routing ------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ class ShardedQueue:
         """Record the queue and its shard count (``<ns>:queues``, ``<ns>:shards``).
         Raises InvalidArgument if Redis knows the queue with another shard count."""
         space = NamespaceKeys(self.namespace)
-        self.shards[0].run(namespace.register_sharded(space, self.name, self.shard_count))
+        self.shards[0]._run(namespace.register_sharded(space, self.name, self.shard_count))
         self._registered = True
 
     # -- producing ------------------------------------------------------------------
@@ -226,10 +227,10 @@ class ShardedQueue:
         *,
         keep: float = 0,
         results: Sequence[bytes | None] | None = None,
-    ) -> list[Status]:
-        """Release many jobs, one round trip per shard; a status per job."""
+    ) -> list[Outcome]:
+        """Release many jobs, one round trip per shard; an outcome per job."""
 
-        def call(shard: Queue, at: list[int]) -> list[Status]:
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
             mine = None if results is None else [results[i] for i in at]
             return shard.release_many([jobs[i] for i in at], keep=keep, results=mine)
 
@@ -237,15 +238,15 @@ class ShardedQueue:
 
     def requeue(
         self, job: Job, *, reason: Any = None, delay: float | None = None, dead: bool = False
-    ) -> Status:
+    ) -> Outcome:
         """The job failed (see ``Queue.requeue``)."""
         return self.shard_of(job).requeue(job, reason=reason, delay=delay, dead=dead)
 
-    def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Status]:
+    def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Outcome]:
         """Requeue many failed jobs, one round trip per shard (options as for
         ``Queue.requeue_many``, one value for all jobs)."""
 
-        def call(shard: Queue, at: list[int]) -> list[Status]:
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
             return shard.requeue_many([jobs[i] for i in at], **options)
 
         return self._per_shard(jobs, call)
@@ -256,10 +257,10 @@ class ShardedQueue:
 
     def extend_many(
         self, jobs: Sequence[Leased], *, lease: float | None = None
-    ) -> list[Status]:
+    ) -> list[Outcome]:
         """Extend many leases, one round trip per shard."""
 
-        def call(shard: Queue, at: list[int]) -> list[Status]:
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
             return shard.extend_many([jobs[i] for i in at], lease=lease)
 
         return self._per_shard(jobs, call)

@@ -10,7 +10,6 @@ from typing import Any
 
 from redis import Redis
 
-from durq import connection
 from durq._sync.driver import Driver
 from durq._sync.queue import Queue
 from durq._sync.retry import retrying
@@ -21,6 +20,7 @@ from durq.models import EnqueueResult, Message
 from durq.protocol import lifecycle, namespace
 from durq.protocol.args import new_ids
 from durq.protocol.calls import Command
+from durq.transport import connection
 
 __all__ = ["Topic"]
 

@@ -17,18 +17,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from durq import connection
-from durq._sync.driver import Driver
+from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.cli.common import namespace_option, redact_options, url_option
-from durq.cli.flow_tables import flow_tables
 from durq.cli.inert import escape_controls, plain
+from durq.cli.limits_tables import flow_tables
 from durq.errors import DurqError
-from durq.keys import NamespaceKeys
 from durq.models import GroupInfo, JobInfo, QueueStats
-from durq.protocol.namespace import queue_names, shard_counts
 from durq.redaction import Redact
+from durq.transport import connection
 from durq.worker.registry import list_workers
 
 __all__ = ["dlq", "doctor", "job", "stats", "workers"]
@@ -63,24 +61,19 @@ def _when(ts: float | None) -> str:
 @contextmanager
 def _queue(name: str, url: str | None, namespace: str) -> Iterator[Queue | ShardedQueue]:
     try:
-        with Queue(name, url, namespace=namespace) as q:
-            shards = q.run(shard_counts(NamespaceKeys(namespace))).get(name)
-            if shards:  # a sharded queue: its shards, added up
-                yield ShardedQueue(name, client=q.client, shards=shards, namespace=namespace)
-            else:
-                yield q
+        with Namespace(url, namespace=namespace) as space:
+            # a sharded queue: its shards, added up
+            yield space.queue(name)
     except DurqError as exc:
         raise click.ClickException(escape_controls(str(exc))) from None
 
 
 def _known_queues(url: str | None, namespace: str) -> list[str]:
-    client = connection.sync_client(url)
     try:
-        return Driver(client).run(queue_names(NamespaceKeys(namespace)))
+        with Namespace(url, namespace=namespace) as space:
+            return space.queue_names()
     except DurqError as exc:  # a bad namespace, or something else's key in its place
         raise click.ClickException(escape_controls(str(exc))) from None
-    finally:
-        client.close()
 
 
 _NOW = ("pending", "delayed", "active", "dead")
@@ -426,16 +419,13 @@ def dlq_purge(
     console.print(f"purged {n} job(s)")
 
 
-def _library_notes(q: Queue | ShardedQueue) -> list[tuple[str, str]]:
+def _library_notes(space: Namespace) -> list[tuple[str, str]]:
     """An info line when the server keeps the Functions libraries of other durq versions."""
-    from durq.lua.functions import library
-    from durq.protocol.libraries import loaded_libraries
-
     try:
-        libs = q.run(loaded_libraries(library().name)) or []
+        found = space.libraries()
     except RedisError:  # FUNCTION LIST not allowed for this user: nothing to say
         return []
-    others = [lib.name for lib in libs if not lib.current]
+    others = sorted({lib.name for _, libs in found for lib in libs or () if not lib.current})
     if not others:
         return []
     return [
@@ -454,12 +444,10 @@ def _library_notes(q: Queue | ShardedQueue) -> list[tuple[str, str]]:
 @namespace_option
 def doctor(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
     """Check the server's settings and the queues' keys for what can lose jobs."""
-    from durq.server_settings import server_warnings
-
     names = list(queues) or _known_queues(url, namespace)
     problems = 0
-    with _queue(names[0] if names else "default", url, namespace) as q:
-        notes = q.run(server_warnings()) + _library_notes(q)
+    with Namespace(url, namespace=namespace) as space:
+        notes = space.server_warnings() + _library_notes(space)
         for level, message in notes:
             problems += level == "warning"
             style = "red" if level == "warning" else "yellow"

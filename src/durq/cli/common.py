@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from durq.app import App
+from durq.app.app import App
 from durq.errors import InvalidArgument
 from durq.redaction import Redact
 

@@ -7,11 +7,11 @@ import logging
 
 import click
 
-from durq import connection
 from durq.cli.common import namespace_option, redact_options, url_option
 from durq.errors import InvalidArgument
 from durq.logs import configure_logging
 from durq.redaction import Redact
+from durq.transport import connection
 
 __all__ = ["dashboard", "is_loopback"]
 

@@ -9,8 +9,7 @@ primary holds its own copy, so every command visits each primary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar
 
 import click
@@ -18,21 +17,11 @@ from redis.exceptions import RedisError
 from rich.console import Console
 from rich.table import Table
 
-from durq import connection
-from durq._sync.driver import Driver
+from durq._sync.namespace import Namespace
 from durq.cli.common import url_option
 from durq.cli.inert import escape_controls, plain
-from durq.cluster import is_cluster
 from durq.errors import ForeignLibrary
-from durq.lua.functions import library
-from durq.protocol.calls import Op
-from durq.protocol.libraries import (
-    LibraryInfo,
-    Trust,
-    loaded_libraries,
-    prune_libraries,
-    trust_library,
-)
+from durq.models import LibraryInfo, Trust
 
 __all__ = ["functions"]
 
@@ -40,28 +29,14 @@ console = Console()
 T = TypeVar("T")
 
 
-@contextmanager
-def _nodes(url: str | None) -> Iterator[list[tuple[str, Driver]]]:
-    """A driver per server that holds libraries: the server, or each Cluster primary."""
-    client = connection.sync_client(url)
+def _each(url: str | None, do: Callable[[Namespace], list[tuple[str, T]]]) -> list[tuple[str, T]]:
+    """``do`` on the namespace of ``url``: one result per server that holds libraries
+    (the server, or each Cluster primary)."""
     try:
-        if is_cluster(client):
-            nodes = [(n.name, Driver(n.redis_connection)) for n in client.get_primaries()]
-        else:
-            kwargs = client.connection_pool.connection_kwargs
-            where = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
-            nodes = [(str(where), Driver(client))]
-        yield nodes
+        with Namespace(url) as space:
+            return do(space)
     except RedisError as exc:
         raise click.ClickException(escape_controls(f"{type(exc).__name__}: {exc}")) from None
-    finally:
-        client.close()
-
-
-def _each(url: str | None, make: Callable[[str], Op[T]]) -> list[tuple[str, T]]:
-    current = library().name
-    with _nodes(url) as nodes:
-        return [(where, driver.run(make(current))) for where, driver in nodes]
 
 
 @click.group()
@@ -100,15 +75,15 @@ def load(url: str | None, replace: bool) -> None:
     scripts with EVALSHA. A library of durq's name with other code, or another library
     that registers its function names, is reported and left alone.
     """
-    lib = library()
     try:
-        outcomes = _each(url, lambda _: trust_library(lib, replace=replace))
+        outcomes = _each(url, lambda space: space.load_library(replace=replace))
     except ForeignLibrary as exc:
         raise click.ClickException(str(exc)) from None
+    name = Namespace.library_name()
     for where, trust in outcomes:
         if trust not in _LOADED:
-            raise click.ClickException(f"{where}: could not load {lib.name}: {trust.value}")
-        console.print(f"{where}: {lib.name} {_LOADED[trust]}")
+            raise click.ClickException(f"{where}: could not load {name}: {trust.value}")
+        console.print(f"{where}: {name} {_LOADED[trust]}")
 
 
 @functions.command("list")
@@ -116,7 +91,7 @@ def load(url: str | None, replace: bool) -> None:
 def list_(url: str | None) -> None:
     """Show durq's libraries on the server (each Cluster primary)."""
     table = Table("server", "library", "functions", "version")
-    for where, libs in _each(url, loaded_libraries):
+    for where, libs in _each(url, Namespace.libraries):
         if libs is None:
             table.add_row(
                 plain(where), "-", "-", "no Functions (Redis 6.2): scripts run with EVALSHA"
@@ -141,7 +116,7 @@ def prune(url: str | None, yes: bool) -> None:
     if not yes:
         click.confirm("delete the Functions libraries of other durq versions?", abort=True)
     total = 0
-    for where, deleted in _each(url, prune_libraries):
+    for where, deleted in _each(url, Namespace.prune_libraries):
         if deleted is None:
             console.print(plain(f"{where}: no Functions (Redis 6.2), nothing to prune"))
             continue

@@ -10,9 +10,9 @@ from rich.console import Console
 
 from durq.cli.admin import _known_queues, _queue, _redis_errors
 from durq.cli.common import namespace_option, url_option
-from durq.cli.flow_tables import flow_tables
+from durq.cli.limits_tables import flow_tables
 from durq.errors import InvalidArgument
-from durq.flow import Rate
+from durq.limits import Rate
 
 __all__ = ["limits"]
 

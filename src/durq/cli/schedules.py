@@ -2,7 +2,7 @@
 
 Schedules are declared in code (``app.schedule``) and upserted by workers; these
 commands act on what is stored in Redis, so they need no App. A schedule of a sharded
-queue lives in one shard, chosen by its name (``durq.schedules.pinned_queue``).
+queue lives in one shard, chosen by its name (``durq.app.schedule_spec.pinned_queue``).
 """
 
 from __future__ import annotations
@@ -17,16 +17,15 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
+from durq.app.schedule_spec import pinned_queue
 from durq.cli.admin import _known_queues, _redis_errors, _when
 from durq.cli.common import namespace_option, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
-from durq.keys import NamespaceKeys, shard_name, split_shard
-from durq.protocol import schedules as ops
-from durq.protocol.namespace import shard_counts
-from durq.protocol.schedules import ScheduleInfo
-from durq.schedules import pinned_queue
+from durq.keys import shard_name, split_shard
+from durq.models import ScheduleInfo
 
 __all__ = ["schedules"]
 
@@ -34,10 +33,10 @@ console = Console()
 
 
 @contextmanager
-def _client(url: str | None, namespace: str) -> Iterator[tuple[Queue, dict[str, int]]]:
+def _client(url: str | None, namespace: str) -> Iterator[tuple[Namespace, dict[str, int]]]:
     try:
-        with Queue("default", url, namespace=namespace) as q:
-            yield q, q.run(shard_counts(NamespaceKeys(namespace)))
+        with Namespace(url, namespace=namespace) as space:
+            yield space, space.shard_counts()
     except DurqError as exc:
         raise click.ClickException(escape_controls(str(exc))) from None
 
@@ -47,7 +46,7 @@ def _shard_queues(name: str, shards: dict[str, int]) -> list[str]:
     return [shard_name(name, i) for i in range(count)] if count else [name]
 
 
-def _queue(base: Queue, queue: str, namespace: str, shards: dict[str, int]) -> Queue:
+def _queue(base: Namespace, queue: str, namespace: str, shards: dict[str, int]) -> Queue:
     """Queue (or shard: ``name~i``) ``queue`` on ``base``'s client. A shard needs its
     queue's shard count: its keys carry the shard's own hash tag, not ``{name~i}``."""
     name, index = split_shard(queue)
@@ -55,14 +54,10 @@ def _queue(base: Queue, queue: str, namespace: str, shards: dict[str, int]) -> Q
     return Queue(queue, client=base.client, namespace=namespace, shard_count=count)
 
 
-def _listed(base: Queue, queue: str, namespace: str, shards: dict[str, int]) -> list[ScheduleInfo]:
-    q = _queue(base, queue, namespace, shards)
-    out: list[ScheduleInfo] = []
-    while True:
-        total, items = q.run(ops.list_page(q.keys, len(out), 1000))
-        out += items
-        if not items or len(out) >= total:
-            return out
+def _listed(
+    base: Namespace, queue: str, namespace: str, shards: dict[str, int]
+) -> list[ScheduleInfo]:
+    return _queue(base, queue, namespace, shards).schedules()
 
 
 def _every(info: ScheduleInfo) -> str:
@@ -117,7 +112,7 @@ def _control(action: str, name: str, queue: str, url: str | None, namespace: str
     with _client(url, namespace) as (base, shards):
         target = pinned_queue(queue, name, shards.get(queue, 0))
         q = _queue(base, target, namespace, shards)
-        result = q.run(ops.control(q.keys, action, name))
+        result = q.control_schedule(action, name)
     if result is None:
         raise click.ClickException(f"no schedule {name!r} in queue {target!r}")
     return result

@@ -9,17 +9,14 @@ from collections import Counter
 import click
 from rich.table import Table
 
+from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq.cli.admin import _known_queues, _redis_errors, _when, console
 from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
-from durq.keys import NamespaceKeys, check_job_id, shard_name, split_shard, workflow_key
-from durq.protocol import workflows as wf
-from durq.protocol.calls import Command, Op
-from durq.protocol.namespace import shard_counts
-from durq.protocol.status import Status
-from durq.protocol.workflows import WorkflowInfo
+from durq.keys import check_job_id, shard_name, split_shard
+from durq.models import CancelStatus, WorkflowInfo
 from durq.redaction import Redact
 
 __all__ = ["workflow"]
@@ -30,17 +27,12 @@ def workflow() -> None:
     """Inspect and cancel workflows (durq.chain, durq.group)."""
 
 
-def _exists(key: str) -> Op[bool]:
-    reply = yield Command(("EXISTS", key))
-    return bool(reply)
-
-
 def _find(workflow_id: str, queue: str | None, url: str | None, namespace: str) -> Queue:
     """The home queue of the workflow: ``queue`` (a queue, or a shard ``name~i`` of a
     sharded queue), or the registered queue holding it (a sharded queue's steps spread
     over its shards, and so do the homes of its workflows)."""
-    with Queue("default", url, namespace=namespace) as probe:
-        counts: dict[str, int] = probe.run(shard_counts(NamespaceKeys(namespace)))
+    with Namespace(url, namespace=namespace) as space:
+        counts = space.shard_counts()
     if queue:
         base, index = split_shard(queue)
         homes = [(queue, counts.get(base, 0) if index is not None else 0)]
@@ -56,7 +48,7 @@ def _find(workflow_id: str, queue: str | None, url: str | None, namespace: str) 
         ]
     for name, shards in homes:
         q = Queue(name, url, namespace=namespace, shard_count=shards)
-        if q.run(_exists(workflow_key(q.keys.prefix, workflow_id))):
+        if q.has_workflow(workflow_id):
             return q
         q.close()
     where = f"queue {queue}" if queue else "any registered queue (give its home: -q)"
@@ -122,7 +114,7 @@ def show(
         q = _find(workflow_id, queue, url, namespace)
         with q:
             while True:
-                info = q.run(wf.info(q.keys, workflow_id))
+                info = q.workflow(workflow_id)
                 if info is None:
                     raise click.ClickException(f"workflow {workflow_id} is gone (expired)")
                 _print(info, limit, redact)
@@ -147,12 +139,12 @@ def cancel(workflow_id: str, queue: str | None, url: str | None, namespace: str)
         check_job_id(workflow_id)
         q = _find(workflow_id, queue, url, namespace)
         with q:
-            status, state = q.run(wf.cancel(q.keys, workflow_id))
+            status, state = q.cancel_workflow(workflow_id)
     except DurqError as exc:
         raise click.ClickException(escape_controls(str(exc))) from None
-    if status is Status.CANCELLED:
+    if status is CancelStatus.CANCELLED:
         console.print(plain(f"workflow {workflow_id}: cancelled"))
-    elif status is Status.FINISHED:
+    elif status is CancelStatus.FINISHED:
         console.print(plain(f"workflow {workflow_id} had ended ({state}): nothing changed"))
     else:
         raise click.ClickException(f"workflow {workflow_id} is gone (expired)")

@@ -56,7 +56,7 @@ async def open_durq(app: App, *, check: bool = True) -> AsyncIterator[App]:
     try:
         if check:
             with contextlib.suppress(InvalidArgument):  # a sharded default queue
-                await app.async_queue(app.default_queue).client.ping()
+                await app.aqueue(app.default_queue).client.ping()
         yield app
     finally:
         await app.aclose()
@@ -108,14 +108,14 @@ def get_app(request: Request) -> App:
 def get_queue(request: Request) -> AsyncQueue:
     """Dependency: the App's default queue as an AsyncQueue (``Depends(get_queue)``)."""
     app = get_app(request)
-    return app.async_queue(app.default_queue)
+    return app.aqueue(app.default_queue)
 
 
 def queue(name: str) -> Callable[[Request], AsyncQueue]:
     """A dependency handing out the AsyncQueue ``name``: ``Depends(queue("emails"))``."""
 
     def dependency(request: Request) -> AsyncQueue:
-        return get_app(request).async_queue(name)
+        return get_app(request).aqueue(name)
 
     return dependency
 

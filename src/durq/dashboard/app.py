@@ -14,15 +14,15 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from durq import connection
 from durq.dashboard import actions, schedules, views, workflows
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
-from durq.dashboard.flow import flow_page
+from durq.dashboard.limits import flow_page
 from durq.dashboard.security import Guard, csrf_secret
 from durq.dashboard.state import Dashboard
 from durq.errors import CorruptQueue
 from durq.redaction import Redact
+from durq.transport import connection
 
 __all__ = ["SECRET_ENV", "create_app"]
 

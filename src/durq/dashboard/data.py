@@ -15,15 +15,12 @@ from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
 
-from durq import connection
-from durq._async.driver import AsyncDriver
+from durq._async.namespace import AsyncNamespace
 from durq._async.queue import AsyncQueue
-from durq.cluster import is_cluster
 from durq.errors import CorruptQueue
-from durq.keys import NamespaceKeys, check_queue_name
-from durq.models import CancelResult, GroupInfo, JobInfo, QueueStats
-from durq.protocol import admin, namespace, workflows
-from durq.protocol.status import Status
+from durq.keys import check_queue_name
+from durq.models import CancelResult, CancelStatus, GroupInfo, JobInfo, QueueStats
+from durq.transport import connection
 
 __all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
 
@@ -33,7 +30,7 @@ log = logging.getLogger("durq.dashboard")
 _CONCURRENT_READS = 16
 
 # what a workflow cancel did, as the word its page's flash message is chosen by
-_WORKFLOW_CANCEL = {Status.CANCELLED: "cancelled", Status.FINISHED: "finished"}
+_WORKFLOW_CANCEL = {CancelStatus.CANCELLED: "cancelled", CancelStatus.FINISHED: "finished"}
 
 
 @dataclass(frozen=True)
@@ -114,12 +111,11 @@ class DashboardData:
 
     def __init__(self, url: str, namespace: str, max_queues: int) -> None:
         self.namespace = namespace
-        self.space = NamespaceKeys(namespace)
         self.max_queues = max_queues
         self.client: AsyncRedis = connection.async_client(url)
         self._queues: dict[str, AsyncQueue] = {}
-        # the namespace's own keys, read through the protocol as the queues' are
-        self._driver = AsyncDriver(self.client)
+        # the namespace's own keys: its queues, shard counts and workers
+        self.space = AsyncNamespace(client=self.client, namespace=namespace)
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -138,16 +134,16 @@ class DashboardData:
     async def queue_names(self) -> tuple[list[str], int]:
         """The namespace's queue names, sorted (at most ``max_queues``), and how many
         there are."""
-        names = await self._driver.run(namespace.queue_names(self.space))
+        names = await self.space.queue_names()
         return names[: self.max_queues], len(names)
 
     async def shard_counts(self) -> dict[str, int]:
         """Every sharded queue of the namespace and its shard count."""
-        return await self._driver.run(namespace.shard_counts(self.space))
+        return await self.space.shard_counts()
 
     async def is_queue(self, name: str) -> bool:
         """True when ``name`` is one of the namespace's queues."""
-        return await self._driver.run(namespace.is_queue(self.space, name))
+        return await self.space.is_queue(name)
 
     async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
         """Sizes and counters of each queue, read concurrently (O(1) each), a bounded
@@ -170,8 +166,7 @@ class DashboardData:
     async def workers(self) -> list[WorkerEntry]:
         """The live workers, by id. Entries whose heartbeat expired are skipped (the
         workers' own readers prune them; the dashboard writes nothing when browsing)."""
-        op = namespace.live_workers(self.space, batch=not is_cluster(self.client))
-        found = await self._driver.run(op)
+        found = await self.space.live_workers()
         return [_worker(worker_id, fields) for worker_id, fields in found.items()]
 
     async def groups(
@@ -179,13 +174,11 @@ class DashboardData:
     ) -> tuple[int, list[GroupInfo]]:
         """The ``limit`` largest groups of a queue (or the groups named), and how many
         groups have ready jobs."""
-        q = self.queue(name)
-        return await q.run(admin.groups(q.keys, limit, names))
+        return await self.queue(name).groups_page(limit, names)
 
     async def dead_letters(self, name: str, offset: int, limit: int) -> tuple[int, list[JobInfo]]:
         """One page of a queue's dead letters, newest first, and their total."""
-        q = self.queue(name)
-        return await q.run(admin.dead_letters(q.keys, offset, limit))
+        return await self.queue(name).dead_letters_page(offset, limit)
 
     async def job(self, name: str, job_id: str) -> JobInfo | None:
         """Everything stored about one job."""
@@ -204,8 +197,7 @@ class DashboardData:
         """Cancel the workflow ``workflow_id`` whose home is queue ``name`` (see
         ``WorkflowHandle.cancel``): ``cancelled``, ``finished`` (it had ended: nothing
         changed) or ``not_found``."""
-        q = self.queue(name)
-        status, _state = await q.run(workflows.cancel(q.keys, workflow_id))
+        status, _state = await self.queue(name).cancel_workflow(workflow_id)
         return _WORKFLOW_CANCEL.get(status, "not_found")
 
     async def purge(self, name: str, ids: Sequence[str] | None) -> int:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from durq.dashboard.data import WorkerEntry
-from durq.dashboard.flow import FlowCollector, flow_infos
+from durq.dashboard.limits import FlowCollector, flow_infos
 from durq.dashboard.schedules import schedule_metrics, schedules_of
 from durq.dashboard.state import dashboard_of
 from durq.dashboard.workflows import WorkflowCounters, workflow_counters

@@ -8,12 +8,12 @@ from typing import Any
 
 import orjson
 
+from durq.app.tracing import META_KEY
 from durq.codec import Codec, PayloadCodec
 from durq.errors import DurqError
-from durq.message import parse_call
 from durq.models import JobInfo
+from durq.payloads import parse_call
 from durq.redaction import Redact
-from durq.tracing import META_KEY
 
 __all__ = ["PayloadView", "job_numbers", "payload_view", "reason_fields"]
 

@@ -19,8 +19,7 @@ from durq.dashboard.security import CSRF_COOKIE, CSRF_FIELD, csrf_ok, origin_ok
 from durq.dashboard.state import Dashboard, dashboard_of, render
 from durq.errors import CorruptQueue, InvalidArgument
 from durq.keys import check_queue_name, split_shard
-from durq.protocol import schedules as ops
-from durq.protocol.schedules import ScheduleInfo
+from durq.models import ScheduleInfo
 
 __all__ = ["schedule_action", "schedule_metrics", "schedules_of", "schedules_page"]
 
@@ -56,8 +55,7 @@ async def schedules_of(dash: Dashboard) -> list[ScheduleInfo]:
     async def one(queue: str, count: int) -> list[ScheduleInfo]:
         async with gate:
             try:
-                q = _queue(dash, queue, count)
-                return (await q.run(ops.list_page(q.keys, 0, MAX_SCHEDULES)))[1]
+                return (await _queue(dash, queue, count).schedules_page(0, MAX_SCHEDULES))[1]
             except (CorruptQueue, InvalidArgument) as exc:
                 log.warning("schedules of queue %s left out: %s", queue, exc)
                 return []
@@ -105,7 +103,7 @@ async def schedule_action(request: Request) -> Response:
             raise InvalidArgument("unknown action or schedule")
     except InvalidArgument as exc:
         return PlainTextResponse(f"bad request: {exc}", status_code=400)
-    if await q.run(ops.control(q.keys, action, name)) is None:
+    if await q.control_schedule(action, name) is None:
         return PlainTextResponse(f"no schedule {name!r} in {queue!r}", status_code=404)
     root = str(request.scope.get("root_path", "")).rstrip("/")
     return RedirectResponse(url_builder(root)("/schedules", done=ACTIONS[action], s=name), 303)

@@ -13,13 +13,13 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from durq.connection import redact
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.data import DashboardData
 from durq.dashboard.history import History
 from durq.dashboard.render import environment, url_builder
 from durq.dashboard.sampler import Sampler
 from durq.dashboard.security import CSRF_COOKIE, csrf_ok, new_csrf_token
+from durq.transport.connection import redact
 
 __all__ = ["Dashboard", "dashboard_of", "render"]
 

@@ -14,7 +14,6 @@ from starlette.responses import Response
 
 from durq.dashboard.params import error_page, id_or_error, queue_or_error
 from durq.dashboard.state import Dashboard, dashboard_of, render
-from durq.protocol import workflows as wf
 
 __all__ = ["WorkflowCounters", "workflow_counters", "workflow_page", "workflows_page"]
 
@@ -32,8 +31,8 @@ async def workflows_page(request: Request) -> Response:
         return name
     queue = dash.data.queue(name)
     running, counts, outbox = await asyncio.gather(
-        queue.run(wf.running(queue.keys, MAX_RUNNING_SHOWN)),
-        queue.run(wf.counters(queue.keys)),
+        queue.running_workflows(MAX_RUNNING_SHOWN),
+        queue.workflow_counters(),
         queue.outbox_stats(),
     )
     return render(
@@ -54,7 +53,7 @@ async def workflow_page(request: Request) -> Response:
     if isinstance(workflow_id, Response):
         return workflow_id
     queue = dash.data.queue(name)
-    info = await queue.run(wf.info(queue.keys, workflow_id))
+    info = await queue.workflow(workflow_id)
     if info is None:
         return error_page(request, dash, 404, f"Queue {name} has no workflow {workflow_id}.")
     # where it waits: the open groups, their members still open, and dead steps
@@ -94,8 +93,7 @@ async def workflow_counters(dash: Dashboard, names: Sequence[str]) -> dict[str, 
     keys something else overwrote is left out, as from the other metrics."""
 
     async def one(name: str) -> dict[str, int]:
-        queue = dash.data.queue(name)
-        return await queue.run(wf.counters(queue.keys))
+        return await dash.data.queue(name).workflow_counters()
 
     found = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
     return {

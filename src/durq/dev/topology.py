@@ -18,9 +18,9 @@ from typing import Any
 
 import redis
 
-from durq.cluster import slot_of
 from durq.dev.binary import _package_dir
 from durq.dev.server import RedisServer, find_server_binary
+from durq.transport.cluster import slot_of
 
 __all__ = ["LocalCluster", "LocalSentinel", "find_cli", "wait_for"]
 

@@ -1,11 +1,17 @@
 """The Lua scripts behind every queue operation, one file per operation.
 
-Each script starts with a contract header (``--[[ name: purpose ... ]]``) that lists its
-KEYS, ARGV, replies, errors and cost; shared helpers live in ``lib/`` and are pulled in
-with ``--- @include "lib/name"`` lines. :func:`load` resolves the includes (each file at
-most once, cycles and missing files are errors that name the include stack) and returns
-the flattened source with its SHA1, ready for EVALSHA. On servers with Functions the
-same files run as one library instead (``durq.lua.functions``).
+- ``ops/<operation>.lua``: one script per operation, each starting with a contract header
+  (``--[[ name: purpose ... ]]``) that lists its KEYS, ARGV, replies, errors and cost;
+- ``lib/<area>/<name>.lua``: the helpers they share, one concept per file, by area
+  (``core``, ``groups``, ``limits``, ``control``, ``schedules``, ``workflows``), pulled in
+  with ``--- @include "lib/<area>/<name>"`` lines;
+- this module, the loader: :func:`load` resolves the includes (each file at most once,
+  cycles and missing files are errors that name the include stack) and returns the
+  flattened source with its SHA1, ready for EVALSHA;
+- ``functions``: the same files as one Functions library, for FCALL (Redis 7+, Valkey).
+
+A name with a slash is a path under this package without ``.lua`` (``lib/core/keys``);
+a bare name is an operation (``dequeue``: ``ops/dequeue.lua``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,9 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["SCRIPT_NAMES", "Script", "ScriptLoadError", "load", "load_all"]
+__all__ = ["SCRIPT_NAMES", "Script", "ScriptLoadError", "lib_names", "load", "load_all"]
 
-# an indented include is inside a function of the including file (lib/functions.py)
+# an indented include is inside a function of the including file (functions.py)
 _INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTILINE)
 
 SCRIPT_NAMES: tuple[str, ...] = (
@@ -32,10 +38,10 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "enqueue_plain",
     "enqueue_single",
     "extend",
-    "flow_info",
-    "flow_pause",
     "groups",
     "job",
+    "limits_info",
+    "limits_pause",
     "progress",
     "publish",
     "purge",
@@ -73,11 +79,28 @@ class Script:
         return match.group(1).strip() if match else ""
 
 
+def _path(name: str) -> str:
+    """The file of ``name``: a path under this package, or an operation's in ``ops/``."""
+    return f"{name}.lua" if "/" in name else f"ops/{name}.lua"
+
+
 def _read(name: str) -> str:
-    path = resources.files(__package__).joinpath(f"{name}.lua")
+    path = resources.files(__package__).joinpath(_path(name))
     if not path.is_file():
-        raise ScriptLoadError(f"no Lua file {name}.lua in {__package__}")
+        raise ScriptLoadError(f"no Lua file {_path(name)} in {__package__}")
     return path.read_text(encoding="utf-8")
+
+
+def lib_names() -> list[str]:
+    """Every shared helper, as its include names it (``lib/core/keys``), sorted."""
+    root = resources.files(__package__).joinpath("lib")
+    return sorted(
+        f"lib/{area.name}/{path.name[:-4]}"
+        for area in root.iterdir()
+        if area.is_dir()
+        for path in area.iterdir()
+        if path.name.endswith(".lua")
+    )
 
 
 def _flatten(name: str, stack: tuple[str, ...], seen: set[str]) -> str:
@@ -100,7 +123,7 @@ def _flatten(name: str, stack: tuple[str, ...], seen: set[str]) -> str:
 
 @functools.cache
 def load(name: str) -> Script:
-    """Return the flattened script ``name`` (a file in this package, without ``.lua``)."""
+    """The flattened script ``name``: an operation, or a path such as ``lib/core/record``."""
     source = _flatten(name, (), set())
     return Script(name, source, hashlib.sha1(source.encode("utf-8")).hexdigest())
 

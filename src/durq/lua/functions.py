@@ -27,14 +27,14 @@ second copy of any Lua:
 * what a lib computes per call at its top level (the K_* keys from KEYS, caches, flags,
   counters) sits between ``--- @per-call`` and ``--- @end`` lines. Under EVALSHA those
   lines are comments; here the block's ``local`` statements become group-level
-  declarations plus a reset function that assigns them (``durq_lib_resets['lib/keys#1']``).
+  declarations plus a reset function that assigns them (``durq_lib_resets['lib/core/keys#1']``).
   Each registered function runs, at the start of every call, the reset functions of the
   libs its operation includes, in the order of its flattened text, then those of its own
   per-call declarations, so each call starts exactly as a fresh EVALSHA would, whatever
   another member of the group ran before it. A lib's other top-level locals are functions
   or constants (``UPPER_CASE``, never assigned): tests/lua/test_functions.py fails on any
   other;
-* an include indented under a ``local function`` (lib/flow.lua includes lib/flow_hooks
+* an include indented under a ``local function`` (lib/limits/gate.lua includes lib/limits/gate_hooks
   so) is part of that function's body, made per call of it: it stays as it is.
 
 Every function name carries a hash of the library's text (``durq_<hash>_<op>``), and the
@@ -266,13 +266,13 @@ def _groups(ops: list[_Op]) -> list[_Group]:
 
 
 #: the lib an operation includes to run while the server is at maxmemory
-#: (lib/frees_memory.lua): its function is registered with the allow-oom flag
-FREES_MEMORY = "lib/frees_memory"
+#: (lib/core/frees_memory.lua): its function is registered with the allow-oom flag
+FREES_MEMORY = "lib/core/frees_memory"
 
 
 def flags(op: str) -> tuple[str, ...]:
     """The flags of operation ``op``'s function: ``allow-oom`` when the operation itself
-    includes lib/frees_memory, which gives its EVALSHA script the same effect."""
+    includes lib/core/frees_memory, which gives its EVALSHA script the same effect."""
     included = {match.group(2) for match in _INCLUDE.finditer(lua._read(op))}
     return ("allow-oom",) if FREES_MEMORY in included else ()
 

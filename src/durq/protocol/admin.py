@@ -45,7 +45,7 @@ __all__ = [
     "stats",
 ]
 
-#: queue settings and their defaults, the same as in lua/lib/conf.lua
+#: queue settings and their defaults, the same as in lua/lib/core/conf.lua
 CONF_DEFAULTS: dict[str, int] = {"group_limit": 0, "dedup_window": 60000, "dead_cap": 0}
 
 _STATE = {code: JobState(name) for code, name in STATE_NAMES.items()}

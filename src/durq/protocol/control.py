@@ -2,7 +2,7 @@
 and of the dedup modes throttle, debounce and keep-last (see docs/job-control.md).
 
 The scripts: ``cancel.lua``, ``progress.lua``, ``enqueue_control.lua``; what the other
-scripts do for a job that uses job control is in ``lua/lib/control.lua``.
+scripts do for a job that uses job control is in ``lua/lib/control/job_control.lua``.
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ __all__ = [
     "write_progress",
 ]
 
-#: record flags, the same as in lua/lib/record_layout.lua
+#: record flags, the same as in lua/lib/core/record_layout.lua
 FLAG_CANCEL = 4
 FLAG_CONTROL = 8
-#: the due time of a keep-last follow-up that waits for the job before it (lib/control.lua)
+#: the due time of a keep-last follow-up that waits for the job before it
+#: (lib/control/job_control.lua)
 PARKED = 9007199254740991
 MAX_PROGRESS_BYTES = 16 * 1024
 

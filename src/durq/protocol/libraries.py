@@ -21,33 +21,20 @@ after a restart or FUNCTION FLUSH too), which costs it one FUNCTION LOAD.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from durq.errors import ForeignLibrary
 from durq.lua.functions import Library
+from durq.models import LibraryInfo, Trust
 from durq.protocol.calls import Op, reply_or_error, text
 
-__all__ = ["LibraryInfo", "Trust", "loaded_libraries", "prune_libraries", "trust_library"]
+__all__ = ["loaded_libraries", "prune_libraries", "trust_library"]
 
 # durq's own library names: "durq_" and 12 hex digits of the library's hash; a user's
 # library that merely starts with "durq_" is never listed or deleted
 _NAME = re.compile(r"durq_[0-9a-f]{12}")
-
-
-@dataclass(frozen=True)
-class LibraryInfo:
-    """One of durq's Functions libraries on a server."""
-
-    #: ``durq_<hash>``
-    name: str
-    #: how many functions (operations) it registers
-    functions: int
-    #: True for the library of this durq version
-    current: bool
 
 
 def _pairs(entry: Any) -> Iterator[tuple[str, Any]]:
@@ -60,22 +47,6 @@ def _pairs(entry: Any) -> Iterator[tuple[str, Any]]:
     items = list(entry)
     for i in range(0, len(items) - 1, 2):
         yield text(items[i]), items[i + 1]
-
-
-class Trust(enum.Enum):
-    """How a client may run durq's scripts on a server, as :func:`trust_library` found."""
-
-    #: durq's own library was there, its code exactly this version's: FCALL
-    VERIFIED = "verified"
-    #: it was missing and this call loaded it: FCALL
-    LOADED = "loaded"
-    #: the server has no Functions (Redis 6.2): EVALSHA
-    NO_FUNCTIONS = "no Functions"
-    #: the user may not list (or, the library missing, load) Functions: EVALSHA
-    NOT_ALLOWED = "not allowed"
-    #: the library is missing and the server, out of memory, refused to load it:
-    #: EVALSHA for now, FCALL once it can be loaded
-    OUT_OF_MEMORY = "out of memory"
 
 
 def _refusal(reply: Exception) -> Trust:

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from durq import lua
 from durq.codec import PayloadCodec
-from durq.durability import Durability, NotDurable
-from durq.errors import CorruptQueue, InvalidArgument
+from durq.durability import Durability
+from durq.errors import CorruptQueue, InvalidArgument, NotDurable
 from durq.keys import QueueKeys, TopicKeys, check_group, check_job_id, check_key
 from durq.models import EnqueueResult, EnqueueStatus, Job, Message
 from durq.protocol.args import (
@@ -385,7 +385,7 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
 def dequeue_call(keys: QueueKeys, count: int, lease: float, consumer: str = "") -> ScriptCall:
     """The script call behind one dequeue attempt (for pipelining with other calls).
     ``consumer`` names a worker's consumer, which may then hold the flow-control alarm
-    (see src/durq/lua/lib/park.lua)."""
+    (see src/durq/lua/lib/limits/park.lua)."""
     args: tuple[Arg, ...] = (positive_int("count", count), lease_ms(lease))
     return script_call("dequeue", keys, (*args, consumer) if consumer else args)
 
@@ -432,7 +432,7 @@ def dequeue(
     """Take up to ``count`` jobs under a lease; with ``wait``, block up to that long
     (without polling) for the first job to arrive. A call hands out MAX_BATCH jobs at
     most (a larger count is several calls in one round trip), and fewer when its budget
-    of server time ends first (lua/lib/budget.lua): the rest then takes more round trips."""
+    of server time ends first (lua/lib/core/budget.lua): the rest then takes more round trips."""
     count = positive_int("count", count)
     calls = _dequeue_calls(keys, count, lease)
     if wait is not None:

@@ -1,4 +1,4 @@
-"""Reading job records, the binary values of the ``jobs`` hash (see ``lua/lib/record_layout.lua``).
+"""Reading job records, the binary values of the ``jobs`` hash (``lua/lib/core/record_layout``).
 
 Layout, big-endian: version B, state B, priority b, codec B, attempts H, max_attempts H,
 deliveries I, failures H, enqueued_at 6 bytes, dequeued_at 6 bytes, requeued_at 6 bytes,

@@ -1,8 +1,8 @@
 """Periodic schedules, without IO: upsert, refill, control and list operations.
 
-A schedule's state lives in its queue's slot (``lua/lib/sched_keys.lua`` has the key
+A schedule's state lives in its queue's slot (``lua/lib/schedules/keys.lua`` has the key
 layout); its ticks are materialised by the dequeue script. Cron times are computed in
-Python by a :class:`TickSource` (``durq.schedules`` makes them with cronsim), which this
+Python by a :class:`TickSource` (``durq.app.schedule_spec`` makes them with cronsim), which this
 module calls between a read and a write, so it needs no cron code of its own.
 """
 
@@ -17,12 +17,12 @@ import orjson
 from durq import lua
 from durq.errors import CorruptQueue
 from durq.keys import QueueKeys
+from durq.models import ScheduleInfo
 from durq.protocol.calls import Arg, Op, Pipeline, ScriptCall, chunk_of, send_all
 from durq.protocol.record import STATE_NAMES
 
 __all__ = [
     "LIST_FIELDS",
-    "ScheduleInfo",
     "ScheduleRow",
     "TickSource",
     "control",
@@ -40,8 +40,6 @@ LIST_FIELDS = (
     "last_tick", "last_at", "fired", "skipped", "missed", "created", "updated",
 )  # fmt: skip
 
-#: how many upcoming cron ticks a schedule keeps (it asks for more once half are used)
-CRON_TICKS = 64
 _MAX_ROUNDS = 5  # upsert rounds lost to concurrent timing changes before giving up
 _REFILL_BATCH = 20
 
@@ -51,7 +49,7 @@ class TickSource(Protocol):
 
     def ticks(self, after_ms: int, now_ms: int, keep_past: int) -> tuple[list[int], int, int]:
         """Ticks after ``after_ms``: of those at or before ``now_ms`` only the newest
-        ``keep_past``, then :data:`CRON_TICKS` future ones. Returns the ticks (ms,
+        ``keep_past``, then :data:`durq.cron.CRON_TICKS` future ones. Returns the ticks (ms,
         ascending), the horizon (every tick up to it is returned or was left out) and
         how many past ticks were left out (at least)."""
         ...
@@ -59,7 +57,7 @@ class TickSource(Protocol):
 
 @dataclass(frozen=True)
 class ScheduleRow:
-    """What ``schedule_upsert.lua`` stores for one schedule (built by durq.schedules)."""
+    """What ``schedule_upsert.lua`` stores for one schedule (built by durq.app.schedule_spec)."""
 
     name: str
     spec: str  # the timing identity: unchanged means timing and watermark are kept
@@ -85,50 +83,6 @@ class ScheduleRow:
             self.max_attempts, "1" if self.enabled else "0", self.origin, self.task,
             orjson.dumps(self.info, option=orjson.OPT_SORT_KEYS),
         ]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ScheduleInfo:
-    """A schedule as stored in Redis, with its state (``schedules list``)."""
-
-    name: str
-    queue: str
-    task: str
-    kind: str
-    cron: str | None
-    tz: str | None
-    every: float | None
-    start_at: float | None
-    end_at: float | None
-    catch_up: str
-    max_catch_up: int
-    overlap: str
-    args: list[Any]
-    kwargs: dict[str, Any]
-    paused: bool
-    ended: bool
-    origin: str
-    next_due: float | None  #: server time of the next tick (None: paused or ended)
-    last_tick: float | None  #: the scheduled time of the last job fired
-    last_fired_at: float | None  #: when that job was enqueued
-    last_job: str | None
-    last_outcome: str | None  #: pending, delayed, active, dead, completed, or finished
-    fired: int
-    skipped: int  #: ticks skipped by overlap="skip"
-    missed: int  #: ticks not fired by the catch-up policy (workers down or busy)
-    watermark: float  #: every tick at or before it is done and never fires again
-    stored_ticks: int
-    spec: str
-    version: int
-    server_time: float
-    #: the ``enabled`` flag its code declared (a runtime pause or resume overrides it
-    #: until the declared flag changes)
-    declared_enabled: bool = True
-
-    @property
-    def state(self) -> str:
-        """``paused``, ``ended`` or ``active``."""
-        return "paused" if self.paused else "ended" if self.ended else "active"
 
 
 def _call(name: str, keys: QueueKeys, args: Sequence[Arg]) -> ScriptCall:

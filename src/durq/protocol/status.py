@@ -1,4 +1,4 @@
-"""Per-item status codes of the scripts, mirrored from ``lua/lib/status.lua``.
+"""Per-item status codes of the scripts, mirrored from ``lua/lib/core/status.lua``.
 
 A test parses the Lua file and checks that both sides agree.
 """
@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import IntEnum
 
-__all__ = ["Status", "statuses"]
+from durq.models import Outcome
+
+__all__ = ["OUTCOMES", "Status", "outcomes", "statuses"]
 
 
 class Status(IntEnum):
@@ -44,3 +46,13 @@ def statuses(codes: Sequence[int]) -> list[Status]:
         return [by_code[code] for code in codes]
     except KeyError:
         return [Status(code) for code in codes]
+
+
+#: the public outcome of each wire code (tests/protocol/test_status.py: every code maps)
+OUTCOMES: dict[Status, Outcome] = {s: Outcome[s.name] for s in Status}
+
+
+def outcomes(found: Sequence[Status]) -> list[Outcome]:
+    """The public outcomes of the statuses a script returned, in order."""
+    by_status = OUTCOMES
+    return [by_status[s] for s in found]

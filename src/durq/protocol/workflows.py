@@ -7,7 +7,7 @@ parallel and chains one after another. Compiling numbers the nodes depth first (
 of the enclosing group's barrier, start the next element of the enclosing chain, or end
 the workflow) and parks every step that does not start at once, with its payload split
 around the place where its input goes. The engine that runs it is in Lua
-(``lua/lib/fan_in.lua``); this module only prepares and reads.
+(``lua/lib/workflows/fan_in.lua``); this module only prepares and reads.
 
 Each submission draws a *run* tag: the steps' job ids are ``<workflow id>.<run>.<node>``
 and the workflow's structure lives under keys named by the run, so a workflow id
@@ -34,6 +34,7 @@ from durq.keys import (
     workflow_key,
     workflow_structure_key,
 )
+from durq.models import StepInfo, WorkflowInfo
 from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
 from durq.protocol.record import STATE_NAMES, parse_record
 from durq.protocol.status import Status
@@ -45,14 +46,13 @@ __all__ = [
     "Compiled",
     "GroupSpec",
     "NodeSpec",
-    "StepInfo",
     "StepSpec",
-    "WorkflowInfo",
     "cancel",
     "compile_workflow",
     "counters",
     "deliver_call",
     "entry_target",
+    "exists",
     "info",
     "new_run",
     "running",
@@ -62,7 +62,7 @@ __all__ = [
 
 POLICIES = ("fail", "ignore", "wait")
 MAX_NODES = 100_000
-# Work per script call, so that none runs long at MAX_NODES (lua/lib/fan_in.lua, which
+# Work per script call, so that none runs long at MAX_NODES (lua/lib/workflows/fan_in.lua, which
 # has the same numbers): steps started, results gathered when a group fires, steps
 # stopped when a workflow fails or is cancelled.
 START_CHUNK = 100
@@ -70,7 +70,7 @@ FIRE_CHUNK = 500
 STOP_CHUNK = 50
 _STAGE_FIELDS = 1000  # structure fields per HSET of a submission
 _READ_FIELDS = 100  # fields per HMGET of status()
-_PART = 100  # items per field of a long list of the structure (lua/lib/fan_in.lua)
+_PART = 100  # items per field of a long list of the structure (lua/lib/workflows/fan_in.lua)
 _PLAN_BYTES = 262_144  # bytes of the plan per field
 _STAGE_TTL_MS = 600_000
 _SEP = b"\0"
@@ -294,6 +294,13 @@ def submit(
     return Status(status) is Status.CREATED, used.decode()
 
 
+def exists(home: QueueKeys, workflow_id: str) -> Op[bool]:
+    """True when home queue ``home`` holds workflow ``workflow_id`` (running, or ended
+    and its summary kept)."""
+    reply = yield Command(("EXISTS", workflow_key(home.prefix, workflow_id)))
+    return bool(reply)
+
+
 def cancel(home: QueueKeys, workflow_id: str) -> Op[tuple[Status, str | None]]:
     """Cancel workflow ``workflow_id`` of home queue ``home`` (workflow_cancel.lua):
     (CANCELLED, "cancelled") when it was running and ended now; (FINISHED, its state)
@@ -317,47 +324,6 @@ def deliver_call(entry: bytes) -> ScriptCall:
 
 
 # -- reading ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepInfo:
-    """One step of a workflow: its node number, task, queue, job id and state
-    (``waiting``: not started yet; ``starting``: its start is on its way to its queue,
-    in another slot; ``cancelled``: its workflow failed or was cancelled before it ran,
-    or it was stopped; ``done``: finished and gone; else its job's state: pending,
-    active, dead...)."""
-
-    node: int
-    task: str
-    queue: str
-    job_id: str
-    state: str
-
-
-@dataclass(frozen=True)
-class WorkflowInfo:
-    """A workflow as stored: ``state`` is running, completed, failed or cancelled; ``waiting_on``
-    maps each open group (node) to how many of its members are still open; ``dead``
-    lists the steps whose death the workflow waits out (policy "wait"); ``run`` is the
-    tag of its submission, part of its steps' job ids."""
-
-    id: str
-    queue: str
-    state: str
-    policy: str
-    created_at: float
-    finished_at: float | None
-    error: dict[str, Any] | None
-    steps: list[StepInfo]
-    waiting_on: dict[int, int]
-    dead: dict[int, Any]
-    plan: Any
-    run: str = ""
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """How many steps are in each state."""
-        return dict(Counter(s.state for s in self.steps))
 
 
 def _walk_steps(plan: Any, out: list[dict[str, Any]]) -> list[dict[str, Any]]:

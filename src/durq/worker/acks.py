@@ -9,7 +9,8 @@ from typing import Any
 
 from durq.keys import QueueKeys
 from durq.models import Job
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
 from durq.protocol.calls import Op
 from durq.worker.executor import Outcome
 
@@ -66,7 +67,7 @@ class AckBuffer:
         limited: list[tuple[Job, Outcome]] = []
         if len(done) != len(taken):  # most round trips send successes only: one pass
             # a cancelled job is sent as failed: its record's cancel flag makes the
-            # script end it cancelled, never retried (lib/control.lua)
+            # script end it cancelled, never retried (lib/control/job_control.lua)
             failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead", "cancelled")]
             deferred = [(j, o) for j, o in taken if o.kind == "defer"]
             limited = [(j, o) for j, o in taken if o.kind == "limited"]
@@ -95,5 +96,7 @@ class AckBuffer:
             )
         if limited:
             paused = [(j, o.delay, o.scope) for j, o in limited]
-            out.append(("rate_limited", [j for j, _ in limited], flow.rate_limited(keys, paused)))
+            out.append(
+                ("rate_limited", [j for j, _ in limited], limit_ops.rate_limited(keys, paused))
+            )
         return out

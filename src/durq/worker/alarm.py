@@ -7,7 +7,7 @@ ends up to 100 ms late: at 20 jobs per second that would halve the rate. So the 
 also blocks on a marker of its own (``<prefix>ring:<consumer>``, in the queue's slot) and
 a local timer sets it when the wait is due: the wait then ends within a millisecond or
 two, for the cost of one ZADD. Only the consumer that planned the wait is woken; a
-rate-limited queue has one such consumer at a time (the alarm, src/durq/lua/lib/park.lua).
+rate-limited queue has one such consumer at a time (the alarm, src/durq/lua/lib/limits/park.lua).
 """
 
 from __future__ import annotations
@@ -65,4 +65,4 @@ class Alarm:
     async def _send(self) -> None:
         # on failure the wait ends by its own timeout, a little later
         with contextlib.suppress(RedisError, DurqError, OSError):
-            await self.queue.run(wake.ring(self.ring_key, _RING_TTL_MS))
+            await self.queue._run(wake.ring(self.ring_key, _RING_TTL_MS))

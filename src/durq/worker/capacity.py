@@ -15,9 +15,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from durq.app.task import Task
 from durq.metrics import JobMetrics
 from durq.models import Job
-from durq.task import Task
 from durq.worker.executor import Call, Outcome
 
 __all__ = ["Capacity", "Delivery"]

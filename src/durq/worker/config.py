@@ -11,7 +11,7 @@ from durq.keys import check_queue_name
 from durq.protocol.args import lease_ms
 
 if TYPE_CHECKING:
-    from durq.task import Task
+    from durq.app.task import Task
 
 __all__ = ["ASYNC_CONCURRENCY", "SYNC_CONCURRENCY", "WorkerConfig", "concurrency_for"]
 

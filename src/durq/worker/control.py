@@ -130,7 +130,7 @@ class _Reporter:
         self.next_at = time.monotonic() + PROGRESS_INTERVAL
         job = self.job
         try:
-            status = await self.queue.run(write_progress(self.queue.keys, job.id, job.token, data))
+            status = await self.queue._run(write_progress(self.queue.keys, job.id, job.token, data))
         except (RedisError, OSError, DurqError) as exc:
             log.debug("job %s: progress not written: %s", job.id, exc)
             return

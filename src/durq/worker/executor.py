@@ -13,21 +13,20 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from durq import tracing
+from durq.app import tracing
+from durq.app.schedule_spec import apply_tick
+from durq.app.task import Task
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import PayloadError, PayloadTooLarge
-from durq.flow import RateLimited
-from durq.message import encode_error, encode_result, parse_call, task_name_of
+from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry
 from durq.models import Job
+from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
-from durq.schedules import apply_tick
-from durq.task import Fail, Retry, Task
 from durq.worker.handoff import Handoff
 from durq.worker.threads import ThreadRunner
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq.app.app import App
 
 __all__ = ["DONE", "Call", "Executor", "Outcome"]
 
@@ -227,7 +226,7 @@ class Executor:
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
-        except RateLimited as exc:  # no attempt counted, however often (see flow.py)
+        except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
             fields = {"reason": "retry_requested", "message": exc.reason}

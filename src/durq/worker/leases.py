@@ -21,9 +21,9 @@ from typing import Any
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
 from durq._async.queue import AsyncQueue
+from durq.app.task import Task
 from durq.errors import DurqError
-from durq.protocol.status import Status
-from durq.task import Task
+from durq.models import Outcome
 from durq.worker.capacity import Capacity, Delivery
 
 __all__ = ["LeaseKeeper"]
@@ -100,16 +100,16 @@ class LeaseKeeper:
                 continue
             self.report(items, statuses)
 
-    def report(self, items: list[Delivery], statuses: list[Status]) -> None:
-        """Act on the statuses of one extension round trip. A delivery that finished
+    def report(self, items: list[Delivery], statuses: list[Outcome]) -> None:
+        """Act on the outcomes of one extension round trip. A delivery that finished
         while it was under way is none of its business: its release may have been
         applied first (the extension then finds the job gone, which is no lost lease),
         and its acknowledgement's own reply says whether the lease was lost."""
         deliveries = self.capacity.deliveries
         for delivery, status in zip(items, statuses, strict=True):
-            if status == Status.OK or deliveries.get(delivery.key) is not delivery:
+            if status is Outcome.OK or deliveries.get(delivery.key) is not delivery:
                 continue
-            if status == Status.CANCELLED:
+            if status is Outcome.CANCELLED:
                 self.cancelled(delivery)
             else:
-                self.lost(delivery, Status(status).name)
+                self.lost(delivery, status.name)

@@ -1,7 +1,7 @@
 """A pump's fetching while the Redis server is at ``maxmemory`` (``noeviction``).
 
-The server then refuses to hand out jobs (lua/lib/needs_memory.lua) but still applies
-acknowledgements and lease extensions (lua/lib/frees_memory.lua), which free memory. So
+The server then refuses to hand out jobs (lua/lib/core/needs_memory.lua) but still applies
+acknowledgements and lease extensions (lua/lib/core/frees_memory.lua), which free memory. So
 a refused fetch stops fetching for a while, from 50 ms doubling up to 1 s, while the
 acknowledgements of the jobs in hand go on: a worker never takes jobs whose own writes
 (results, follow-up enqueues) the server would refuse, and memory beyond the limit

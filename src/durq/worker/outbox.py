@@ -2,7 +2,7 @@
 
 A workflow step that completes in one Redis Cluster slot while its workflow lives in
 another (another queue, another hash tag) cannot count there in the same script: its
-release writes an entry into its queue's outbox instead (``lua/lib/outbox.lua``), in
+release writes an entry into its queue's outbox instead (``lua/lib/core/outbox.lua``), in
 the same atomic step. The outbox is a durq queue of its own in that slot. Every worker
 consuming a queue also delivers that queue's outbox: it takes entries under a lease,
 applies each in its target slot with ``workflow_deliver.lua`` (idempotent), and only
@@ -10,7 +10,7 @@ then releases it. A worker that dies in between leaves the entry to come back wh
 lease ends; applying it again changes nothing, so nothing is lost or counted twice.
 Idle couriers block on the outbox's wake marker (no polling). The same outbox carries
 the pauses of a sharded queue (``durq.RateLimited(scope="queue")`` in one shard pauses
-the others: ``flow_pause.lua``, idempotent too).
+the others: ``limits_pause.lua``, idempotent too).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from durq.codec import PayloadCodec
 from durq.errors import DurqError, InvalidArgument
 from durq.keys import OutboxKeys
 from durq.models import Job
-from durq.protocol import flow, lifecycle
+from durq.protocol import lifecycle
+from durq.protocol import limits as limit_ops
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import MAX_BLOCK, Op, Pipeline, ScriptCall
@@ -73,7 +74,7 @@ class OutboxCourier:
                     op = lifecycle.fetch_after_wait(
                         self.keys, self._codec, self.batch, self.lease, block
                     )
-                jobs, next_ms, _ = await self.queue.run(op)
+                jobs, next_ms, _ = await self.queue._run(op)
                 failures = 0
             except _TRANSIENT:
                 failures += 1
@@ -116,7 +117,7 @@ class OutboxCourier:
     ) -> None:
         """Apply entries of one target slot, in one round trip."""
         try:
-            replies = await self.queue.run(_send(tuple(_apply_call(j.data) for j in group)))
+            replies = await self.queue._run(_send(tuple(_apply_call(j.data) for j in group)))
         except (DurqError, RedisError, OSError) as exc:  # the target slot is unreachable
             retry.extend((j, f"{type(exc).__name__}: {exc}") for j in group)
             return
@@ -142,10 +143,10 @@ class OutboxCourier:
         items += [(j, 0.0, _reason(why), True) for j, why in bad]
         try:
             if done:
-                await self.queue.run(lifecycle.release(self.keys, done))
+                await self.queue._run(lifecycle.release(self.keys, done))
                 self.delivered += len(done)
             if items:
-                await self.queue.run(lifecycle.requeue(self.keys, items))
+                await self.queue._run(lifecycle.requeue(self.keys, items))
         except (DurqError, RedisError, OSError) as exc:
             # the entries come back when their leases end and are applied again: harmless
             log.warning("outbox of %s: acknowledging failed: %s", name, exc)
@@ -153,9 +154,9 @@ class OutboxCourier:
 
 def _apply_call(entry: bytes) -> ScriptCall:
     """The call applying ``entry`` in its target slot: a pause of a sharded queue's
-    shard (durq.RateLimited, protocol.flow), else a workflow order."""
-    if entry.startswith(flow.PAUSE_ENTRY):
-        return flow.pause_call(entry)
+    shard (durq.RateLimited, protocol.limits), else a workflow order."""
+    if entry.startswith(limit_ops.PAUSE_ENTRY):
+        return limit_ops.pause_call(entry)
     return wf.deliver_call(entry)
 
 

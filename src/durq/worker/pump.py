@@ -256,7 +256,7 @@ class QueuePump:
             return
         self._poked = True
         try:
-            await self.queue.run(wake.signal(self.queue.keys))
+            await self.queue._run(wake.signal(self.queue.keys))
         except (*_TRANSIENT, RedisError, DurqError):
             pass  # the wait then ends by its own timeout
 
@@ -287,7 +287,7 @@ class QueuePump:
             )
         self.sending = taken
         try:
-            results = await self.queue.run_all(batch)
+            results = await self.queue._run_all(batch)
         finally:
             self.sending = []
         refused: BaseException | None = None
@@ -318,7 +318,7 @@ class QueuePump:
         for want of memory: it was not applied, and is sent again."""
         if isinstance(result, OutOfMemoryError):
             # an acknowledgement is never dropped (the job would run again after its
-            # lease); lib/frees_memory.lua makes this rare: an older durq's library?
+            # lease); lib/core/frees_memory.lua makes this rare: an older durq's library?
             log.warning(
                 "%s of %d jobs on %s refused for want of memory; sent again: %s",
                 kind,
@@ -427,7 +427,7 @@ class QueuePump:
     async def _wait_and_fetch(self) -> None:
         want = min(self._wait_want, self.capacity.free_for(self.name), self.batch)
         if want <= 0 or not self.capacity.open:
-            await self.queue.run(wake.wait(self.queue.keys, min(self._wait_timeout, MAX_BLOCK)))
+            await self.queue._run(wake.wait(self.queue.keys, min(self._wait_timeout, MAX_BLOCK)))
             return
         # the server ends a blocking wait up to 1/hz s late: a local timer rings this
         # consumer's own marker on time, and the server's timeout is only the fallback
@@ -445,7 +445,7 @@ class QueuePump:
         # one, on the pickup path
         ring = self.alarm.ring_after(timeout) if precise else _NO_RING
         async with ring:
-            jobs, next_ms, reclaimed = await self.queue.run(op)
+            jobs, next_ms, reclaimed = await self.queue._run(op)
         if len(jobs) < want:
             self._emptied = next_ms
         if self.memory.refusals:

@@ -20,10 +20,10 @@ from redis.asyncio import Redis as AsyncRedis
 
 from durq._async.driver import AsyncDriver
 from durq._sync.driver import Driver
-from durq.cluster import is_cluster
 from durq.keys import NamespaceKeys
 from durq.metrics import WorkerMetrics
 from durq.protocol.namespace import beat_worker, live_workers, remove_worker
+from durq.transport.cluster import is_cluster
 from durq.worker.capacity import Capacity
 
 __all__ = ["WorkerRegistry", "list_workers", "new_worker_id"]

@@ -29,9 +29,10 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from durq import connection, tracing
+from durq.app import tracing
 from durq.metrics import WorkerMetrics
 from durq.models import Job
+from durq.transport import connection
 from durq.worker import handoff
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
@@ -48,7 +49,7 @@ from durq.worker.schedules import ScheduleKeeper
 from durq.worker.startup import check_server, find_shards, subscribe
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq.app.app import App
 
 __all__ = ["Worker", "WorkerState"]
 
@@ -308,7 +309,7 @@ class Worker:
         await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
-                source = self.app.async_queue(queue, client=self._client)
+                source = self.app.aqueue(queue, client=self._client)
                 self.pumps[queue] = QueuePump(
                     source,
                     self,

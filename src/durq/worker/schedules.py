@@ -1,7 +1,7 @@
 """The worker's part in periodic jobs: upsert the app's schedules on start, and keep
 the cron schedules of its queues supplied with upcoming ticks.
 
-Ticks themselves are fired by the dequeue script (lua/lib/schedules_due.lua), in whichever
+Ticks themselves are fired by the dequeue script (lua/lib/schedules/due.lua), in whichever
 worker dequeues first; nothing here fires a job, so a worker that dies or lags here
 cannot lose or duplicate a tick. Cron times are computed in Python (cronsim) and stored
 ahead; a cron schedule asks for more once half are used, and the keeper looks for such
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from durq._async.retry import retrying
+from durq.app.schedule_control import SyncReport
 from durq.cron import timing_of
 from durq.protocol import schedules as ops
-from durq.schedule_control import SyncReport
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
-    from durq.schedule_control import Schedules
+    from durq.app.schedule_control import Schedules
 
 __all__ = ["ScheduleKeeper"]
 
@@ -59,7 +59,7 @@ class ScheduleKeeper:
         schedules an earlier version declared are reported all the same."""
 
         async def sync() -> SyncReport:
-            return await self.schedules.async_sync(self.queue_names, client=self.client)
+            return await self.schedules.aupsert(self.queue_names, client=self.client)
 
         report = await retrying(sync, 30.0)
         changed = report.created + report.changed + report.updated
@@ -83,7 +83,7 @@ class ScheduleKeeper:
     async def refill(self) -> None:
         """Store more ticks for the cron schedules that asked for them."""
         for queue in self.queues:
-            done = await queue.run(ops.refill(queue.keys, timing_of))
+            done = await queue._run(ops.refill(queue.keys, timing_of))
             if done:
                 log.debug("refilled the ticks of %d schedules of %s", done, queue.name)
 

@@ -13,10 +13,10 @@ from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
 from durq.keys import NamespaceKeys
 from durq.protocol.namespace import shard_counts
-from durq.server_settings import server_warnings
+from durq.protocol.server_settings import server_warnings
 
 if TYPE_CHECKING:
-    from durq.app import App
+    from durq.app.app import App
 
 __all__ = ["check_server", "find_shards", "subscribe"]
 
@@ -26,7 +26,7 @@ log = logging.getLogger("durq.worker")
 async def check_server(queue: AsyncQueue) -> None:
     """Say loudly when the server's settings can lose jobs."""
     try:
-        found = await queue.run(server_warnings())
+        found = await queue._run(server_warnings())
     except Exception as exc:  # best effort: the worker runs regardless
         log.debug("could not read the server's settings: %s", exc)
         return

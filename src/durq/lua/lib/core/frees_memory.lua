@@ -1,0 +1,15 @@
+-- An operation that must run while the server is at maxmemory (noeviction): it
+-- acknowledges jobs the server already handed out, or keeps their leases. Refusing it
+-- would not save memory: the job would run again after its lease, and its records stay.
+-- What it adds (a tombstone, a reason, a result) is bounded by the jobs a worker holds,
+-- and it mostly frees more (a released record). Its function is registered with the
+-- allow-oom flag (lua/functions.py, for the operations that include this file). Under
+-- EVALSHA the server refuses a script at its first write that may grow memory, only when
+-- the script wrote nothing before: this DEL of the prefix key (never a key) is a write
+-- that changes nothing and comes first, so the script runs whole, as the function does.
+--- @include "lib/core/keys"
+-- (lib/core/clock first: Redis 6.2 takes replicate_commands() only before any write)
+--- @include "lib/core/clock"
+--- @eval-only
+redis.call('DEL', K_PREFIX)
+--- @end

@@ -1,0 +1,13 @@
+-- An operation refused, before any change, while the server is at maxmemory
+-- (noeviction): dequeue hands out jobs, whose acknowledgements, results and follow-up
+-- enqueues the server could then refuse. The worker backs off until memory is free. A
+-- function without the allow-oom flag is refused before it runs; under EVALSHA a script
+-- is refused at its first write that may grow memory when it wrote nothing before: this
+-- SET ... XX of the prefix key (never a key) sets nothing and is that first write, so
+-- the script is refused as the function is.
+--- @include "lib/core/keys"
+-- (lib/core/clock first: Redis 6.2 takes replicate_commands() only before any write)
+--- @include "lib/core/clock"
+--- @eval-only
+redis.call('SET', K_PREFIX, '', 'XX')
+--- @end

@@ -1,5 +1,0 @@
---- @include "lib/keys"
-
-local function set_reason(id, fields)
-  redis.call('HSET', K_REASONS, id, cjson.encode(fields))
-end

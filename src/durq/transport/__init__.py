@@ -1,0 +1,9 @@
+"""Socket IO below the drivers: Redis clients from URLs, Cluster routing, the reply spin.
+
+- ``connection``: clients from URLs (TLS, ACL, Unix sockets, Sentinel), their pools,
+  and the lean exchanges the drivers send requests with;
+- ``cluster``: which node serves a slot, and routing a call there;
+- ``spin``: how a blocking exchange waits for its reply (a short poll, then a sleep).
+
+The protocol (``durq.protocol``) and the Lua scripts never import this package.
+"""
