@@ -193,7 +193,8 @@ class Workflows:
         first, i = run.first(), run.cursor
         if i is None:
             return
-        taken, size = [], 0
+        taken: list[int] = []
+        size = 0
         while i < len(first):
             node = run.nodes[first[i]]
             if node.parked:

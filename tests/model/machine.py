@@ -101,12 +101,13 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         example must replay with the same ones (hypothesis replays and shrinks by
         prefixes). Undone in teardown."""
         counter = iter(range(1, 1 << 32))
-        self._drawn = (wf_protocol.new_run, workflows_api.new_ids)
-        wf_protocol.new_run = lambda: f"{next(counter):08x}"  # type: ignore[assignment]
-        workflows_api.new_ids = lambda n: [f"r{next(counter)}" for _ in range(n)]  # type: ignore[assignment]
+        self._drawn = (wf_protocol.new_run, getattr(workflows_api, "new_ids"))  # noqa: B009
+        wf_protocol.new_run = lambda: f"{next(counter):08x}"
+        setattr(workflows_api, "new_ids", lambda n: [f"r{next(counter)}" for _ in range(n)])  # noqa: B010
 
     def teardown(self) -> None:
-        wf_protocol.new_run, workflows_api.new_ids = self._drawn  # type: ignore[assignment]
+        wf_protocol.new_run = self._drawn[0]
+        setattr(workflows_api, "new_ids", self._drawn[1])  # noqa: B010
         if os.environ.get("DURQ_MODEL_STATS"):
             total: Counter[str] = Counter()
             for unit in self.units.values():
@@ -290,7 +291,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         busy = [u for u in UNITS if heads[u]]
         # workflows progress: a queue whose next job may be a step, more often than not
         steps = [u for u in busy if any(self.units[u].jobs[i].origin == "step" for i in heads[u])]
-        if steps and data.draw(st.booleans()):
+        if steps and bool(data.draw(st.booleans())):
             busy = steps
         self.complete_one(data.draw(st.sampled_from(busy or list(UNITS))))
 
@@ -531,16 +532,17 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         """The code declares a schedule (new, changed, or moved to another queue), and
         a worker's start syncs it."""
         was = self.declared.get(name)
-        old = self.schedules[was].by_name.get(name) if was not in (None, unit) else None
+        moved = was if was is not None and was != unit else None
+        old = self.schedules[moved].by_name.get(name) if moved is not None else None
         spec = self._declare(name, unit, every, catch, overlap, enabled)
         report = self.world.app.sync_schedules()
-        if old is not None:
+        if moved is not None and old is not None:
             # docs/schedules.md: a schedule moved to another queue fires there only: the
             # old copy is removed, and a runtime pause (or resume) of it carries over
-            assert (self.world.fronts[was].name, name, self.world.fronts[unit].name) in (
+            assert (self.world.fronts[moved].name, name, self.world.fronts[unit].name) in (
                 report.moved
             ), f"{name} moved from {was} to {unit}: the sync reported {report}"
-            self.schedules[was].remove(name)
+            self.schedules[moved].remove(name)
         status = self.schedules[unit].upsert(spec, self.now)
         if old is not None and status == "created" and old.declared_enabled == enabled \
                 and old.paused == enabled:  # fmt: skip

@@ -15,6 +15,7 @@ from hypothesis.stateful import precondition, rule
 from redis.exceptions import ResponseError
 
 import durq
+from durq.app.workflows import WorkflowHandle
 from durq.codec import PayloadCodec
 from durq.errors import JobNotFound
 from durq.keys import OutboxKeys
@@ -22,7 +23,6 @@ from durq.protocol import lifecycle
 from durq.protocol import limits as flow
 from durq.protocol import workflows as wf_ops
 from durq.protocol.calls import Op
-from durq.app.workflows import WorkflowHandle
 from model.fanin import Ident, NodeM, RunM, Workflows
 from model.reference import ModelError, Ops
 from model.world import LEASE_S, World

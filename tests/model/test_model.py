@@ -59,7 +59,7 @@ def _run(
 
     machine = seed(seed_value)(OnTheFrozenServer)
     if REPLAY:
-        machine = reproduce_failure(REPLAY[0], REPLAY[-1])(machine)
+        machine = reproduce_failure(REPLAY[0], REPLAY[-1].encode())(machine)
     shrink_s = int(os.environ.get("DURQ_MODEL_SHRINK_S", shrink_s))
     with shrinking_for(shrink_s):
         run_state_machine_as_test(

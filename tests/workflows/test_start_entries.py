@@ -103,16 +103,16 @@ async def test_a_start_that_comes_after_the_stop_of_its_steps_starts_nothing(
     handle = await front.enqueue(durq.group([sq.s(log, 1), sq.s(log, 2)]), id="late-7")
     assert handle.queue == home_name
     box = OutboxKeys(home_name)
-    [start], _, _ = home.run(lifecycle.fetch(box, PayloadCodec(), 10, 30))
+    [start], _, _ = home._run(lifecycle.fetch(box, PayloadCodec(), 10, 30))
     assert await front.cancel(handle) is durq.CancelStatus.CANCELLED
-    entries, _, _ = home.run(lifecycle.fetch(box, PayloadCodec(), 10, 30))
+    entries, _, _ = home._run(lifecycle.fetch(box, PayloadCodec(), 10, 30))
     by_kind = {e.data[:1]: e.data for e in [start, *entries]}
     assert sorted(by_kind) == [b"K", b"Q", b"S"]
     # the stop first: it waits for the consume (a courier retries it with backoff)
     with pytest.raises(ResponseError, match="waits for the consume"):
-        home.run(_apply(by_kind[b"K"]))
+        home._run(_apply(by_kind[b"K"]))
     for kind in (b"S", b"Q", b"K"):  # then the start, the consume, the stop again
-        assert home.run(_apply(by_kind[kind])) == b"OK"
+        assert home._run(_apply(by_kind[kind])) == b"OK"
     assert far.dequeue() is None, "a step of the cancelled workflow can start"
     info = await front.status(handle)
     assert info is not None and {s.state for s in info.steps} == {"cancelled"}

@@ -376,12 +376,12 @@ class Worker:
         # the app's default queue is the home of the workflows submitted with an id
         # (docs/workflows.md): every worker delivers its outbox, consumed or not
         homes = {
-            name: self.app.async_queue(name, client=self._client)
+            name: self.app.aqueue(name, client=self._client)
             for name in self.app.shard_names(self.app.default_queue)
             if name not in self.pumps
         }
-        for name, queue in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
-            courier = OutboxCourier(queue, lease=min(self.lease, 10.0))
+        for name, box in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
+            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
             background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
