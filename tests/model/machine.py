@@ -603,8 +603,13 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     @invariant()
     def agree(self) -> None:
         self.steps += 1
-        for unit in UNITS:
-            invariants.check_unit(self.world, unit, self.units[unit], self.now)
-        for unit in PLAIN_UNITS:
-            invariants.check_schedules(self.world, unit, self.schedules[unit])
-        invariants.check_workflows(self.world, self.workflows, self.now)
+        reads = invariants.Reads(self.world)
+        units = {u: invariants.read_unit(reads, u) for u in UNITS}
+        schedules = {u: invariants.read_schedules(reads, u, self.schedules[u]) for u in PLAIN_UNITS}
+        workflows = invariants.read_workflows(reads, self.workflows)
+        reads.send()
+        for unit, at in units.items():
+            invariants.check_unit(reads, at, unit, self.units[unit])
+        for unit, at in schedules.items():
+            invariants.check_schedules(reads, at, unit, self.schedules[unit])
+        invariants.check_workflows(reads, workflows, self.workflows, self.now)
