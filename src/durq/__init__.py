@@ -52,6 +52,7 @@ from durq.errors import (
     PayloadRefused,
     PayloadTooLarge,
     RateLimited,
+    RedisUnavailable,
     Retry,
     WorkflowFailed,
 )
@@ -94,6 +95,7 @@ __all__ = [
     # flow control
     "Rate",
     "RateLimited",
+    "RedisUnavailable",
     "FlowInfo",
     "ParkedGroup",
     # workflows

@@ -13,6 +13,8 @@ equal).
     ├── CorruptQueue: a durq key holds another Redis type, or a record is unreadable
     ├── ForeignLibrary: code that is not durq's holds the names of durq's Functions
     ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
+    ├── RedisUnavailable (also redis-py's ConnectionError): Redis did not answer for as
+    │   long as durq retries (``enqueue_retry_for``)
     └── JobFailed: the job whose result was awaited was dead-lettered
         ├── Cancelled: it was cancelled
         ├── Expired: it was not started by its expiry time
@@ -23,8 +25,8 @@ equal).
     ├── Fail: dead-letter the job at once
     └── RateLimited: give the job back and pause its group or queue (no attempt counts)
 
-Connection problems surface as redis-py's ``redis.exceptions.ConnectionError`` and
-``TimeoutError``; durq never puts credentials in its own messages.
+Other connection problems surface as redis-py's ``redis.exceptions.ConnectionError``
+and ``TimeoutError``; durq never puts credentials in its own messages.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any, Literal
+
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 __all__ = [
     "Cancelled",
@@ -50,6 +54,7 @@ __all__ = [
     "PayloadRefused",
     "PayloadTooLarge",
     "RateLimited",
+    "RedisUnavailable",
     "Retry",
     "WorkflowFailed",
 ]
@@ -146,6 +151,22 @@ class NotDurable(DurqError):
     """
 
     results: object = None
+
+
+class RedisUnavailable(DurqError, RedisConnectionError):
+    """Redis did not answer for as long as durq retries a call that is safe to repeat
+    (an enqueue: ``enqueue_retry_for``, 10 s by default, plus at most one connect
+    timeout). The message names the address redis-py could not reach and what to check;
+    it is also a ``redis.exceptions.ConnectionError``, so handlers of that still work."""
+
+    @classmethod
+    def after(cls, exc: Exception, retry_for: float) -> RedisUnavailable:
+        """The error of a call that Redis did not answer for ``retry_for`` seconds."""
+        return cls(
+            f"Redis did not answer for {retry_for:g} s ({exc}): check that the server "
+            "runs and that the app's URL (host, port, password, TLS) points at it; "
+            "enqueue_retry_for sets how long durq keeps trying"
+        )
 
 
 class JobFailed(DurqError):

@@ -26,7 +26,7 @@ from durq.app.handle import JobHandle
 from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
-from durq.app.task import Call, Task, TaskCall, TaskConfig
+from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
 from durq.app.topics import AppTopic
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
@@ -143,6 +143,8 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -159,6 +161,8 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -176,6 +180,11 @@ class App:
             result_ttl: how long the result is kept (default: the app's).
             shards: make the task's queue a sharded queue of this many shards (see
                 ``App``); every task of the queue must agree.
+            retry_on: the exceptions a failed run is retried for (default: every
+                ``Exception``); any other dead-letters the job at once.
+            dont_retry_on: exceptions never retried, even when ``retry_on`` matches
+                (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
+                retries and ``durq.Fail`` never does, whatever these say.
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -191,6 +200,8 @@ class App:
             lease=lease,
             result=result,
             result_ttl=result_ttl,
+            retry_on=exception_types("retry_on", retry_on),
+            dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
@@ -259,6 +270,12 @@ class App:
                 f"queue {name!r} is sharded: use app.sharded_queue({name!r}), or "
                 f"app.queue('{name}~<i>') for one shard"
             )
+
+    def handle(self, queue: str, job_id: str) -> JobHandle[Any]:
+        """The handle of job ``job_id`` in ``queue`` (for a sharded queue, its shard:
+        ``handle.queue``), from an id stored earlier; ``task.handle(job_id)`` also types
+        its result."""
+        return JobHandle.of(self, queue, job_id)
 
     def queue(self, name: str) -> Queue:
         """The blocking Queue ``name`` (or one shard, ``name~i``), sharing the app's

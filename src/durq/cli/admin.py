@@ -130,9 +130,9 @@ def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
 )
 @click.option(
     "--rate/--no-rate",
-    default=True,
+    default=False,
     show_default=True,
-    help="Measure jobs completed per second over one second.",
+    help="Also measure jobs completed per second (reads twice, a second apart).",
 )
 @_redis_errors
 def stats(

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 import click
 
+from durq.app.app import App
 from durq.cli.common import load_app, url_option
+from durq.context import JobLogContext
 from durq.errors import InvalidArgument
-from durq.logs import configure_logging
+from durq.logs import configure_logging, route_task_logs
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
@@ -17,19 +20,24 @@ from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
 
+log = logging.getLogger("durq.worker")
+
 
 def _run(worker: Worker) -> None:
     try:
         import uvloop  # optional: a faster event loop where installed
     except ImportError:
+        uvloop = None
+    # outside the try: an error of the worker must not come chained to the missing
+    # uvloop, and an ImportError it raises must not start the (already awaited)
+    # coroutine again on another loop
+    if uvloop is None:
         # the loop whose thread short sync tasks may borrow without stalling it; the
         # worker's signals come through it
         worker.handle_signals = False
         run_worker(worker.run(), worker.on_signal)
-        return
-    # outside the try: an ImportError raised by the worker itself must not start the
-    # (already awaited) coroutine again on another loop; sync tasks all run in threads
-    uvloop.run(worker.run())
+    else:  # sync tasks all run in threads
+        uvloop.run(worker.run())
 
 
 @click.command()
@@ -130,9 +138,11 @@ def worker(
     unstarted and unfinished jobs are given back. A second signal stops at once.
     Nothing is lost either way: unacknowledged jobs return after their lease.
     """
-    configure_logging(log_level, log_format)
+    handler = configure_logging(log_level, log_format, context=JobLogContext())
     # checked before any child starts: a mistake is one error, not children failing forever
     app = load_app(target)
+    # after the import: an app that configures logging itself keeps its own set-up
+    route_task_logs(handler, log_level)
     if url:
         app.url = url
     try:
@@ -147,6 +157,8 @@ def worker(
         )
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
+    if SLOT_ENV not in os.environ:  # once, not again in each child of -p N
+        _warn_unused_queues(app, queues)
     if processes > 1:
         argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
         sys.exit(Supervisor(argv, processes, burst=burst).run())
@@ -156,6 +168,21 @@ def worker(
         slot = int(os.environ.get(SLOT_ENV, "0"))
         serve_metrics(metrics, metrics_port + slot, metrics_host)
     _run(Worker(app, config, metrics=metrics))
+
+
+def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
+    """Say so when ``-q`` names a queue that none of the app's tasks, schedules or
+    topic subscriptions uses (a typo consumes nothing, silently, otherwise)."""
+    used = set(app.queues) | {s.queue for s in app.schedules.declared.values()}
+    for name in queues:
+        if name in used or any(t.subscription_of(name) for t in app.topics.values()):
+            continue
+        log.warning(
+            "queue %s: no task, schedule or topic of the app uses it; the worker consumes "
+            "it anyway (jobs sent there with .options(queue=...) run). The app's queues: %s",
+            name,
+            ", ".join(sorted(used)) or "-",
+        )
 
 
 def _child_args(args: list[str]) -> list[str]:

@@ -46,7 +46,7 @@ from durq.worker.outbox import OutboxCourier
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
-from durq.worker.startup import check_server, find_shards, subscribe
+from durq.worker.startup import check_server, find_shards, subscribe, wait_for_redis
 
 if TYPE_CHECKING:
     from durq.app.app import App
@@ -151,7 +151,8 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
         self.started_at = time.time()
-        self.processed = 0
+        self.processed = 0  # runs of jobs that ended, whatever their outcome
+        self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
 
     # -- called by the pumps and the lease keeper -----------------------------------
 
@@ -188,7 +189,7 @@ class Worker:
         # among them) stay its own, and cancelling it (a cancel request, a lost lease, a
         # stop) touches nothing else. Made as asyncio.Task itself unless the loop has a
         # task factory (two Python frames less per job than asyncio.create_task); a fixed
-        # name: an unnamed Task formats "Task-<n>" for each job (~0.5 µs)
+        # name: an unnamed Task formats "Task-<n>" for each job (docs/decisions/)
         loop = self._loop
         direct = loop is not None and loop.get_task_factory() is None
         while waiting and self._running < self.concurrency:
@@ -243,7 +244,7 @@ class Worker:
         pickup = (job.lease_deadline - self.lease) - job.enqueued_at
         if eager:
             # an idle worker's pickup: counted a loop turn later, once the body started
-            # (about 10 us of code that an idle worker runs cold); a busy worker counts
+            # (code that an idle worker runs cold, off its pickup); a busy worker counts
             # at once, without a loop callback per job
             asyncio.get_running_loop().call_soon(delivery.metrics.started, pickup)
         else:
@@ -277,6 +278,7 @@ class Worker:
             return  # already given back during shutdown
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
+        self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
         delivery.metrics.finished(outcome.kind, seconds)
         if outcome is not DONE or _debug():  # a plain success is logged only at DEBUG
             log_outcome(job, delivery.name, outcome, seconds)
@@ -306,6 +308,12 @@ class Worker:
         """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
         if self._client is None:
             self._client = connection.async_client(self.app.url)
+        if not await wait_for_redis(self._client, self.app.url, self._stop):
+            if self._owns_client:
+                await self._client.aclose()
+            self.state = WorkerState.STOPPED
+            log.info("worker %s stopped before Redis answered", self.id)
+            return
         await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
@@ -386,10 +394,10 @@ class Worker:
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
         # runs, so that the full collections the jobs' short-lived objects trigger do
-        # not traverse it again and again (about 11 us per job of a one-call Redis job,
-        # 70% of the collector's time, on the 2-core bench VM). Only a speed hint: the
-        # objects are given back to the collector when the worker stops (an embedding
-        # process, e.g. a test suite, then collects whatever of them became garbage).
+        # not traverse it again and again (docs/decisions/worker-collector.md). Only a
+        # speed hint: the objects are given back to the collector when the worker stops
+        # (an embedding process, e.g. a test suite, then collects whatever of them became
+        # garbage).
         gc.freeze()
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
@@ -420,7 +428,7 @@ class Worker:
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
-            log.info("worker %s stopped after %d jobs", self.id, self.processed)
+            log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
@@ -494,3 +502,24 @@ class Worker:
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
+
+
+# the words of the outcome kinds in the worker's last line
+_OUTCOME_WORDS = {
+    "done": "completed",
+    "retry": "to be retried",
+    "dead": "dead-lettered",
+    "defer": "deferred",
+    "limited": "rate-limited",
+    "cancelled": "cancelled",
+    "lost": "lost to another worker",
+}
+
+
+def _runs(outcomes: dict[str, int]) -> str:
+    """``"5 runs of jobs (3 completed, 2 to be retried)"``: what a worker did, by outcome
+    (a job retried twice and completed makes three runs)."""
+    total = sum(outcomes.values())
+    parts = [f"{n} {_OUTCOME_WORDS.get(kind, kind)}" for kind, n in outcomes.items() if n]
+    noun = "run" if total == 1 else "runs"
+    return f"{total} {noun} of jobs" + (f" ({', '.join(parts)})" if parts else "")
