@@ -426,9 +426,16 @@ class Worker:
             asyncio.create_task(self._forever("schedules", schedules.run)),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
-        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
-        for name, pump in self.pumps.items():
-            courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
+        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox);
+        # the app's default queue is the home of the workflows submitted with an id
+        # (docs/workflows.md): every worker delivers its outbox, consumed or not
+        homes = {
+            name: self.app.aqueue(name, client=self._client)
+            for name in self.app.shard_names(self.app.default_queue)
+            if name not in self.pumps
+        }
+        for name, box in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
+            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
             background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
         background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
