@@ -16,6 +16,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
 from durq.app.handle import HandleOwner, JobHandle
+from durq.app.versions import Migration, runnable_versions, upgrade
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
 from durq.errors import InvalidArgument, NotSerializable
@@ -72,6 +73,10 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    #: the version of the task's arguments, and the migrations of older versions' (see
+    #: ``durq.app.versions``)
+    version: int = 1
+    migrate: Mapping[int, Migration] | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,13 @@ class Task(Generic[P, R]):
         self.signature = inspect.signature(fn)
         # the signature check, remembered per argument shape
         self._check = ArgumentCheck(name, self.signature)
+        #: the versions of jobs this task runs, newest first (durq.app.versions)
+        self.versions = runnable_versions(config.version, config.migrate or {})
+        #: what every job of this task carries in its payload's metadata: its version
+        #: (nothing at version 1, so an unversioned task writes the payloads it always did)
+        self.version_meta: dict[str, Any] | None = (
+            {"v": config.version} if config.version > 1 else None
+        )
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -184,6 +196,16 @@ class Task(Generic[P, R]):
     def queue(self) -> str:
         """The queue this task's jobs go to by default."""
         return self.config.queue
+
+    @property
+    def version(self) -> int:
+        """The version of the task's arguments (``@app.task(version=...)``)."""
+        return self.config.version
+
+    def upgrade(self, version: int, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """The arguments of a job of an older ``version`` (one of ``versions``) upgraded
+        to this task's version through its migrations."""
+        return upgrade(self.name, self.config.migrate or {}, version, self.version, args, kwargs)
 
     def options(
         self,
@@ -307,6 +329,7 @@ class Task(Generic[P, R]):
         out: list[tuple[int, bytes]] = []
         shapes = self._check.shapes
         name = self.name
+        versioned = self.version_meta
         for _task, args, kwargs, _options in calls:
             try:
                 problem = shapes[(len(args), *kwargs) if kwargs else len(args)]
@@ -317,6 +340,8 @@ class Task(Generic[P, R]):
             meta = None
             if traced:  # the job carries the producer's trace context
                 meta = tracing.enqueue_meta(name, options.queue or self.queue, options.id)
+            if versioned is not None:  # and its task's version
+                meta = {**(meta or {}), **versioned}
             encoded = None if meta is not None else codec.encode_call(name, args, kwargs)
             out.append(encoded or codec.encode(self._payload(args, kwargs, meta)))
         return out
@@ -336,6 +361,8 @@ class Task(Generic[P, R]):
         o = call.options
         if meta is None:  # the job carries the producer's trace context, if tracing is on
             meta = tracing.enqueue_meta(self.name, o.queue or self.queue, o.id)
+        if self.version_meta is not None:  # and its task's version
+            meta = {**(meta or {}), **self.version_meta}
         return Message(
             self._payload(args, kwargs, meta),
             o.id,

@@ -412,6 +412,8 @@ class _Builder:
             keys = self.keys[queue] = QueueKeys(queue, app.namespace, count)
         meta = dict(tracing.enqueue_meta(task.name, queue) or {})
         meta["wf"] = self.wid
+        if task.version_meta is not None:
+            meta.update(task.version_meta)
         payload = orjson.dumps(build_call(task.name, args, call.kwargs, meta))
         if len(payload) > app.max_payload_bytes:
             raise PayloadTooLarge(

@@ -29,6 +29,7 @@ _INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTIL
 
 SCRIPT_NAMES: tuple[str, ...] = (
     "cancel",
+    "caps",
     "configure",
     "dead_letters",
     "defer",
@@ -39,6 +40,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "enqueue_single",
     "extend",
     "groups",
+    "hold",
     "job",
     "limits_info",
     "limits_pause",
@@ -54,6 +56,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "schedule_refill",
     "schedule_upsert",
     "stats",
+    "unhold",
     "workflow_cancel",
     "workflow_deliver",
     "workflow_submit",

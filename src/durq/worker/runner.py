@@ -29,7 +29,9 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from durq._version import __version__
 from durq.app import tracing
+from durq.data_format import DATA_FORMAT
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
@@ -40,6 +42,7 @@ from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.holding import Holding
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.outbox import OutboxCourier
@@ -320,6 +323,10 @@ class Worker:
                     burst=self.config.burst,
                 )
         queues = {name: pump.queue for name, pump in self.pumps.items()}
+        # jobs this worker cannot run wait for one that can (worker.holding)
+        holding = Holding(self.app.tasks.values(), self.id, self.app.unknown_task_grace)
+        for pump in self.pumps.values():
+            pump.hold_op = holding.hold
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
@@ -345,6 +352,9 @@ class Worker:
                 "queues": self.queue_names,
                 "concurrency": self.concurrency,
                 "started": self.started_at,
+                "version": __version__,
+                "format": DATA_FORMAT,
+                "tasks": len(holding.caps),
             },
         )
         loop = self._loop = asyncio.get_running_loop()
@@ -370,6 +380,11 @@ class Worker:
                 )
             ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
+            asyncio.create_task(
+                self._forever(
+                    "capabilities", lambda: holding.run(interval, list(self.pumps.values()))
+                )
+            ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
         # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
