@@ -76,7 +76,7 @@ def _known_queues(url: str | None, namespace: str) -> list[str]:
         raise click.ClickException(escape_controls(str(exc))) from None
 
 
-_NOW = ("pending", "delayed", "active", "dead")
+_NOW = ("pending", "delayed", "active", "held", "dead")
 _TOTALS = ("enqueued", "completed", "failed", "retried", "dead-lettered", "reclaimed")
 
 
@@ -138,7 +138,8 @@ def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
 def stats(
     queues: tuple[str, ...], url: str | None, namespace: str, top_groups: int, rate: bool
 ) -> None:
-    """Show the queues: pending, delayed, active, dead, totals and throughput.
+    """Show the queues: pending, delayed, active, held (waiting for a worker that runs
+    their task: docs/deployment.md), dead, totals and throughput.
 
     Queues whose workflow outbox holds entries (workflow steps in other slots, not
     delivered yet) are listed in a table of their own."""
