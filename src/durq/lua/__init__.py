@@ -51,6 +51,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "release",
     "replay",
     "requeue",
+    "scaling",
     "schedule_control",
     "schedule_list",
     "schedule_refill",

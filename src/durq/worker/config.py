@@ -39,6 +39,11 @@ class WorkerConfig:
         heartbeat: seconds between registry heartbeats (default 5).
         burst: stop once the queues are drained (nothing ready, running or scheduled).
         batch: the most jobs fetched or acknowledged per round trip (default 500).
+        health_port: serve /livez, /readyz, /scale.json and /metrics on this port
+            (``durq.worker.health``; None: not served; 0: any free port).
+        health_host: the address the health endpoint listens on (loopback by default).
+        target_latency: seconds within which ready jobs should start, for the worker
+            count /scale.json suggests (default 10).
     """
 
     queues: Sequence[str] = ()
@@ -52,6 +57,9 @@ class WorkerConfig:
     batch: int = 500
     name: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    health_port: int | None = None
+    health_host: str = "127.0.0.1"
+    target_latency: float = 10.0
 
     def __post_init__(self) -> None:
         for q in self.queues:
@@ -68,6 +76,10 @@ class WorkerConfig:
             raise InvalidArgument("batch must be in 1..1000")
         if self.lease is not None:
             lease_ms(self.lease)  # refused here rather than by every fetch
+        if self.health_port is not None and not 0 <= self.health_port <= 65535:
+            raise InvalidArgument("health_port must be in 0..65535")
+        if not self.target_latency > 0:
+            raise InvalidArgument("target_latency must be > 0")
 
 
 #: the default concurrency of a worker whose tasks are all ``async def``: a job waiting

@@ -42,6 +42,7 @@ from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.health import HealthServer
 from durq.worker.holding import Holding
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
@@ -136,6 +137,9 @@ class Worker:
         # read when scraped, rather than set twice per job
         self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
+        self._registry: WorkerRegistry | None = None
+        #: the health and scaling endpoint, while served (``config.health_port``)
+        self.health: HealthServer | None = None
         self._client = client
         self._owns_client = client is None
         self.handle_signals = handle_signals
@@ -357,6 +361,7 @@ class Worker:
                 "tasks": len(holding.caps),
             },
         )
+        self._registry = registry
         loop = self._loop = asyncio.get_running_loop()
         self._executor.handoff = handoff.current()  # run by run_worker: lends its thread
         if self.handle_signals:
@@ -387,6 +392,7 @@ class Worker:
             ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
+        background += self._serve_health(loop)
         # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
         for name, pump in self.pumps.items():
             courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
@@ -424,11 +430,34 @@ class Worker:
             with contextlib.suppress(Exception):
                 await registry.remove()
             self._executor.close()
+            self._close_health()
             gc.unfreeze()
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped after %d jobs", self.id, self.processed)
+
+    def _serve_health(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
+        """Start the health endpoint if asked (``config.health_port``): its loop tick."""
+        if self.config.health_port is None:
+            return []
+        self.health = HealthServer(
+            self, self.config.health_port, self.config.health_host, self.config.target_latency
+        )
+        self.health.start(loop)
+        return [asyncio.create_task(self._forever("health", self.health.tick))]
+
+    def _close_health(self) -> None:
+        if self.health is not None:
+            self.health.close()
+
+    def redis_ok(self) -> bool:
+        """The last heartbeat reached Redis, within three heartbeat intervals (the
+        readiness of ``durq.worker.health``)."""
+        registry = self._registry
+        if registry is None or registry.last_ok is None:
+            return False
+        return time.monotonic() - registry.last_ok < 3 * self.config.heartbeat
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
