@@ -152,3 +152,49 @@ def test_a_held_job_is_not_dead_lettered_while_a_live_worker_of_the_queue_runs_i
         gate.close()
         old.close()
         new.close()
+
+
+def test_a_held_job_can_be_cancelled_like_a_pending_one(
+    apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
+) -> None:
+    old, new = apps
+    queue = old.queue(queue_name)
+    with running_worker(old):
+        handle = new.tasks["t"].enqueue(1)
+        eventually(lambda: queue.stats().held == 1, 10)
+        (result,) = queue.cancel(handle.id)
+        assert result.status is durq.CancelStatus.CANCELLED
+    with running_worker(new):  # the capable worker finds nothing to bring back
+        time.sleep(0.6)
+    info = queue.job(handle.id)
+    assert info is not None and info.state is durq.JobState.CANCELLED
+    assert ran.of("t") == [] and queue.stats().held == 0
+
+
+def test_a_migration_that_raises_dead_letters_the_job_with_its_reason(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    old = v1(redis_url, queue_name, ran)
+    new = durq.App(redis_url, default_queue=queue_name)
+
+    def broken(
+        args: list[object], kwargs: dict[str, object]
+    ) -> tuple[list[object], dict[str, object]]:
+        raise KeyError("scale")
+
+    @new.task(name="u", version=2, migrate={1: broken})
+    def u(x: int, scale: int) -> None:
+        ran.add("v2", "u", x, scale)
+
+    queue = new.queue(queue_name)
+    try:
+        handle = old.tasks["u"].enqueue(1)
+        with running_worker(new):
+            eventually(lambda: queue.stats().dead == 1, 10)
+        (dead,) = queue.dead_letters()
+        assert dead.id == handle.id and dead.reason is not None
+        assert (dead.reason["reason"], dead.reason["version"]) == ("migration_failed", 1)
+        assert ran.of("u") == []
+    finally:
+        old.close()
+        new.close()
