@@ -14,6 +14,8 @@ from cli.support import durq as run
 from deploy import target
 from deploy.apps import Ran, v1, v2
 from durq.app.deploy import deploy_check
+from helpers import eventually
+from worker.support import running_worker
 
 
 @pytest.fixture
@@ -93,11 +95,56 @@ def test_dead_letters_and_held_jobs_are_checked_too(
     job = queue.dequeue(lease=30)
     assert job is not None and job.id == dead
     queue.requeue(job, dead=True)
+    held = queue.enqueue(["lost", [], {}]).id  # held by a v1 worker: it has no task "lost"
+    with running_worker(old):
+        eventually(lambda: queue.stats().held == 1, 10)
     new = v2(redis_url, queue_name, Ran())
     try:
         report = deploy_check(new, queues=[queue_name])
         assert [(p.kind, p.task, p.examples) for p in report.problems] == [
-            ("task_gone", "gone", [dead])
+            ("task_gone", "gone", [dead]),
+            ("task_gone", "lost", [held]),
         ]
     finally:
         new.close()
+
+
+def test_deploy_check_reads_every_shard_of_a_sharded_queue(redis_url: str, queue_name: str) -> None:
+    old = v1(redis_url, queue_name, Ran(), shards={queue_name: 2})
+    new = v2(redis_url, queue_name, Ran(), shards={queue_name: 2})
+    try:
+        sharded = old.sharded_queue(queue_name)
+        ids = [sharded.enqueue(["gone", [i], {}]).id for i in range(10)]
+        old.tasks["u"].enqueue_many([(i,) for i in range(10)])  # migrated by v2: fine
+        report = deploy_check(new, queues=[queue_name], examples=20)
+        assert [(p.kind, p.queue, p.count) for p in report.problems] == [
+            ("task_gone", queue_name, 10)
+        ]
+        assert sorted(report.problems[0].examples) == sorted(ids) and report.jobs == 20
+    finally:
+        old.close()
+        new.close()
+
+
+async def test_both_front_ends_page_through_the_same_job_records(
+    redis_url: str, queue_name: str
+) -> None:
+    with durq.Queue(queue_name, redis_url) as queue:
+        ids = {r.id for r in queue.enqueue_many([{"i": i} for i in range(1200)])}
+        seen_sync: set[str] = set()
+        cursor = 0
+        while True:
+            cursor, jobs = queue.scan_jobs(cursor, 500)
+            seen_sync |= {j.id for j in jobs}
+            if cursor == 0:
+                break
+    async with durq.AsyncQueue(queue_name, redis_url) as aqueue:
+        seen_async: set[str] = set()
+        cursor = 0
+        while True:
+            cursor, jobs = await aqueue.scan_jobs(cursor, 500)
+            assert all(j.state is durq.JobState.PENDING for j in jobs)
+            seen_async |= {j.id for j in jobs}
+            if cursor == 0:
+                break
+    assert seen_sync == seen_async == ids

@@ -198,3 +198,23 @@ def test_a_migration_that_raises_dead_letters_the_job_with_its_reason(
     finally:
         old.close()
         new.close()
+
+
+def test_held_jobs_of_a_sharded_queue_wait_in_their_shard_and_a_capable_worker_runs_them(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    old = v1(redis_url, queue_name, ran, shards={queue_name: 2})
+    new = v2(redis_url, queue_name, ran, shards={queue_name: 2})
+    shards = [old.queue(name) for name in old.shard_names(queue_name)]
+    try:
+        with running_worker(old):
+            new.tasks["t"].enqueue_many([(i,) for i in range(20)])
+            eventually(lambda: sum(s.stats().held for s in shards) == 20, 10)
+            assert all(s.stats().held > 0 for s in shards)  # each shard holds its own
+            with running_worker(new):
+                eventually(lambda: len(ran.of("t")) == 20, 10)
+        assert sorted(args[0] for _, args in ran.of("t")) == list(range(20))
+        assert [(s.stats().held, s.stats().dead) for s in shards] == [(0, 0), (0, 0)]
+    finally:
+        old.close()
+        new.close()
