@@ -218,3 +218,35 @@ def test_held_jobs_of_a_sharded_queue_wait_in_their_shard_and_a_capable_worker_r
     finally:
         old.close()
         new.close()
+
+
+def test_every_way_of_enqueueing_carries_the_task_version(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    # a v1 worker holds version-2 jobs of u for "u@2": each path wrote the version
+    old = v1(redis_url, queue_name, ran)
+    new = v2(redis_url, queue_name, ran)
+    queue = old.queue(queue_name)
+    u = new.tasks["u"]
+    new.schedule("u-tick", u, args=(100, 2), every=3600)
+    try:
+        new.sync_schedules([queue_name])
+        new.schedules.trigger("u-tick")
+        ids = [
+            u.enqueue(1, 2).id,
+            u.options(priority=1).enqueue(2, 2).id,
+            *(r.id for r in u.enqueue_many([(3, 2), (4, 2)])),
+            durq.chain(u.s(5, 2)).enqueue().id,
+        ]
+        with running_worker(old):
+            eventually(lambda: queue.stats().held == 6, 10)
+        assert ran.of("u") == []
+        with running_worker(new):
+            eventually(lambda: len(ran.of("u")) == 6, 10)
+        assert sorted(args for _, args in ran.of("u")) == [
+            (1, 2), (2, 2), (3, 2), (4, 2), (5, 2), (100, 2)
+        ]  # fmt: skip
+        assert len(ids) == 5
+    finally:
+        old.close()
+        new.close()
