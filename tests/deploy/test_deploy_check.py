@@ -148,3 +148,20 @@ async def test_both_front_ends_page_through_the_same_job_records(
             if cursor == 0:
                 break
     assert seen_sync == seen_async == ids
+
+
+def test_a_workflow_step_not_started_whose_task_is_gone_is_reported(
+    old: durq.App, redis_url: str, queue_name: str
+) -> None:
+    new = v2(redis_url, queue_name, Ran())
+    try:
+        handle = durq.chain(new.tasks["u"].si(1, 2), new.tasks["t"].si(2)).enqueue()
+        # checked against a release without t, whose u is at version 1 (a rollback)
+        report = deploy_check(old, queues=[queue_name])
+        found = {(p.kind, p.task): p.count for p in report.problems}
+        assert found == {("step_task_gone", "t"): 1, ("no_migration", "u"): 1}
+        (step,) = [p for p in report.problems if p.kind == "step_task_gone"]
+        assert step.examples == [handle.id]
+        assert report.workflows == 1
+    finally:
+        new.close()
