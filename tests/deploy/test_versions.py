@@ -50,7 +50,7 @@ def test_migrations_chain_and_a_gap_stops_the_chain() -> None:
 
 def test_a_migration_that_returns_something_else_than_args_and_kwargs_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"migrate\[1\] returned int"):
-        upgrade("f", {1: lambda a, k: 5}, 1, 2, [], {})
+        upgrade("f", {1: lambda a, k: 5}, 1, 2, [], {})  # type: ignore[dict-item,return-value]
 
 
 def test_a_job_without_a_version_is_version_one_and_a_bad_one_is_refused() -> None:
