@@ -63,12 +63,7 @@ for i = 1, #due do
       end
       left = left - 1
     end
-    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if oldest[2] then
-      redis.call('ZADD', index, oldest[2], cap)
-    else
-      redis.call('ZREM', index, cap)
-    end
+    held_reindex(cap)
   end
 end
 offer_touched()

@@ -23,7 +23,9 @@ local counts = redis.call('HMGET', K_STATS, 'ready', 'held')
 local oldest = 0
 local function head(g)
   if group_error(g) then return end -- not ours to read: left out of the sample
-  local ids = redis.call('LRANGE', ready_list(g), 0, 0)
+  local ids = {}
+  local first = redis.call('LINDEX', ready_list(g), 0)
+  if first then ids[1] = first end
   local top = redis.call('ZRANGE', ready_prio(g), 0, 0)
   if top[1] then ids[#ids + 1] = top[1] end
   for i = 1, #ids do

@@ -25,7 +25,6 @@ for i = 2, #ARGV do caps[#caps + 1] = ARGV[i] end
 local problem = held_types_error(caps)
   or keys_error({'jobs', 'rr', 'rrset', 'conf', 'stats', 'groups', 'wake'})
 if problem then return wrongtype(problem) end
-local index = K_PREFIX .. HELD_INDEX
 local out = {0}
 -- taken in two passes: the ids and records first, checked (a group whose keys hold
 -- another type stops the call before any change), then moved
@@ -61,15 +60,7 @@ for i = 1, #taken do
   end
 end
 for i = 1, #caps do
-  local key = held_key(caps[i])
-  if emptied[key] then
-    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    if oldest[2] then
-      redis.call('ZADD', index, oldest[2], caps[i])
-    else
-      redis.call('ZREM', index, caps[i])
-    end
-  end
+  if emptied[held_key(caps[i])] then held_reindex(caps[i]) end
 end
 offer_touched()
 flush_counters()

@@ -34,6 +34,17 @@ local function held_types_error(caps)
   return problem
 end
 
+-- The index entry of `cap` after jobs left its held:<cap>: when its oldest job left was
+-- held, or no entry once none is left.
+local function held_reindex(cap)
+  local oldest = redis.call('ZRANGE', held_key(cap), 0, 0, 'WITHSCORES')
+  if oldest[2] then
+    redis.call('ZADD', K_PREFIX .. HELD_INDEX, oldest[2], cap)
+  else
+    redis.call('ZREM', K_PREFIX .. HELD_INDEX, cap)
+  end
+end
+
 -- The task and version a capability names.
 local function held_task(cap)
   local task, version = string.match(cap, '^(.*)@(%d+)$')
