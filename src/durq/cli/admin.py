@@ -193,7 +193,8 @@ def stats(
 @namespace_option
 @_redis_errors
 def workers(url: str | None, namespace: str) -> None:
-    """List the live workers and the jobs in their hands."""
+    """List the live workers (with the durq version each runs) and the jobs in their
+    hands."""
     client = connection.sync_client(url)
     try:
         entries = list_workers(client, namespace)
@@ -205,6 +206,7 @@ def workers(url: str | None, namespace: str) -> None:
     )
     table.add_column("id", no_wrap=True)
     table.add_column("queues", overflow="fold")
+    table.add_column("durq", no_wrap=True)  # a deploy under way shows two versions
     for col in ("concurrency", "in hand", "up", "last beat"):
         table.add_column(col, justify="right")
     jobs = Table(title="jobs in hand", box=box.SIMPLE_HEAD)
@@ -218,6 +220,7 @@ def workers(url: str | None, namespace: str) -> None:
             *map(plain, (
                 w["id"],
                 ", ".join(map(str, queues)) if isinstance(queues, list) else "",
+                w.get("version", "?"),
                 w.get("concurrency", ""),
                 f"{in_hand:g}",
                 _age(now, _number(w.get("started"))),
