@@ -38,6 +38,8 @@ def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> l
                 continue  # at most the number of an entry applied out of order
             elif name.startswith(("ring:", "wfo:ring:")) and raw.pttl(key) > 0:
                 continue  # a worker's own wake marker (worker/alarm.py): it expires
+            elif name == "caps" and raw.pttl(key) > 0:
+                continue  # the capabilities workers publish (lua/ops/caps.lua): it expires
             elif name.startswith(("result:", "wf:")):
                 wid = name.split(":", 1)[1]
                 if wid in workflow_ids and raw.pttl(key) > 0:

@@ -36,6 +36,9 @@ if #caps > 0 then
     seen[#seen + 1] = now
   end
   redis.call('HSET', K_PREFIX .. HELD_CAPS, unpack(seen))
+  -- past twice the grace without a heartbeat, every entry reads as unseen anyway: the
+  -- hash goes, as a queue no worker consumes any more should leave nothing behind
+  redis.call('PEXPIRE', K_PREFIX .. HELD_CAPS, 2 * grace + 60000)
   local held = redis.call('ZMSCORE', index, unpack(caps))
   for i = 1, #caps do
     if held[i] then out[#out + 1] = caps[i] end

@@ -10,7 +10,8 @@
 -- capability is "<task>" (version 1) or "<task>@<version>". Keys, under the queue's
 -- prefix (so in its slot):
 --   caps        hash  capability -> when a worker of the queue last said it runs it
---                     (ms, server time; refreshed with each heartbeat, caps.lua)
+--                     (ms, server time; refreshed with each heartbeat, caps.lua; it
+--                     expires 2 x grace + 60 s after the last heartbeat)
 --   held:<cap>  zset  job id -> when it was held (ms): the jobs waiting for <cap>
 --   heldidx     zset  capability -> when its oldest held job was held (ms)
 -- A held job's record is in state HELD, its attempt given back, its group slot freed,
