@@ -28,6 +28,7 @@ PAGES = (
     "docs/schedules.md",
     "docs/workflows.md",
     "docs/process-pool.md",
+    "docs/deployment.md",
 )
 NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:::(\w+))?(\[[^`\]]*\])?`( \(xfail\))?")
 PENDING = re.compile(r"\(pending: issue 30 bug (\d+)\)")

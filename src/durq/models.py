@@ -46,6 +46,7 @@ class JobState(str, Enum):
     SUPERSEDED = "superseded"  #: replaced by a newer job with the same key before it started
     CANCELLED = "cancelled"  #: cancelled (``Queue.cancel``): it never runs (again)
     EXPIRED = "expired"  #: not started by its expiry time (``expires``): it never runs
+    HELD = "held"  #: waits for a worker that runs its task at its version (deploys)
 
 
 class EnqueueStatus(str, Enum):
@@ -353,11 +354,14 @@ class QueueStats:
     ticks_fired: int = 0
     ticks_skipped: int = 0
     ticks_missed: int = 0
+    #: jobs waiting for a worker that runs their task at their version (deploys: the
+    #: holding area, docs/deployment.md)
+    held: int = 0
 
     @property
     def size(self) -> int:
-        """Jobs not yet finished: pending + delayed + active."""
-        return self.pending + self.delayed + self.active
+        """Jobs not yet finished: pending + delayed + active + held."""
+        return self.pending + self.delayed + self.active + self.held
 
 
 @dataclass(frozen=True)

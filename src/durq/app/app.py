@@ -29,13 +29,14 @@ from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
 from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
 from durq.app.topics import AppTopic
+from durq.app.versions import Migration, check_migrations
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult
-from durq.protocol.args import lease_ms
+from durq.protocol.args import delay_ms, lease_ms
 from durq.redaction import Redact
 from durq.transport import connection
 
@@ -72,6 +73,10 @@ class App:
             dead letter's message and traceback); default ``Redact()``, the common
             secret names. ``durq.contrib.fastapi.dashboard`` shows the app's jobs with
             it too.
+        unknown_task_grace: seconds a job whose task (at its version) the worker that
+            fetched it does not run waits for a worker that does (default 600): it is
+            dead-lettered as ``unknown_task`` only once no worker of its queue has run
+            that task for as long (docs/deployment.md). 0: dead-lettered at once.
     """
 
     def __init__(
@@ -90,6 +95,7 @@ class App:
         durability: Durability | None = None,
         shards: Mapping[str, int] | None = None,
         redact: Redact | None = None,
+        unknown_task_grace: float = 600.0,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -105,6 +111,8 @@ class App:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.durability = durability
+        delay_ms(unknown_task_grace, "unknown_task_grace")  # checked here, not in a worker
+        self.unknown_task_grace = unknown_task_grace
         if redact is not None and not isinstance(redact, Redact):
             raise InvalidArgument(f"redact must be a durq.Redact, got {type(redact).__name__}")
         self.redact = redact if redact is not None else Redact()
@@ -147,6 +155,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -166,6 +176,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -193,6 +205,15 @@ class App:
             dont_retry_on: exceptions never retried, even when ``retry_on`` matches
                 (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
                 retries and ``durq.Fail`` never does, whatever these say.
+            version: the version of the task's arguments (1 by default); each job
+                carries the version of the producer that enqueued it. Raise it when a
+                change of the signature would not bind the arguments of jobs already
+                queued, and give ``migrate``.
+            migrate: ``{old_version: upgrade}``, where ``upgrade(args, kwargs)`` returns
+                the ``(args, kwargs)`` of the next version: a worker upgrades an older
+                job's arguments step by step before running it. A job of a version this
+                worker cannot run (newer, or older than its migrations reach) waits for
+                a worker that can (docs/deployment.md).
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -213,6 +234,8 @@ class App:
             pool=pool,
             retry_on=exception_types("retry_on", retry_on),
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
+            version=version,
+            migrate=check_migrations(version, migrate),
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:

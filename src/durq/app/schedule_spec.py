@@ -198,7 +198,9 @@ class Schedule:
         """The job payload up to its tick time: ``[task, args, kwargs, {"schedule":
         name, "tick": `` (the dequeue script appends the tick's ms and ``}]``)."""
         body = orjson.dumps([self.task.name, list(self.args), self.kwargs])
-        return body[:-1] + b',{"schedule":' + orjson.dumps(self.name) + b',"tick":'
+        version = self.task.version_meta  # the job's version, for a versioned task
+        meta = b"" if version is None else orjson.dumps(version)[1:-1] + b","
+        return body[:-1] + b",{" + meta + b'"schedule":' + orjson.dumps(self.name) + b',"tick":'
 
     def row(self, origin: str = "code") -> ScheduleRow:
         """What the upsert script stores."""

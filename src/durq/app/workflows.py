@@ -429,6 +429,8 @@ class _Builder:
         keys = self.queue_keys(queue, count)
         meta = dict(tracing.enqueue_meta(task.name, queue) or {})
         meta["wf"] = self.wid
+        if task.version_meta is not None:
+            meta.update(task.version_meta)
         payload = orjson.dumps(build_call(task.name, args, call.kwargs, meta))
         if len(payload) > app.max_payload_bytes:
             raise PayloadTooLarge(

@@ -77,7 +77,7 @@ def _known_queues(url: str | None, namespace: str) -> list[str]:
         raise click.ClickException(escape_controls(str(exc))) from None
 
 
-_NOW = ("pending", "delayed", "active", "dead")
+_NOW = ("pending", "delayed", "active", "held", "dead")
 _TOTALS = ("enqueued", "completed", "failed", "retried", "dead-lettered", "reclaimed")
 
 
@@ -139,7 +139,8 @@ def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
 def stats(
     queues: tuple[str, ...], url: str | None, namespace: str, top_groups: int, rate: bool
 ) -> None:
-    """Show the queues: pending, delayed, active, dead, totals and throughput.
+    """Show the queues: pending, delayed, active, held (waiting for a worker that runs
+    their task: docs/deployment.md), dead, totals and throughput.
 
     Queues whose workflow outbox holds entries (workflow steps in other slots, not
     delivered yet) are listed in a table of their own."""
@@ -193,7 +194,8 @@ def stats(
 @namespace_option
 @_redis_errors
 def workers(url: str | None, namespace: str) -> None:
-    """List the live workers and the jobs in their hands."""
+    """List the live workers (with the durq version each runs) and the jobs in their
+    hands."""
     client = connection.sync_client(url)
     try:
         entries = list_workers(client, namespace)
@@ -205,6 +207,7 @@ def workers(url: str | None, namespace: str) -> None:
     )
     table.add_column("id", no_wrap=True)
     table.add_column("queues", overflow="fold")
+    table.add_column("durq", no_wrap=True)  # a deploy under way shows two versions
     for col in ("concurrency", "in hand", "up", "last beat"):
         table.add_column(col, justify="right")
     jobs = Table(title="jobs in hand", box=box.SIMPLE_HEAD)
@@ -218,6 +221,7 @@ def workers(url: str | None, namespace: str) -> None:
             *map(plain, (
                 w["id"],
                 ", ".join(map(str, queues)) if isinstance(queues, list) else "",
+                w.get("version", "?"),
                 w.get("concurrency", ""),
                 f"{in_hand:g}",
                 _age(now, _number(w.get("started"))),

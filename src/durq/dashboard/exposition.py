@@ -26,7 +26,7 @@ from durq.models import QueueStats
 
 __all__ = ["COUNTERS", "STATES", "metrics_endpoint", "queue_metrics"]
 
-STATES = ("pending", "delayed", "active", "dead", "retained")
+STATES = ("pending", "delayed", "active", "held", "dead", "retained")
 """The ``state`` label values of ``durq_queue_jobs``."""
 
 COUNTERS: dict[str, str] = {

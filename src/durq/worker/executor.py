@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from durq.app import tracing
 from durq.app.schedule_spec import apply_tick
 from durq.app.task import Task
+from durq.app.versions import job_version
 from durq.backoff import exponential
 from durq.context import set_current_job
 from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry
 from durq.models import Job
 from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
+from durq.protocol.holding import capability
 from durq.worker.handoff import Handoff
 from durq.worker.threads import ThreadRunner
 
@@ -53,13 +55,14 @@ INLINE_BACKOFF = 4
 class Outcome:
     """What to tell the queue about a job."""
 
-    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled"]
+    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled", "hold"]
     result: bytes | None = None  # done: the stored result; dead: the stored error
     delay: float = 0.0
     reason: bytes = b""
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
     trace: str = ""  # retry, dead: the traceback of the exception, for the log
+    cap: str = ""  # hold: the capability the job waits for (durq.protocol.holding)
 
 
 DONE = Outcome("done")
@@ -203,10 +206,22 @@ class Executor:
         except ValueError as exc:
             return self._dead(None, {"reason": "malformed_payload", "message": str(exc)}, job)
         # a topic event runs the subscriber task of the queue it was published to
-        task = self.app.tasks.get(task_name_of(name, job.queue))
-        if task is None:
-            message = f"no task named {name!r} is registered in this worker's app"
-            return self._dead(None, {"reason": "unknown_task", "message": message}, job)
+        task_name = task_name_of(name, job.queue)
+        task = self.app.tasks.get(task_name)
+        try:
+            version = job_version(meta)
+        except ValueError as exc:
+            return self._dead(None, {"reason": "malformed_payload", "message": str(exc)}, job)
+        if task is None or version not in task.versions:
+            # a worker of another deploy runs it: it waits for one (durq.protocol.holding)
+            summary = f"held: this worker does not run {task_name} at version {version}"
+            return Outcome("hold", cap=capability(task_name, version), summary=summary)
+        if version != task.version:
+            try:
+                args, kwargs = task.upgrade(version, args, kwargs)
+            except Exception as exc:
+                fields = {**error_fields(exc), "reason": "migration_failed", "version": version}
+                return self._dead(task, fields, job)
         problem = task.arguments_problem(args, kwargs)
         if problem is not None:
             return self._dead(task, {"reason": "bad_arguments", "message": problem}, job)

@@ -29,7 +29,9 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from durq._version import __version__
 from durq.app import tracing
+from durq.data_format import DATA_FORMAT
 from durq.errors import InvalidArgument
 from durq.metrics import WorkerMetrics
 from durq.models import Job
@@ -41,6 +43,8 @@ from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.health import HealthServer
+from durq.worker.holding import Holding
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
@@ -138,6 +142,9 @@ class Worker:
         # read when scraped, rather than set twice per job
         self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
+        self._registry: WorkerRegistry | None = None
+        #: the health and scaling endpoint, while served (``config.health_port``)
+        self.health: HealthServer | None = None
         self._client = client
         self._owns_client = client is None
         self.handle_signals = handle_signals
@@ -368,6 +375,10 @@ class Worker:
                     burst=self.config.burst,
                 )
         queues = {name: pump.queue for name, pump in self.pumps.items()}
+        # jobs this worker cannot run wait for one that can (worker.holding)
+        holding = Holding(self.app.tasks.values(), self.id, self.app.unknown_task_grace)
+        for pump in self.pumps.values():
+            pump.hold_op = holding.hold
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
@@ -395,8 +406,12 @@ class Worker:
                 "concurrency": self.concurrency,
                 "started": self.started_at,
                 "pool": self.config.pool,
+                "version": __version__,
+                "format": DATA_FORMAT,
+                "tasks": len(holding.caps),
             },
         )
+        self._registry = registry
         loop = self._loop = asyncio.get_running_loop()
         self._executor.handoff = handoff.current()  # run by run_worker: lends its thread
         if self.handle_signals:
@@ -424,19 +439,15 @@ class Worker:
                 )
             ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
+            asyncio.create_task(
+                self._forever(
+                    "capabilities", lambda: holding.run(interval, list(self.pumps.values()))
+                )
+            ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
-        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox);
-        # the app's default queue is the home of the workflows submitted with an id
-        # (docs/workflows.md): every worker delivers its outbox, consumed or not
-        homes = {
-            name: self.app.aqueue(name, client=self._client)
-            for name in self.app.shard_names(self.app.default_queue)
-            if name not in self.pumps
-        }
-        for name, box in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
-            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
-            background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        background += self._serve_health(loop)
+        background += self._couriers()
         background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
@@ -472,6 +483,7 @@ class Worker:
                 await registry.remove()
             self._executor.close()
             await self._close_pool()
+            self._close_health()
             gc.unfreeze()
             if self._owns_client:
                 await self._client.aclose()
@@ -479,6 +491,22 @@ class Worker:
             log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
         if pool is not None and pool.broken:
             raise PoolBroken("the process pool's template process died; the worker stopped")
+
+    def _couriers(self) -> list[asyncio.Task[None]]:
+        """The tasks that deliver workflow outboxes: each consumed queue's is delivered
+        by its workers (durq.worker.outbox), and the app's default queue is the home of
+        the workflows submitted with an id (docs/workflows.md): every worker delivers
+        its outbox, consumed or not."""
+        homes = {
+            name: self.app.aqueue(name, client=self._client)
+            for name in self.app.shard_names(self.app.default_queue)
+            if name not in self.pumps
+        }
+        tasks = []
+        for name, box in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
+            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
+            tasks.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        return tasks
 
     async def _close_pool(self) -> None:
         """Stop the process pool's children and template, if there is a pool."""
@@ -518,6 +546,28 @@ class Worker:
             )
             tasks.append(asyncio.create_task(self._forever("memory limit", limit.run)))
         return tasks
+
+    def _serve_health(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
+        """Start the health endpoint if asked (``config.health_port``): its loop tick."""
+        if self.config.health_port is None:
+            return []
+        self.health = HealthServer(
+            self, self.config.health_port, self.config.health_host, self.config.target_latency
+        )
+        self.health.start(loop)
+        return [asyncio.create_task(self._forever("health", self.health.tick))]
+
+    def _close_health(self) -> None:
+        if self.health is not None:
+            self.health.close()
+
+    def redis_ok(self) -> bool:
+        """The last heartbeat reached Redis, within three heartbeat intervals (the
+        readiness of ``durq.worker.health``)."""
+        registry = self._registry
+        if registry is None or registry.last_ok is None:
+            return False
+        return time.monotonic() - registry.last_ok < 3 * self.config.heartbeat
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)

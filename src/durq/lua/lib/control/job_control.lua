@@ -89,7 +89,7 @@ local function control()
         -- the key again, so the next enqueue waits for that job too
         local pr = rec_decode(redis.call('HGET', K_JOBS, data.a))
         if pr and pr.deliveries > 0 and (pr.state == ST_ACTIVE or pr.state == ST_PENDING
-            or pr.state == ST_DELAYED) then
+            or pr.state == ST_DELAYED or pr.state == ST_HELD) then
           if redis.call('HGET', K_KEYS, r.key) == id then
             redis.call('HSET', K_KEYS, r.key, data.a)
           end
