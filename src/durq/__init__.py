@@ -17,6 +17,7 @@ from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app.app import App
+from durq.app.durable import sleep, sleep_until, step, step_key, wait_for
 from durq.app.handle import JobHandle
 from durq.app.schedule_control import SyncReport
 from durq.app.schedule_spec import Schedule, ScheduleInfo
@@ -53,6 +54,8 @@ from durq.errors import (
     PayloadTooLarge,
     RateLimited,
     Retry,
+    StepError,
+    WaitTimeout,
     WorkflowFailed,
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
@@ -69,8 +72,10 @@ from durq.models import (
     LibraryInfo,
     Message,
     Outcome,
+    Parked,
     Progress,
     QueueStats,
+    StoredStep,
     Trust,
 )
 from durq.redaction import Redact
@@ -106,6 +111,16 @@ __all__ = [
     "chain",
     "group",
     "step_error",
+    # durable steps
+    "step",
+    "sleep",
+    "sleep_until",
+    "wait_for",
+    "step_key",
+    "StepError",
+    "WaitTimeout",
+    "StoredStep",
+    "Parked",
     # queues
     "AsyncQueue",
     "Queue",

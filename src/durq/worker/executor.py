@@ -14,11 +14,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from durq.app import tracing
+from durq.app.durable import JobParked
 from durq.app.schedule_spec import apply_tick
 from durq.app.task import Task
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry
+from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry, StepError
 from durq.models import Job
 from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
@@ -28,7 +29,7 @@ from durq.worker.threads import ThreadRunner
 if TYPE_CHECKING:
     from durq.app.app import App
 
-__all__ = ["DONE", "Call", "Executor", "Outcome"]
+__all__ = ["DONE", "PARKED", "Call", "Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -53,7 +54,7 @@ INLINE_BACKOFF = 4
 class Outcome:
     """What to tell the queue about a job."""
 
-    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled"]
+    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled", "parked"]
     result: bytes | None = None  # done: the stored result; dead: the stored error
     delay: float = 0.0
     reason: bytes = b""
@@ -64,6 +65,10 @@ class Outcome:
 DONE = Outcome("done")
 """The outcome of a job that succeeded and keeps no result (shared: outcomes are never
 changed once made)."""
+
+PARKED = Outcome("parked")
+"""The outcome of a job that a durable sleep or wait parked (``durq.app.durable``): it
+left the worker in the script that parked it, so nothing is sent for it."""
 
 Call = tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]]
 """A job ready to run: its task, arguments and metadata (``Executor.prepare``)."""
@@ -226,11 +231,15 @@ class Executor:
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
+        except JobParked:  # a durable sleep or wait: the job left the worker
+            return PARKED
         except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
             fields = {"reason": "retry_requested", "message": exc.reason}
             return self._failed(task, fields, job, exc.delay)
+        except StepError as exc:  # a durable step misused: another run would do the same
+            return self._dead(task, {"reason": "step_error", "message": exc.reason}, job)
         except Fail as exc:
             return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
         except asyncio.TimeoutError:

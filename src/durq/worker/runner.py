@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from durq.app import tracing
+from durq.app import durable, tracing
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
@@ -38,6 +38,7 @@ from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
+from durq.worker.durable import DurableRuns
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.joblog import job_fields, log_outcome
@@ -150,6 +151,8 @@ class Worker:
         self._control: WorkerControl | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
+        # the durable runs of the jobs that make durable calls (durq.step, durq.sleep...)
+        self._durable: DurableRuns | None = None
         self.started_at = time.time()
         self.processed = 0
 
@@ -208,8 +211,8 @@ class Worker:
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
         it is a coroutine)."""
-        if delivery.lost:
-            return
+        if delivery.lost or (self._durable is not None and self._durable.parked(delivery.key)):
+            return  # a parked job left the worker: its lease went with it
         delivery.lost = True
         job, name = delivery.job, delivery.name
         self.metrics.lease_lost(job.queue)
@@ -262,6 +265,9 @@ class Worker:
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
+        runs = self._durable
+        if runs is not None and runs.runs:  # one check per job; a durable run: its outcome
+            outcome = runs.settle(job, delivery.name, outcome)
         if delivery.lost:
             outcome = Outcome("lost")
         controls = self._controls  # WorkerControl.busy(), without a call per job
@@ -384,6 +390,9 @@ class Worker:
         # objects are given back to the collector when the worker stops (an embedding
         # process, e.g. a test suite, then collects whatever of them became garbage).
         gc.freeze()
+        # the jobs' tasks copy this context: their durable calls find this worker's runs
+        self._durable = DurableRuns(queues, self.capacity, loop)
+        host = durable.install(self._durable)
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
         log.info(
@@ -402,6 +411,8 @@ class Worker:
             await self._drain(all_pumps)
         finally:
             _young_threshold.restore()  # first: the awaits below may be cut short
+            durable.uninstall(host)
+
             await cancel_and_wait(stop_wait, *background)
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):

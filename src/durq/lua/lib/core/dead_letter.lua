@@ -38,6 +38,9 @@ local function enforce_dead_cap(now)
   redis.call('HDEL', K_REASONS, unpack(victims))
   redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims)) -- job control data (lib/control/job_control.lua)
   redis.call('HDEL', K_PREFIX .. 'progress', unpack(victims))
+  local steps = {} -- durable steps (lib/durable/steps.lua) go with the record
+  for i = 1, #victims do steps[i] = K_PREFIX .. 'steps:' .. victims[i] end
+  redis.call('DEL', unpack(steps))
   count('dead_evicted', #victims)
 end
 
