@@ -65,7 +65,7 @@ MAX_STEP_RETRIES = 100
 _STEP_BACKOFF = exponential(base=0.5, cap=30.0)
 
 
-class JobParked(BaseException):  # noqa: N818 (not an error: the job left the worker)
+class JobParked(BaseException):  # not an error: the job left the worker
     """The job left its worker: a sleep or a wait parked it (or a cancel asked while it
     ran ended it there). Unwinds the task; the worker sends nothing for the job."""
 
@@ -420,10 +420,7 @@ def sleep_until(when: float | datetime.datetime, *, name: str | None = None) -> 
     """``sleep`` until ``when``: epoch seconds, or a datetime (a naive one is local
     time); a time past returns at once."""
     run = _run_of("durq.sleep_until")
-    if isinstance(when, datetime.datetime):
-        at = when.timestamp()
-    else:
-        at = seconds("when", when)
+    at = when.timestamp() if isinstance(when, datetime.datetime) else seconds("when", when)
     if not 0 <= at <= time.time() + MAX_DELAY:
         raise InvalidArgument(f"sleep_until({when!r}): a time before 1970 or past ten years")
     until = math.floor(at * 1000)

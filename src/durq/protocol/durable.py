@@ -115,7 +115,9 @@ def step_body(value: Any, ms: int, tries: int, limit: int) -> bytes:
     check_json(value, "the step's result")
     body = orjson.dumps({"ms": ms, "n": tries, "v": value})
     if len(body) > limit:
-        raise PayloadTooLarge(f"the step's result is {len(body)} bytes of JSON; the limit is {limit}")
+        raise PayloadTooLarge(
+            f"the step's result is {len(body)} bytes of JSON; the limit is {limit}"
+        )
     return body
 
 
@@ -242,7 +244,7 @@ def signal(
 ) -> Op[tuple[int, float]]:  # fmt: skip
     """Send signal ``name`` to the queue (or shard) ``keys``, and through its outbox to
     the shards ``others`` (prefixes): (jobs made ready here, when it was sent)."""
-    args = (check_signal_name(name), signal_id, ttl_ms, payload, *others)
+    args: list[Arg] = [check_signal_name(name), signal_id, ttl_ms, payload, *others]
     reply = yield script_call("signal", keys, args)
     return int(reply[0]), int(reply[1]) / 1000
 

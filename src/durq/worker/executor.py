@@ -226,11 +226,8 @@ class Executor:
                     value = await task.fn(*args, **kwargs)
                 else:
                     value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
-            elif (lender := self._inline(task, timeout)) is not None:
-                value = await lender.call(_timed, (task.fn, self._streaks[task.name], args, kwargs))
             else:
-                call = (task.fn, self._streaks[task.name], args, kwargs)
-                value = await self.threads.run(_timed, call, {}, timeout)
+                value = await self._run_sync(task, args, kwargs, timeout)
         except JobParked:  # a durable sleep or wait: the job left the worker
             return PARKED
         except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
@@ -238,10 +235,9 @@ class Executor:
         except Retry as exc:
             fields = {"reason": "retry_requested", "message": exc.reason}
             return self._failed(task, fields, job, exc.delay)
-        except StepError as exc:  # a durable step misused: another run would do the same
-            return self._dead(task, {"reason": "step_error", "message": exc.reason}, job)
-        except Fail as exc:
-            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
+        except Fail as exc:  # StepError: a durable step misused, another run would do the same
+            why = "step_error" if isinstance(exc, StepError) else "failed"
+            return self._dead(task, {"reason": why, "message": exc.reason}, job)
         except asyncio.TimeoutError:
             elapsed = time.monotonic() - started
             note = "" if task.is_async else " (its thread was abandoned and replaced)"
@@ -255,6 +251,17 @@ class Executor:
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
+
+    async def _run_sync(
+        self, task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+        """Run a sync task's call: on the loop's thread when it may borrow it, else in a
+        pool thread."""
+        lender = self._inline(task, timeout)  # first: it makes the task's streak
+        call = (task.fn, self._streaks[task.name], args, kwargs)
+        if lender is not None:
+            return await lender.call(_timed, call)
+        return await self.threads.run(_timed, call, {}, timeout)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there

@@ -1,0 +1,48 @@
+"""Waits and signals through a worker (issue 37): a signal before the wait, a wait
+before the signal, a timeout raising WaitTimeout in the task, one signal waking every
+waiter; App.signal and App.asignal; async and sync tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+import durq
+from durable.apps import events
+from helpers import eventually
+from worker.support import running_worker
+
+KINDS = ["async", "sync"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_signal_sent_before_the_wait_is_returned_when_it_is_reached(
+    app: durq.App, log: str, kind: str
+) -> None:
+    app.signal("approve:1", {"by": "ada"})
+    with running_worker(app, concurrency=1):
+        handle = app.tasks[f"waiter_{kind}"].enqueue(log, "approve:1")
+        assert handle.result(timeout=10) == {"got": {"by": "ada"}}
+    assert len(events(log, "run")) == 1  # it never parked
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wait_before_the_signal_parks_until_it_comes_and_one_signal_wakes_every_waiter(
+    app: durq.App, log: str, kind: str, queue_name: str
+) -> None:
+    queue = app.queue(queue_name)
+    with running_worker(app, concurrency=1):
+        handles = [app.tasks[f"waiter_{kind}"].enqueue(log, "go") for _ in range(3)]
+        eventually(lambda: queue.parked().waiting == 3, 10, lambda: str(queue.stats()))
+        assert app.signal("go", 7) == 3
+        assert [h.result(timeout=10) for h in handles] == [{"got": 7}] * 3
+    assert len(events(log, "run")) == 6  # each ran twice: once to park, once to resume
+    assert queue.parked().waiting == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wait_that_times_out_raises_wait_timeout_in_the_task(
+    app: durq.App, log: str, kind: str
+) -> None:
+    with running_worker(app, concurrency=1):
+        handle = app.tasks[f"waiter_{kind}"].enqueue(log, "never", timeout=0.3)
+        assert handle.result(timeout=10) == {"timeout": "never"}
