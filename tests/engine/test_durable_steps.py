@@ -6,6 +6,7 @@ wakes every waiter, and a wait past its deadline records a timeout."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import orjson
@@ -124,3 +125,58 @@ async def test_a_signal_sent_again_with_its_id_changes_nothing(q: Any) -> None:
     assert await q.signal("once", 1, id="sig-1") == 1
     assert await q.signal("once", 1, id="sig-1") == 0
     assert (await q.stats()).pending == 1
+
+
+async def test_a_parked_job_holds_neither_its_groups_slot_nor_a_place_under_max_active(
+    q: Any,
+) -> None:
+    await q.configure(limits={"tenant": 1}, max_active=1)
+    await q.enqueue({"n": 1}, group="tenant")
+    await q.enqueue({"n": 2}, group="tenant")
+    first = await q.dequeue(lease=10)
+    assert await q.dequeue(lease=10) is None  # the group's one slot, max_active's one place
+    assert (await wait(q, first, "resume")).tag == "parked"
+    second = await q.dequeue(lease=10)
+    assert second is not None and second.payload == {"n": 2}
+    await q.release(second)
+    assert await q.signal("resume", None) == 1
+    back = await q.dequeue(lease=10)
+    assert back is not None and back.id == first.id
+
+
+async def test_a_parked_job_can_be_cancelled_and_never_runs_again(q: Any) -> None:
+    await q.enqueue({"n": 1})
+    job = await q.dequeue(lease=10)
+    assert (await run(q, durable.sleep(q.keys, job.id, job.token, "nap", after=KEEP))).tag == (
+        "parked"
+    )
+    [result] = await q.cancel(job.id)
+    assert result.status.name == "CANCELLED"
+    info = await q.job(job.id)
+    assert info is not None and info.state.name == "CANCELLED"
+    assert await q.parked() == Parked(0, 0)
+    assert await q.signal("anything", 1) == 0
+
+
+async def test_a_cancel_asked_while_a_job_runs_ends_it_at_its_sleep(q: Any) -> None:
+    await q.enqueue({"n": 1})
+    job = await q.dequeue(lease=10)
+    [result] = await q.cancel(job.id)
+    assert result.status.name == "CANCELLING"
+    reply = await run(q, durable.sleep(q.keys, job.id, job.token, "nap", after=KEEP))
+    assert reply.tag == "cancelled"
+    info = await q.job(job.id)
+    assert info is not None and info.state.name == "CANCELLED"
+
+
+async def test_a_parked_job_whose_expiry_comes_first_ends_expired_then(q: Any) -> None:
+    await q.enqueue({"n": 1}, expires=1.0)
+    job = await q.dequeue(lease=10)
+    reply = await run(q, durable.sleep(q.keys, job.id, job.token, "nap", after=KEEP))
+    # due at its expiry, not at its end (the server's clock is this machine's)
+    assert reply.tag == "parked" and int(reply.value) < time.time() * 1000 + KEEP / 2
+    await asyncio.sleep(1.3)
+    assert await q.dequeue(lease=10) is None
+    info = await q.job(job.id)
+    assert info is not None and info.state.name == "EXPIRED"
+    assert await q.parked() == Parked(0, 0)
