@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import durq
@@ -101,7 +102,14 @@ async def twice(log: str) -> None:
     await durq.step("same", effect, log, "b", "2")
 
 
+async def wake_at(log: str, at: float) -> None:
+    """Sleep until ``at`` (epoch s), then log how late it woke (s)."""
+    await durq.sleep_until(at)
+    effect(log, "woke", f"{time.time() - at:.6f}")
+
+
 TASKS = (
+    wake_at,
     steps_async,
     steps_sync,
     sleeper_async,

@@ -9,6 +9,9 @@ import pytest
 
 import durq
 from durable.apps import register
+from worker.fixtures import durq_cli
+
+__all__ = ["app", "durq_cli", "log"]
 
 
 @pytest.fixture
