@@ -10,7 +10,8 @@ ARGV[4]  payload (JSON text)
 ARGV[5..] the prefixes of the other shards that get it (none for a plain queue)
 Returns  {woken, sent at (ms)}: the jobs of this queue or shard made ready now
 Errors   DURQ_WRONGTYPE when a key it uses holds another Redis type, before any change
-Cost     O(WAKE_MAX + other shards) commands.
+Cost     O(WAKE_MAX + other shards) commands; at most WAKE_BYTES (512 KiB) of payload
+         copied into waiters' records (lib/durable/signal.lua).
 ]]
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"

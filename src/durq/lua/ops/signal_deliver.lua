@@ -11,7 +11,8 @@ Effects  as signal.lua in its queue; waiters left beyond WAKE_MAX: a new entry f
          queue in its outbox
 Errors   DURQ_ARG for an entry of another kind or for another slot; DURQ_WRONGTYPE when a
          key it uses holds another Redis type, before any change (the courier retries it)
-Cost     O(WAKE_MAX) commands.
+Cost     O(WAKE_MAX) commands; at most WAKE_BYTES (512 KiB) of payload copied into
+         waiters' records (lib/durable/signal.lua).
 ]]
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"
