@@ -3,19 +3,9 @@ both front ends, and through a worker: steps replayed, sleeps and waits parked, 
 signal crossing the slots of a sharded queue's shards through the outbox."""
 
 from durable.conftest import app, log
-from durable.test_sharded import (
-    sharded_app,
-    test_a_sharded_queue_lists_the_steps_of_a_job_in_whichever_shard_holds_it,
-    test_one_signal_wakes_the_waiters_of_every_shard_through_the_outbox,
-)
+from durable.test_sharded import *  # noqa: F403
 from durable.test_signals import *  # noqa: F403
 from durable.test_steps import *  # noqa: F403
 from engine.test_durable_steps import *  # noqa: F403
 
-__all__ = [
-    "app",
-    "log",
-    "sharded_app",
-    "test_a_sharded_queue_lists_the_steps_of_a_job_in_whichever_shard_holds_it",
-    "test_one_signal_wakes_the_waiters_of_every_shard_through_the_outbox",
-]
+__all__ = ["app", "log"]  # the durable tests' own fixtures, over the cluster suite's
