@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import durq
-from durable.apps import events
+from durable.apps import events, sleeper_async, sleeper_sync
 from helpers import eventually
 from worker.support import running_worker
 
@@ -75,3 +75,19 @@ def test_a_step_name_used_twice_in_one_run_dead_letters_the_job_naming_it(
     assert [s.name for s in queue.steps(handle.id)] == ["same"]  # kept for a replay
     queue.purge(handle.id)
     assert queue.steps(handle.id) == []  # purged: its steps went with it
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_task_with_a_timeout_sleeps_and_resumes_too(
+    redis_url: str, queue_name: str, log: str, kind: str
+) -> None:
+    timed = durq.App(redis_url, default_queue=queue_name, lease=2.0)
+    fn = sleeper_async if kind == "async" else sleeper_sync
+    timed.task(name="timed", result=True, timeout=30)(fn)
+    try:
+        with running_worker(timed, concurrency=1):
+            handle = timed.tasks["timed"].enqueue(log, "t", 0.3)
+            assert handle.result(timeout=15) == "t"
+    finally:
+        timed.close()
+    assert len(events(log, "before")) == 1 and len(events(log, "woke")) == 1

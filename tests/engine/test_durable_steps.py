@@ -180,3 +180,12 @@ async def test_a_parked_job_whose_expiry_comes_first_ends_expired_then(q: Any) -
     info = await q.job(job.id)
     assert info is not None and info.state.name == "EXPIRED"
     assert await q.parked() == Parked(0, 0)
+
+
+async def test_the_last_signal_sent_is_the_one_kept_even_within_a_millisecond(q: Any) -> None:
+    for value in range(5):  # most of them in the same millisecond of the server's clock
+        await q.signal("latest", value)
+    await q.enqueue({"n": 1})
+    job = await q.dequeue(lease=10)
+    reply = await wait(q, job, "latest")
+    assert reply.tag == "record" and orjson.loads(reply.value)["v"] == 4

@@ -48,6 +48,7 @@ from model.reference import (
     ModelError,
     Ops,
 )
+from model.rules_durable import DurableRules
 from model.rules_workflows import WF_UNITS, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
@@ -69,7 +70,7 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, RuleBasedStateMachine):
+class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
@@ -94,6 +95,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         self.wf_shapes: dict[str, tuple[str, list[str], str]] = {}
         for u in WF_UNITS:
             self.units[u].on_end = self._step_ended(u)
+        self.init_durable()
 
     def _step_ended(self, unit: str) -> Callable[[JobM, str, int], None]:
         def hook(job: JobM, state: str, now: int) -> None:

@@ -8,7 +8,9 @@ KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  name, ARGV[2] the signal's id, ARGV[3] ttl (ms, > 0)
 ARGV[4]  payload (JSON text)
 ARGV[5..] the prefixes of the other shards that get it (none for a plain queue)
-Returns  {woken, sent at (ms)}: the jobs of this queue or shard made ready now
+Returns  {woken, sent at (ms)}: the jobs of this queue or shard made ready now; the
+         send time is the server's, or 1 ms after the signal kept here when that one is
+         as recent (the newest signal of a name, kept everywhere, is the last sent)
 Errors   DURQ_WRONGTYPE when a key it uses holds another Redis type, before any change
 Cost     O(WAKE_MAX + other shards) commands; at most WAKE_BYTES (512 KiB) of payload
          copied into waiters' records (lib/durable/signal.lua).
@@ -21,9 +23,19 @@ Cost     O(WAKE_MAX + other shards) commands; at most WAKE_BYTES (512 KiB) of pa
 
 local name, sid, ttl, payload = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local now = now_ms()
-local woken, left = signal_apply(name, sid, now, ttl, payload, now)
+local sk = K_PREFIX .. 'sig:' .. name
+local problem = type_error(sk, 'hash')
+if problem then return wrongtype(problem) end
+-- its send time orders it among the signals of its name everywhere (signal_apply keeps
+-- the newest): after the one kept here, even within the same millisecond
+local at = now
+local kept = redis.call('HMGET', sk, 'i', 'a')
+if kept[1] and kept[1] ~= sid and tonumber(kept[2]) and tonumber(kept[2]) >= now then
+  at = tonumber(kept[2]) + 1
+end
+local woken, left = signal_apply(name, sid, at, ttl, payload, now)
 if woken == nil then return wrongtype(left) end
-local tail = '\0' .. name .. '\0' .. sid .. '\0' .. string.format('%d', now) .. '\0'
+local tail = '\0' .. name .. '\0' .. sid .. '\0' .. string.format('%d', at) .. '\0'
   .. string.format('%d', ttl) .. '\0' .. payload
 for i = 5, #ARGV do
   outbox_push(K_PREFIX, 'sig:' .. sid .. '@' .. ARGV[i], 'G\0' .. ARGV[i] .. tail, now)
@@ -32,4 +44,4 @@ if left then outbox_push(K_PREFIX, 'sig:' .. sid .. '+', 'G\0' .. K_PREFIX .. ta
 offer_touched()
 flush_counters()
 wake_if_needed()
-return {woken, now}
+return {woken, at}
