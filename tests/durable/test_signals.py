@@ -4,10 +4,12 @@ waiter; App.signal and App.asignal; async and sync tasks."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 import durq
-from durable.apps import events
+from durable.apps import events, register
 from helpers import eventually
 from worker.support import running_worker
 
@@ -46,3 +48,23 @@ def test_a_wait_that_times_out_raises_wait_timeout_in_the_task(
     with running_worker(app, concurrency=1):
         handle = app.tasks[f"waiter_{kind}"].enqueue(log, "never", timeout=0.3)
         assert handle.result(timeout=10) == {"timeout": "never"}
+
+
+async def test_app_asignal_wakes_the_waiters_as_app_signal_does(
+    redis_url: str, queue_name: str, log: str
+) -> None:
+    app = durq.App(redis_url, default_queue=queue_name, lease=2.0)
+    register(app)
+    queue = app.queue(queue_name)
+    try:
+        with running_worker(app, concurrency=1):
+            handles = [app.tasks["waiter_async"].enqueue(log, "async-go") for _ in range(2)]
+            await asyncio.to_thread(
+                eventually, lambda: queue.parked().waiting == 2, 10, lambda: str(queue.stats())
+            )
+            assert await app.asignal("async-go", {"via": "asignal"}) == 2
+            results = [await asyncio.to_thread(h.result, 10) for h in handles]
+        assert results == [{"got": {"via": "asignal"}}] * 2
+    finally:
+        await app.aclose()
+        app.close()

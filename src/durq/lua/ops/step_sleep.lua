@@ -52,19 +52,12 @@ if untl <= now then
   end
   return {'done', untl}
 end
-local out
-if bit.band(r.flags, FLAG_CANCEL) ~= 0 then
-  control().end_cancelled(id, r, now) -- its cancel was asked: it does not come back
-  cap_freed()
-  out = {'cancelled'}
-else
+local out = durable_leave(id, r, now, function()
   if not raw then redis.call('HSET', sk, step, sleep_record(untl, now)) end
   wait_unregister(id)
   redis.call('ZADD', K_PREFIX .. 'dsleep', untl, id)
-  local due = durable_park_due(id, r, untl)
-  durable_park(id, r, due, now)
-  out = {'parked', due}
-end
+  return durable_park_due(id, r, untl)
+end)
 offer_touched()
 flush_counters()
 wake_if_needed()

@@ -83,12 +83,7 @@ else
     due = deadline
   end
 end
-local out
-if bit.band(r.flags, FLAG_CANCEL) ~= 0 then
-  control().end_cancelled(id, r, now) -- its cancel was asked: it does not come back
-  cap_freed()
-  out = {'cancelled'}
-else
+local out = durable_leave(id, r, now, function()
   due = durable_park_due(id, r, due)
   local old = redis.call('HGET', sk, '~w') -- a registration its last run left
   if old and old ~= signal then redis.pcall('HDEL', K_PREFIX .. 'sw:' .. old, id) end
@@ -97,9 +92,8 @@ else
   redis.call('HSET', K_PREFIX .. 'sw:' .. signal, id, step)
   redis.call('ZADD', K_PREFIX .. 'dwait', due, id)
   redis.call('ZREM', K_PREFIX .. 'dsleep', id)
-  durable_park(id, r, due, now)
-  out = {'parked', due}
-end
+  return due
+end)
 offer_touched()
 flush_counters()
 wake_if_needed()

@@ -34,3 +34,17 @@ local function durable_park(id, r, due, now)
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   cap_freed()
 end
+
+-- Held job `id` (record r) leaves its worker at a sleep or a wait: it ends cancelled when
+-- its cancel was asked while it ran (it does not come back), else it parks until the due
+-- time that `register` returns once it wrote where the job waits. The script's reply.
+local function durable_leave(id, r, now, register)
+  if bit.band(r.flags, FLAG_CANCEL) ~= 0 then
+    control().end_cancelled(id, r, now)
+    cap_freed()
+    return {'cancelled'}
+  end
+  local due = register()
+  durable_park(id, r, due, now)
+  return {'parked', due}
+end
