@@ -68,3 +68,32 @@ async def test_app_asignal_wakes_the_waiters_as_app_signal_does(
     finally:
         await app.aclose()
         app.close()
+
+
+def test_a_step_enqueues_a_child_and_waits_for_the_signal_it_sends_when_done(
+    redis_url: str, queue_name: str
+) -> None:
+    app = durq.App(redis_url, default_queue=queue_name, lease=2.0)
+
+    @app.task(name="child")
+    def child(n: int) -> None:
+        job = durq.current_job()
+        assert job is not None
+        app.signal(f"child:{job.id}", n * 2, queue=queue_name)
+
+    @app.task(name="parent", result=True)
+    async def parent(n: int) -> int:
+        job = durq.current_job()
+        assert job is not None
+
+        def spawn() -> str:  # an id of its own: running the step again enqueues nothing
+            return app.tasks["child"].options(id=f"{job.id}-child").enqueue(n).id
+
+        child_id = await durq.step("spawn", spawn)
+        return int(await durq.wait_for(f"child:{child_id}", timeout=30))
+
+    try:
+        with running_worker(app, concurrency=2):
+            assert app.tasks["parent"].enqueue(21).result(timeout=15) == 42
+    finally:
+        app.close()
