@@ -29,6 +29,7 @@ PAGES = (
     "docs/workflows.md",
     "docs/process-pool.md",
     "docs/deployment.md",
+    "docs/durable.md",
 )
 NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:::(\w+))?(\[[^`\]]*\])?`( \(xfail\))?")
 PENDING = re.compile(r"\(pending: issue 30 bug (\d+)\)")

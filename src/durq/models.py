@@ -26,10 +26,12 @@ __all__ = [
     "LibraryInfo",
     "Message",
     "Outcome",
+    "Parked",
     "Progress",
     "QueueStats",
     "ScheduleInfo",
     "StepInfo",
+    "StoredStep",
     "Trust",
     "WorkflowInfo",
 ]
@@ -240,6 +242,39 @@ class Progress:
     fraction: float
     info: Any = None
     at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredStep:
+    """What a job's runs stored under one name (durable steps, docs/durable.md;
+    ``Queue.steps``).
+
+    ``kind``: ``step``, ``sleep`` or ``wait``. ``state``: a step is ``done``; a sleep
+    ``asleep`` (its end is still to come) or ``slept``; a wait ``waiting``, ``signalled``
+    or ``timed out``. ``at``: when it was recorded (server time); ``until``: a sleep's
+    end, a wait's deadline (None: none); ``seconds`` and ``tries``: a step's run time and
+    runs (its own retries); ``signal``: a wait's signal; ``value``: a step's result or
+    the payload a wait received (JSON data).
+    """
+
+    name: str
+    kind: str
+    state: str
+    at: float | None = None
+    until: float | None = None
+    seconds: float | None = None
+    tries: int | None = None
+    signal: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """The jobs of a queue parked by durable steps now: ``asleep`` (``durq.sleep``) and
+    ``waiting`` (``durq.wait_for``); ``Queue.parked``."""
+
+    asleep: int = 0
+    waiting: int = 0
 
 
 class Outcome(str, Enum):

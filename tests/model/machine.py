@@ -50,6 +50,7 @@ from model.reference import (
     ModelError,
     Ops,
 )
+from model.rules_durable import DurableRules
 from model.rules_workflows import BALLAST, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
@@ -71,7 +72,7 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, RuleBasedStateMachine):
+class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
@@ -94,6 +95,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         # the pauses of the sharded queue)
         self.workflows = Workflows(self.units, {u: u for u in UNITS}, round(RESULT_TTL_S * 1000))
         self.wf_handles: dict[str, Any] = {}
+        self.init_durable()
 
     def _reproducible(self) -> None:
         """Draw the run tags and the ids of workflows without one from a counter of the

@@ -16,6 +16,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from durq._async.admin import AsyncQueueAdmin
 from durq._async.driver import AsyncDriver
+from durq._async.durable import AsyncQueueDurable
 from durq._async.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
@@ -59,7 +60,7 @@ def _raise_for(outcome: Outcome, job_id: str) -> None:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
-class AsyncQueue(AsyncQueueAdmin):
+class AsyncQueue(AsyncQueueAdmin, AsyncQueueDurable):
     """A durq queue, used from asyncio code.
 
     Args:

@@ -36,11 +36,14 @@ from durq.models import (
     JobInfo,
     Message,
     Outcome,
+    Parked,
     QueueStats,
+    StoredStep,
 )
 from durq.protocol import namespace
 from durq.protocol.args import job_ids, new_ids
 from durq.protocol.calls import Op
+from durq.protocol.durable import check_signal_name
 from durq.protocol.lifecycle import Leased
 from durq.transport import connection
 
@@ -362,3 +365,26 @@ class AsyncShardedQueue:
     async def limits(self, limit: int = 20) -> FlowInfo:
         """Flow control at a glance, the shards' states added up."""
         return merge_flow(self.name, [await shard.limits(limit) for shard in self.shards])
+
+    # -- durable steps (docs/durable.md) ------------------------------------------------
+
+    async def signal(self, name: str, payload: Any = None, **options: Any) -> int:
+        """Send signal ``name`` to every shard (see ``AsyncQueue.signal``): it enters by
+        the shard of its name, which forwards it to the others through its outbox
+        (delivered at least once, applied once). Returns how many jobs that shard made
+        ready now."""
+        home = self.shards[shard_index(check_signal_name(name), len(self.shards))]
+        return await home.signal(name, payload, **options)
+
+    async def steps(self, job_id: str) -> list[StoredStep]:
+        """What job ``job_id`` stored, from whichever shard holds it."""
+        for shard in self.shards:
+            found = await shard.steps(job_id)
+            if found:
+                return found
+        return []
+
+    async def parked(self) -> Parked:
+        """The shards' parked jobs, added up."""
+        each = [await shard.parked() for shard in self.shards]
+        return Parked(sum(p.asleep for p in each), sum(p.waiting for p in each))

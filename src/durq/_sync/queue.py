@@ -16,6 +16,7 @@ from redis import Redis
 
 from durq._sync.admin import QueueAdmin
 from durq._sync.driver import Driver
+from durq._sync.durable import QueueDurable
 from durq._sync.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
@@ -59,7 +60,7 @@ def _raise_for(outcome: Outcome, job_id: str) -> None:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
-class Queue(QueueAdmin):
+class Queue(QueueAdmin, QueueDurable):
     """A durq queue, used from blocking code.
 
     Args:

@@ -36,7 +36,8 @@ from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult
-from durq.protocol.args import delay_ms, lease_ms
+from durq.protocol.args import delay_ms, lease_ms, new_ids
+from durq.protocol.durable import DEFAULT_SIGNAL_TTL
 from durq.redaction import Redact
 from durq.transport import connection
 
@@ -465,6 +466,60 @@ class App:
         lists schedules declared in code before but not any more; ``remove_missing``
         removes them."""
         return self.schedules.upsert(queues, remove_missing=remove_missing)
+
+    # -- signals (durable steps: docs/durable.md) ----------------------------------------
+
+    def signal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        queue: str | Sequence[str] | None = None,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+    ) -> int:
+        """Send signal ``name`` with ``payload`` (JSON data, at most 64 KiB): every job
+        waiting for it (``durq.wait_for``) gets the payload and runs again now, and a
+        wait reached within ``ttl`` seconds (a day by default) gets it at once. It goes
+        to ``queue`` (a name or several; each shard of a sharded queue), by default to
+        every queue of the app's tasks; once per queue, safe to call again. Returns how
+        many jobs it made ready (the shards reached through an outbox not counted)."""
+        signal_id = new_ids(1)[0]  # one id everywhere: a retried call changes nothing
+        woken = 0
+        for target in self._signal_targets(queue):
+            if target in self.shards:
+                woken += self.sharded_queue(target).signal(name, payload, ttl=ttl, id=signal_id)
+            else:
+                woken += self.queue(target).signal(name, payload, ttl=ttl, id=signal_id)
+        return woken
+
+    async def asignal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        queue: str | Sequence[str] | None = None,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+    ) -> int:
+        """``signal`` for asyncio code."""
+        signal_id = new_ids(1)[0]
+        woken = 0
+        for target in self._signal_targets(queue):
+            if target in self.shards:
+                queue_ = self.asharded_queue(target)
+                woken += await queue_.signal(name, payload, ttl=ttl, id=signal_id)
+            else:
+                woken += await self.aqueue(target).signal(name, payload, ttl=ttl, id=signal_id)
+        return woken
+
+    def _signal_targets(self, queue: str | Sequence[str] | None) -> list[str]:
+        if queue is None:
+            targets = self.queues
+            if not targets:
+                raise InvalidArgument(
+                    "this app has no tasks, so no queue to signal: name one (queue=...)"
+                )
+            return targets
+        return [check_queue_name(q) for q in ([queue] if isinstance(queue, str) else queue)]
 
     # -- enqueueing -------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from durq._version import __version__
 from durq.cli.admin import dlq, doctor, stats, workers
 from durq.cli.dashboard import dashboard
 from durq.cli.deploy import deploy
+from durq.cli.durable import signal
 from durq.cli.enqueue import enqueue
 from durq.cli.functions import functions
 from durq.cli.jobs import job
@@ -58,6 +59,6 @@ def main() -> None:
 
 for command in (
     worker, stats, limits, workers, job, workflow, dlq, schedules, enqueue, doctor, dashboard,
-    functions, deploy, server, demo,
+    functions, deploy, server, demo, signal,
 ):  # fmt: skip
     main.add_command(command)

@@ -24,6 +24,7 @@ from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
 from durq.cli.pool_tables import children_table
+from durq.cli.steps import steps_table
 from durq.errors import DurqError
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.redaction import Redact
@@ -317,14 +318,18 @@ def _show(info: JobInfo, redact: Redact) -> None:
 @redact_options
 @_redis_errors
 def job(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
-    """Show everything stored about one job: state, attempts, times, reason, payload.
+    """Show everything stored about one job: state, attempts, times, reason, payload,
+    and its durable steps, sleeps and waits.
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
     with _queue(queue, url, namespace) as q:
         info = q.job(job_id)
+        steps = q.steps(job_id) if info is not None else []
     if info is None:
         raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
     _show(info, redact)
+    if steps:  # durable steps (docs/durable.md)
+        console.print(steps_table(info.id, steps))
 
 
 @click.group()

@@ -33,8 +33,9 @@ class AckBuffer:
         return len(self.items)
 
     def add(self, job: Job, outcome: Outcome) -> None:
-        """Buffer a finished job's outcome ("lost" outcomes need no message)."""
-        if outcome.kind != "lost":
+        """Buffer a finished job's outcome ("lost" and "parked" outcomes need no
+        message: nothing to say, or said by the script that parked the job)."""
+        if outcome.kind != "lost" and outcome.kind != "parked":
             self.items.append((job, outcome))
 
     def take(self, limit: int) -> list[tuple[Job, Outcome]]:

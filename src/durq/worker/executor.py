@@ -14,12 +14,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from durq.app import tracing
+from durq.app.durable import JobParked
 from durq.app.schedule_spec import apply_tick
 from durq.app.task import Task
 from durq.app.versions import job_version
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry
+from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry, StepError
 from durq.models import Job
 from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
@@ -30,7 +31,7 @@ from durq.worker.threads import ThreadRunner
 if TYPE_CHECKING:
     from durq.app.app import App
 
-__all__ = ["DONE", "Call", "Executor", "Outcome"]
+__all__ = ["DONE", "PARKED", "Call", "Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -55,7 +56,9 @@ INLINE_BACKOFF = 4
 class Outcome:
     """What to tell the queue about a job."""
 
-    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled", "hold"]
+    kind: Literal[
+        "done", "retry", "dead", "defer", "limited", "lost", "cancelled", "hold", "parked"
+    ]
     result: bytes | None = None  # done: the stored result; dead: the stored error
     delay: float = 0.0
     reason: bytes = b""
@@ -68,6 +71,10 @@ class Outcome:
 DONE = Outcome("done")
 """The outcome of a job that succeeded and keeps no result (shared: outcomes are never
 changed once made)."""
+
+PARKED = Outcome("parked")
+"""The outcome of a job that a durable sleep or wait parked (``durq.app.durable``): it
+left the worker in the script that parked it, so nothing is sent for it."""
 
 Call = tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]]
 """A job ready to run: its task, arguments and metadata (``Executor.prepare``)."""
@@ -259,11 +266,10 @@ class Executor:
                     value = await task.fn(*args, **kwargs)
                 else:
                     value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
-            elif (lender := self._inline(task, timeout)) is not None:
-                value = await lender.call(_timed, (task.fn, self._streaks[task.name], args, kwargs))
             else:
-                call = (task.fn, self._streaks[task.name], args, kwargs)
-                value = await self.threads.run(_timed, call, {}, timeout)
+                value = await self._run_sync(task, args, kwargs, timeout)
+        except JobParked:  # a durable sleep or wait: the job left the worker
+            return PARKED
         except asyncio.TimeoutError:
             elapsed = time.monotonic() - started
             note = "" if task.is_async else " (its thread was abandoned and replaced)"
@@ -286,8 +292,9 @@ class Executor:
         if isinstance(exc, Retry):
             fields = {"reason": "retry_requested", "message": exc.reason}
             return self._failed(task, fields, job, exc.delay)
-        if isinstance(exc, Fail):
-            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
+        if isinstance(exc, Fail):  # StepError: a durable step misused, another run would too
+            why = "step_error" if isinstance(exc, StepError) else "failed"
+            return self._dead(task, {"reason": why, "message": exc.reason}, job)
         if isinstance(exc, Exception):  # retried unless retry_on / dont_retry_on say no
             return self._raised(task, exc, job)
         return self._failed(task, error_fields(exc, task.fn), job)
@@ -308,6 +315,17 @@ class Executor:
         and a message): retried by its policy, or dead-lettered once its attempts are
         spent."""
         return self._failed(task, fields, job)
+
+    async def _run_sync(
+        self, task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+        """Run a sync task's call: on the loop's thread when it may borrow it, else in a
+        pool thread."""
+        lender = self._inline(task, timeout)  # first: it makes the task's streak
+        call = (task.fn, self._streaks[task.name], args, kwargs)
+        if lender is not None:
+            return await lender.call(_timed, call)
+        return await self.threads.run(_timed, call, {}, timeout)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there

@@ -30,7 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from durq._version import __version__
-from durq.app import tracing
+from durq.app import durable, tracing
 from durq.data_format import DATA_FORMAT
 from durq.errors import InvalidArgument
 from durq.metrics import WorkerMetrics
@@ -41,6 +41,7 @@ from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
+from durq.worker.durable import DurableRuns
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.health import HealthServer
@@ -165,6 +166,8 @@ class Worker:
         self._control: WorkerControl | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
+        # the durable runs of the jobs that make durable calls (durq.step, durq.sleep...)
+        self._durable: DurableRuns | None = None
         self.started_at = time.time()
         self.processed = 0  # runs of jobs that ended, whatever their outcome
         self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
@@ -245,8 +248,8 @@ class Worker:
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
         it is a coroutine)."""
-        if delivery.lost:
-            return
+        if delivery.lost or (self._durable is not None and self._durable.parked(delivery.key)):
+            return  # a parked job left the worker: its lease went with it
         delivery.lost = True
         job, name = delivery.job, delivery.name
         self.metrics.lease_lost(job.queue)
@@ -306,6 +309,9 @@ class Worker:
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
+        runs = self._durable
+        if runs is not None and runs.runs:  # one check per job; a durable run: its outcome
+            outcome = runs.settle(job, delivery.name, outcome)
         if delivery.lost:
             outcome = Outcome("lost")
         controls = self._controls  # WorkerControl.busy(), without a call per job
@@ -457,6 +463,9 @@ class Worker:
         # (an embedding process, e.g. a test suite, then collects whatever of them became
         # garbage).
         gc.freeze()
+        # the jobs' tasks copy this context: their durable calls find this worker's runs
+        self._durable = DurableRuns(queues, self.capacity, loop)
+        host = durable.install(self._durable)
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
         log.info(
@@ -475,6 +484,8 @@ class Worker:
             await self._drain(all_pumps)
         finally:
             _young_threshold.restore()  # first: the awaits below may be cut short
+            durable.uninstall(host)
+
             await cancel_and_wait(stop_wait, *background)
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):

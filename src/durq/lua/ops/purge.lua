@@ -40,6 +40,7 @@ for i = 1, #ids do
     redis.call('HDEL', K_REASONS, id)
     redis.call('HDEL', K_PREFIX .. 'ctl', id) -- job control data (lib/control/job_control.lua)
     redis.call('HDEL', K_PREFIX .. 'progress', id)
+    redis.call('DEL', K_PREFIX .. 'steps:' .. id) -- durable steps (lib/durable/steps.lua)
     purged = purged + 1
     out[#out + 1] = id
     out[#out + 1] = S_OK

@@ -4,6 +4,7 @@
 --- @include "lib/core/conf"
 --- @include "lib/groups/slots"
 --- @include "lib/workflows/fan_in_dead"
+--- @include "lib/durable/steps"
 
 -- Job control: cancel, expiry, the dedup modes throttle, debounce and keep-last, and
 -- progress. A job that uses any of them carries FLAG_CONTROL (lib/core/record_layout.lua),
@@ -113,6 +114,8 @@ local function control()
     if why == 'released' and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
       redis.call('HDEL', K_PREFIX .. 'progress', id)
     end
+    -- durable steps: it sleeps and waits no more; released, its steps go with its record
+    if bit.band(r.flags, FLAG_CONTROL) ~= 0 then durable_forget(id, why == 'released') end
   end
 
   -- The outcome a waiter of the job's result gets (durq.payloads: {"ok": false, ...}),
