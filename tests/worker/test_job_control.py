@@ -66,12 +66,12 @@ RACE: queue.SimpleQueue[str | None] = queue.SimpleQueue()
 
 
 async def quick(n: int) -> int:
-    """Ask for its own cancel (``RACE``), then return ``n`` 0 to 5 ms later: the
+    """Ask for its own cancel (``RACE``), then return ``n`` 0 to 20 ms later: the
     cancel and the completion race."""
     job = durq.current_job()
     assert job is not None
     RACE.put(job.id)
-    await asyncio.sleep(random.random() * 0.005)
+    await asyncio.sleep(random.random() * 0.02)
     return n
 
 
