@@ -351,14 +351,6 @@ class LocalSentinel:
         self.wait_stable(timeout)
         return new
 
-    def kill_primary(self, timeout: float = 30.0) -> tuple[RedisServer, RedisServer]:
-        """SIGKILL the primary (writes not yet replicated are lost) and wait until the
-        Sentinels promote a replica; returns (old, new). Call ``recover(old)`` to bring
-        the old primary back as a replica."""
-        old = self.primary()
-        old.kill()
-        return old, self.wait_promoted(old, timeout)
-
     def wait_promoted(self, old: RedisServer, timeout: float = 30.0) -> RedisServer:
         """Until the Sentinels name a running primary other than ``old``; returns it."""
         wait_for(lambda: self.primary() is not old, timeout, "the Sentinels to promote")
@@ -366,15 +358,6 @@ class LocalSentinel:
         wait_for(lambda: _client(new).info("replication").get("role") == "master", timeout,
                  "the new primary")  # fmt: skip
         return new
-
-    def recover(self, old: RedisServer, timeout: float = 30.0) -> None:
-        """Restart a killed server as a replica of the current primary (as an operator
-        would: the Sentinels alone take about 10 s to convert it)."""
-        old.restart()
-        primary = self.primary()
-        with _client(old) as client:
-            client.execute_command("REPLICAOF", primary.host, str(primary.port))
-        self.wait_stable(timeout)
 
     def close(self) -> None:
         """Stop every server and Sentinel and remove their data."""
@@ -387,11 +370,3 @@ class LocalSentinel:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-
-def _flags(row: Any) -> str:
-    """The flags of a SENTINEL REPLICAS entry (redis-py parses it into a dict)."""
-    if isinstance(row, dict):
-        return str(row.get("flags", ""))
-    pairs = dict(zip(row[::2], row[1::2], strict=False))
-    value = pairs.get(b"flags", b"")
-    return value.decode() if isinstance(value, bytes) else str(value)
