@@ -369,4 +369,3 @@ class LocalSentinel:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
