@@ -70,6 +70,7 @@ _EVAL_ONLY = re.compile(r"^--- @eval-only[^\n]*\n.*?^--- @end[^\n]*$", re.MULTIL
 # one statement of a per-call block: `local a, b = ...` or `local a` (nil)
 _LOCAL = re.compile(r"^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)[ \t]*(=?)", re.MULTILINE)
 
+
 @dataclass(frozen=True)
 class Library:
     """The Functions library: its name, its source (for FUNCTION LOAD) and the function

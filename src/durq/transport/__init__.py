@@ -3,7 +3,8 @@
 - ``connection``: clients from URLs (TLS, ACL, Unix sockets, Sentinel), their pools,
   and the lean exchanges the drivers send requests with;
 - ``cluster``: which node serves a slot, and routing a call there;
-- ``spin``: how a blocking exchange waits for its reply (a short poll, then a sleep).
+- ``spin``: how a blocking exchange waits for its reply (a short poll, then a sleep);
+- ``packing``: the RESP of the drivers' requests, packed by hiredis (IO-free).
 
 The protocol (``durq.protocol``) and the Lua scripts never import this package.
 """
