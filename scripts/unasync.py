@@ -24,6 +24,7 @@ FILES = (
     "queue.py",
     "retry.py",
     "sharded.py",
+    "sharded_admin.py",
     "topic.py",
 )
 
@@ -37,6 +38,7 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncQueue\b", "Queue"),
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
+    (r"\bAsyncShardedQueueAdmin\b", "ShardedQueueAdmin"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncNamespace\b", "Namespace"),
     (r"\bAsyncTopic\b", "Topic"),
