@@ -25,6 +25,7 @@ FILES = (
     "queue.py",
     "retry.py",
     "sharded.py",
+    "sharded_admin.py",
     "topic.py",
 )
 
@@ -39,6 +40,7 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
     (r"\bAsyncQueueDurable\b", "QueueDurable"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
+    (r"\bAsyncShardedQueueAdmin\b", "ShardedQueueAdmin"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncNamespace\b", "Namespace"),
     (r"\bAsyncTopic\b", "Topic"),

@@ -41,6 +41,8 @@ from helpers import flavor_params, start_server
 SLOW_US = 10_000
 ATTEMPTS = 3
 
+pytestmark = pytest.mark.serial  # server time: measured alone (see the Makefile)
+
 
 @pytest.fixture(scope="module", params=flavor_params())
 def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:

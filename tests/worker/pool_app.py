@@ -137,7 +137,8 @@ def in_process(log: str, key: str) -> int:
 def durable_in_child(log: str, key: str) -> str:
     """Makes a durable step, which a child of the process pool cannot (docs/durable.md)."""
     record(log, "start", key)
-    return durq.step("charge", lambda: key)
+    charged: str = durq.step("charge", lambda: key)
+    return charged
 
 
 _TASKS: list[tuple[Any, dict[str, Any]]] = [

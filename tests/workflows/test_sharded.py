@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 import durq
-from durq._sync.sharded import shard_index
-from durq.keys import NamespaceKeys, shard_name
+from durq.keys import NamespaceKeys, shard_index, shard_name
 from durq.protocol.namespace import queue_names, shard_counts
 from worker.support import Durq, running_worker
 from workflows.apps import build

@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from durq._async.sharded import shard_index
 from durq.app.task import Task
 from durq.codec import check_json
 from durq.cron import CronTiming
 from durq.errors import InvalidArgument, NotSerializable
-from durq.keys import shard_name
+from durq.keys import shard_index, shard_name
 from durq.models import ScheduleInfo
 from durq.protocol.schedules import ScheduleRow
 

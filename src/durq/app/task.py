@@ -11,7 +11,7 @@ import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
@@ -151,12 +151,18 @@ class TaskCaller(Generic[P, R]):
         self._options = options
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
-        """A prepared call with these options, for ``enqueue_many``."""
+        """A prepared call with these options, for ``enqueue_many``; as a workflow
+        step, ``s``."""
         return Call(self.task, args, dict(kwargs), self._options)
 
-    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
-        """A workflow step with these options (see ``Task.s``)."""
-        return Call(self.task, args, dict(kwargs), self._options)
+    if TYPE_CHECKING:  # typed apart: a step may get its first argument from the one before
+
+        def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+            """A workflow step with these options (see ``Task.s``): ``call``."""
+            ...
+
+    else:
+        s = call
 
     def si(self, *args: Any, **kwargs: Any) -> Call[R]:
         """An immutable workflow step with these options (see ``Task.si``)."""
@@ -279,14 +285,20 @@ class Task(Generic[P, R]):
         )  # fmt: skip
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
-        """A prepared call, for ``enqueue_many``."""
+        """A prepared call, for ``enqueue_many``; as a workflow step, ``s``."""
         return Call(self, args, dict(kwargs))
 
-    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
-        """A workflow step (``durq.chain``, ``durq.group``): a step that runs after
-        another receives that one's result as its first positional argument, before
-        ``args``; checked against the signature when the workflow is enqueued."""
-        return Call(self, args, dict(kwargs))
+    if TYPE_CHECKING:  # typed apart: a step may get its first argument from the one before
+
+        def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+            """A workflow step (``durq.chain``, ``durq.group``), the same as ``call``: a
+            step that runs after another receives that one's result as its first
+            positional argument, before ``args``; checked against the signature when
+            the workflow is enqueued."""
+            ...
+
+    else:
+        s = call
 
     def si(self, *args: Any, **kwargs: Any) -> Call[R]:
         """An immutable workflow step: it runs with exactly ``args`` and ``kwargs``,

@@ -36,7 +36,6 @@ import orjson
 
 from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
-from durq._sync.sharded import shard_index
 from durq.app import tracing
 from durq.app.task import Call, Task
 from durq.codec import check_json
@@ -48,7 +47,7 @@ from durq.errors import (
     PayloadTooLarge,
     WorkflowFailed,
 )
-from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
+from durq.keys import QueueKeys, check_group, check_job_id, shard_index, shard_name, split_shard
 from durq.models import CancelStatus, StepInfo, WorkflowInfo
 from durq.payloads import build_call, decode_result
 from durq.protocol import workflows as wf
