@@ -34,6 +34,8 @@ PLAIN_ONLY = {
     "keys": "each shard has its own keys: shards[i].keys",
     "_enqueue_op": "the checked enqueue of one queue's messages, which the sharded queue "
     "asks of its shards",
+    "scan_jobs": "a scan's cursor walks one shard's records: shards[i].scan_jobs, as "
+    "durq deploy check reads every shard",
 }
 
 
