@@ -38,7 +38,7 @@ from durq.models import (
 from durq.protocol import namespace
 from durq.protocol.args import new_ids
 from durq.protocol.calls import Op
-from durq.protocol.durable import check_signal_name
+from durq.protocol.durable import DEFAULT_SIGNAL_TTL, check_signal_name
 from durq.protocol.lifecycle import Leased
 from durq.transport import connection
 
@@ -393,10 +393,17 @@ class AsyncShardedQueue(AsyncShardedQueueAdmin):
 
     # -- durable steps (docs/durable.md) ------------------------------------------------
 
-    async def signal(self, name: str, payload: Any = None, **options: Any) -> int:
+    async def signal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+        id: str | None = None,
+    ) -> int:
         """Send signal ``name`` to every shard (see ``AsyncQueue.signal``): it enters by
         the shard of its name, which forwards it to the others through its outbox
         (delivered at least once, applied once). Returns how many jobs that shard made
         ready now."""
         home = self.shards[shard_index(check_signal_name(name), len(self.shards))]
-        return await home.signal(name, payload, **options)
+        return await home.signal(name, payload, ttl=ttl, id=id)
