@@ -53,6 +53,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "schedule_list",
     "schedule_refill",
     "schedule_upsert",
+    "settle",
     "stats",
     "workflow_cancel",
     "workflow_deliver",
