@@ -19,6 +19,7 @@ TARGET = ROOT / "src" / "durq" / "_sync"
 FILES = (
     "__init__.py",
     "admin.py",
+    "batches.py",
     "driver.py",
     "namespace.py",
     "queue.py",
@@ -36,6 +37,7 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncRedis\b", "Redis"),
     (r"\bAsyncQueue\b", "Queue"),
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
+    (r"\bAsyncQueueBatches\b", "QueueBatches"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncNamespace\b", "Namespace"),

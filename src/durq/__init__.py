@@ -57,6 +57,7 @@ from durq.errors import (
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
 from durq.models import (
+    BatchRecord,
     CancelResult,
     CancelStatus,
     EnqueueResult,
@@ -71,6 +72,7 @@ from durq.models import (
     Outcome,
     Progress,
     QueueStats,
+    Settle,
     Trust,
 )
 from durq.redaction import Redact
@@ -131,6 +133,8 @@ __all__ = [
     "Outcome",
     "LibraryInfo",
     "Trust",
+    "Settle",
+    "BatchRecord",
     "Codec",
     "Durability",
     # secrets kept out of sight
