@@ -17,6 +17,7 @@ from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app.app import App
+from durq.app.batch import Batch, Item
 from durq.app.handle import JobHandle
 from durq.app.schedule_control import SyncReport
 from durq.app.schedule_spec import Schedule, ScheduleInfo
@@ -80,6 +81,8 @@ from durq.redaction import Redact
 __all__ = [
     # tasks
     "App",
+    "Batch",
+    "Item",
     "Call",
     "Cancelled",
     "Expired",

@@ -101,7 +101,9 @@ async def test_a_batch_size_out_of_range_is_refused(local_q: Any, size: Any) -> 
         await local_q.dequeue_batch(size)
 
 
-async def test_a_group_limit_counts_a_groups_items_in_a_batch_as_one_holder(q: Any, raw: Any) -> None:
+async def test_a_group_limit_counts_a_groups_items_in_a_batch_as_one_holder(
+    q: Any, raw: Any
+) -> None:
     await q.configure(group_limit=1)
     await fill(q, 30, group="a")
     await fill(q, 30, group="b", start=30)
@@ -174,5 +176,3 @@ async def test_a_completed_item_keeps_its_id_taken_for_the_dedup_window(q: Any) 
     await q.settle(jobs)
     again = await q.enqueue_many([Message({"i": 1}, id="one")])
     assert again[0].status.value == "exists"
-
-

@@ -22,6 +22,7 @@ from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
+from durq.app import batch as batch_spec
 from durq.app.handle import JobHandle
 from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
@@ -143,6 +144,24 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        batch: batch_spec.Batch,
+    ) -> Callable[[Callable[[list[batch_spec.Item]], Any]], Task[..., Any]]: ...
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+        result: bool = False,
+        result_ttl: float | None = None,
+        shards: int | None = None,
+        batch: None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -159,6 +178,7 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        batch: batch_spec.Batch | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -176,6 +196,9 @@ class App:
             result_ttl: how long the result is kept (default: the app's).
             shards: make the task's queue a sharded queue of this many shards (see
                 ``App``); every task of the queue must agree.
+            batch: make it a batch task (``durq.Batch``): its function takes one
+                parameter, the list of items (``durq.Item``) of a batch; each enqueued
+                call is one item. A batch task owns its queue: no other task may use it.
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -183,6 +206,8 @@ class App:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
             lease_ms(lease)
+        if batch is not None and not isinstance(batch, batch_spec.Batch):
+            raise InvalidArgument(f"batch must be a durq.Batch, got {type(batch).__name__}")
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -191,17 +216,35 @@ class App:
             lease=lease,
             result=result,
             result_ttl=result_ttl,
+            batch=batch,
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
             task_name = name or func.__name__
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
+            if batch is not None:
+                batch_spec.check_batch_function(func, task_name)
+            self._check_owner(task_name, config)
             task = Task(self, func, task_name, config)
             self.tasks[task_name] = task
             return task
 
         return register(fn) if fn is not None else register
+
+    def _check_owner(self, name: str, config: TaskConfig) -> None:
+        """A batch task owns its queue: refuse a batch task on a queue that other tasks
+        use, and any other task on a batch task's queue (InvalidArgument)."""
+        for other in self.tasks.values():
+            if other.name == name or other.queue != config.queue:
+                continue
+            if config.batch is not None or other.config.batch is not None:
+                owner = other.name if other.config.batch is not None else name
+                raise InvalidArgument(
+                    f"queue {config.queue!r} is owned by the batch task {owner!r}: a batch "
+                    f"task's queue holds its items only, so {name!r} and {other.name!r} "
+                    "cannot share it (give one of them another queue)"
+                )
 
     def topic(self, name: str) -> AppTopic:
         """The topic ``name``: register subscriber tasks on it and publish events."""

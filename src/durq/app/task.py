@@ -15,6 +15,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
+from durq.app.batch import Batch
 from durq.app.handle import HandleOwner, JobHandle
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
@@ -72,6 +73,8 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    #: a batch task's batches (its function receives lists of items), or None
+    batch: Batch | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,9 @@ class Task(Generic[P, R]):
         self.name = name
         self.config = config
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.signature = inspect.signature(fn)
+        # what a call's arguments must fit: a batch task's calls are its items
+        batch = config.batch
+        self.signature = batch.item_signature() if batch is not None else inspect.signature(fn)
         # the signature check, remembered per argument shape
         self._check = ArgumentCheck(name, self.signature)
         self.__doc__ = fn.__doc__

@@ -13,7 +13,7 @@ release, requeue, defer or rate_limited would, fenced per item.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from durq.codec import PayloadCodec
@@ -209,11 +209,14 @@ def dequeue_batch(
     *,
     by_group: bool = False,
     wait: float | None = None,
+    stopping: Callable[[], bool] | None = None,
 ) -> Op[list[Job]]:
     """Form a batch (``Forming``): block up to ``wait`` seconds for its first item (no
     wait: none), then up to ``max_wait`` seconds from it while it holds fewer than
     ``max_size``, blocking on the wake marker between top-ups (no polling). Returns its
-    items, leased together (``Queue.dequeue_batch``)."""
+    items, leased together (``Queue.dequeue_batch``). ``stopping``: asked after each
+    wake-up while no item came; True ends the wait for the first item (a worker that
+    stops sets the wake marker)."""
     max_size, max_wait, lease = check_batch(max_size, max_wait, lease)
     if wait is not None and not seconds("wait", wait) >= 0:
         raise InvalidArgument(f"wait must be >= 0, got {wait!r}")
@@ -243,14 +246,14 @@ def dequeue_batch(
             return forming.jobs
         if forming.first_at is None:  # no item yet: wait for the first, up to `wait`
             timeout = give_up - now
-            if timeout <= 0:
+            if timeout <= 0 or (stopping is not None and stopping()):
                 return []
         else:
             timeout = forming.left(now)
         precise = False
         if next_ms == 0:  # the call stopped for its budget, or work is due: at once
             timeout = 0
-        elif 0 < next_ms and next_ms / 1000 < timeout:  # work is due before
+        elif next_ms > 0 and next_ms / 1000 < timeout:  # work is due before
             timeout = next_ms / 1000
             precise = next_ms < PRECISE_WAIT_MS
 
@@ -283,10 +286,8 @@ def settle_rows(jobs: Sequence[Leased], outcomes: Sequence[Settle]) -> list[Row]
         reason = b""
         if o.kind in ("retry", "dead"):
             reason = reason_json(o.reason, **({} if attempt is None else {"attempt": attempt}))
-        if o.kind == "rate_limited":
-            code = "q" if o.scope == "queue" else "g"
-        else:
-            code = _CODES[o.kind]
+        scope_code = "q" if o.scope == "queue" else "g"
+        code = scope_code if o.kind == "rate_limited" else _CODES[o.kind]
         rows.append((job, code, o.delay or 0.0, reason, o.result or b""))
     return rows
 

@@ -226,26 +226,33 @@ class Executor:
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
-        except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
-            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
-        except Retry as exc:
-            fields = {"reason": "retry_requested", "message": exc.reason}
-            return self._failed(task, fields, job, exc.delay)
-        except Fail as exc:
-            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
-        except asyncio.TimeoutError:
-            elapsed = time.monotonic() - started
-            note = "" if task.is_async else " (its thread was abandoned and replaced)"
-            message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
-            return self._failed(task, {"reason": "timeout", "message": message}, job)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._failed(task, error_fields(exc, task.fn), job)
+            return self.failure(task, job, exc, time.monotonic() - started)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
+
+    def failure(
+        self, task: Task[Any, Any], job: Job, exc: BaseException, elapsed: float
+    ) -> Outcome:
+        """The outcome of ``job`` when its run of ``task`` raised ``exc`` after
+        ``elapsed`` seconds (for a batch task, of each item the batch's failure ends)."""
+        if isinstance(exc, RateLimited):  # no attempt counted, however often
+            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
+        if isinstance(exc, Retry):
+            fields = {"reason": "retry_requested", "message": exc.reason}
+            return self._failed(task, fields, job, exc.delay)
+        if isinstance(exc, Fail):
+            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
+        if isinstance(exc, asyncio.TimeoutError):
+            note = "" if task.is_async else " (its thread was abandoned and replaced)"
+            timeout = task.config.timeout
+            message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
+            return self._failed(task, {"reason": "timeout", "message": message}, job)
+        return self._failed(task, error_fields(exc, task.fn), job)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there
@@ -264,6 +271,11 @@ class Executor:
         ):
             return lender
         return None
+
+    def completed(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:
+        """The outcome of ``job`` completed with ``value``, stored as its result (an
+        item of a batch task that keeps results)."""
+        return self._done(task, job, value, keep=True)
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
         if not keep:

@@ -34,6 +34,7 @@ from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
 from durq.worker import handoff
+from durq.worker.batches import BatchPump
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
@@ -133,6 +134,8 @@ class Worker:
         # read when scraped, rather than set twice per job
         self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
+        #: the queues (and shards) of batch tasks, each run by a BatchPump of its own
+        self.batch_pumps: dict[str, BatchPump] = {}
         self._client = client
         self._owns_client = client is None
         self.handle_signals = handle_signals
@@ -307,9 +310,20 @@ class Worker:
         if self._client is None:
             self._client = connection.async_client(self.app.url)
         await find_shards(self.app, self._client, self.queue_names)
+        owners = {t.queue: t for t in self.app.tasks.values() if t.config.batch is not None}
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
                 source = self.app.aqueue(queue, client=self._client)
+                if name in owners:  # a batch task's queue (durq.worker.batches)
+                    self.batch_pumps[queue] = BatchPump(
+                        source,
+                        owners[name],
+                        self._executor,
+                        self.metrics,
+                        lease=self.lease,
+                        burst=self.config.burst,
+                    )
+                    continue
                 self.pumps[queue] = QueuePump(
                     source,
                     self,
@@ -320,17 +334,18 @@ class Worker:
                     burst=self.config.burst,
                 )
         queues = {name: pump.queue for name, pump in self.pumps.items()}
+        queues.update((name, pump.queue) for name, pump in self.batch_pumps.items())
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
         self._control, self._controls = control, control.controls
         await subscribe(self.app, self._client, self.queue_names)
-        await check_server(next(iter(self.pumps.values())).queue)
+        await check_server(next(iter(queues.values())))
         # upsert the app's schedules before any dequeue
         schedules = ScheduleKeeper(
             self.app.schedules,
             self.queue_names,
-            [pump.queue for pump in self.pumps.values()],
+            list(queues.values()),
             self._client,
             self.config.heartbeat,
         )
@@ -373,8 +388,8 @@ class Worker:
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
         # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
-        for name, pump in self.pumps.items():
-            courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
+        for name, source in queues.items():
+            courier = OutboxCourier(source, lease=min(self.lease, 10.0))
             background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
@@ -385,6 +400,10 @@ class Worker:
         # process, e.g. a test suite, then collects whatever of them became garbage).
         gc.freeze()
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
+        for batch_pump in self.batch_pumps.values():
+            pumps.append(
+                asyncio.create_task(self._forever(f"batches {batch_pump.name}", batch_pump.run))
+            )
         self.state = WorkerState.RUNNING
         log.info(
             "worker %s consuming %s (concurrency %d, lease %.1fs)",
@@ -459,12 +478,19 @@ class Worker:
         while self._waiting:
             delivery = self._waiting.popleft()
             self._finish(delivery, Outcome("defer"), 0.0)
+        for batch_pump in self.batch_pumps.values():
+            batch_pump.stop()
         runners = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
+        runners += [p.runner for p in self.batch_pumps.values() if p.runner is not None]
         if runners:
             log.info("waiting up to %.0fs for %d running jobs", self.config.grace, len(runners))
             await self._wait_runners(runners)
         self._giving_back = True
         late = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
+        for batch_pump in self.batch_pumps.values():
+            batch_pump.giving_back = True
+            if batch_pump.runner is not None:
+                late.append(batch_pump.runner)
         for runner in late:
             runner.cancel()
         if late:
