@@ -240,9 +240,12 @@ def dequeue_batch(
             if isinstance(reply, BaseException):
                 raise reply
         now = time.monotonic()
-        forming.add(parse_dequeue(reply, keys.name, codec), now)
+        got = parse_dequeue(reply, keys.name, codec)
+        forming.add(got, now)
         next_ms = int(reply[2])
-        if forming.ready(now):
+        # a call that stopped for its budget (next_ms 0) with items leaves more ready
+        # now: the batch takes them before it starts, whatever its max_wait
+        if forming.ready(now) and (forming.full or not got or next_ms != 0):
             return forming.jobs
         if forming.first_at is None:  # no item yet: wait for the first, up to `wait`
             timeout = give_up - now

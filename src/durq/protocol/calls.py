@@ -62,7 +62,7 @@ CHUNK: dict[str, int] = {
     "defer": 64,
     "extend": 250,
     "rate_limited": 100,
-    "settle": 125,  # a batch's items (durq.Batch), any outcome
+    "settle": 64,  # a batch's items (durq.Batch), any outcome: as requeue
     "cancel": 100,
     "replay": 100,
     "purge": 125,
