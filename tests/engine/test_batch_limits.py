@@ -70,3 +70,17 @@ async def test_a_group_limit_of_one_lets_one_batch_of_a_group_run_at_a_time(q: A
     assert await q.dequeue_batch(10, by_group=True) == []  # its slot is held
     await q.settle(first)
     assert len(await q.dequeue_batch(10, by_group=True)) == 10
+
+
+async def test_by_group_a_flood_of_50000_from_one_group_leaves_anothers_in_the_first_batches(
+    q: Any,
+) -> None:
+    for start in range(0, 50_000, 10_000):
+        await q.enqueue_many([Message(i, group="a") for i in range(start, start + 10_000)])
+    await fill(q, 30, group="b")
+    firsts = [await q.dequeue_batch(100, by_group=True) for _ in range(3)]
+    groups = [{j.group for j in batch} for batch in firsts]
+    assert all(len(g) == 1 for g in groups)  # one group a batch
+    assert {"b"} in groups  # b's turn comes within the first few batches
+    (b_batch,) = [batch for batch in firsts if batch[0].group == "b"]
+    assert len(b_batch) == 30

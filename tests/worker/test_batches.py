@@ -249,3 +249,39 @@ def test_an_items_arguments_are_checked_at_enqueue_against_its_declared_signatur
         store.enqueue(object())
     store.enqueue(7, kind="logout")
     assert bapp.queue(queue_name).stats().pending == 1
+
+
+def test_items_settled_one_by_one_end_their_own_way_and_the_rest_complete(
+    bapp: durq.App, queue_name: str
+) -> None:
+    calls = Calls()
+    seen: set[str] = set()
+
+    @bapp.task(queue=queue_name, batch=durq.Batch(max_size=10, max_wait=0.2), max_attempts=3)
+    def store(items: list[durq.Item]) -> None:
+        calls.add(items)
+        for item in items:
+            if item.id in seen:  # (a rate-limited item keeps its attempt)
+                continue
+            seen.add(item.id)
+            if item.args[0] == 1:
+                item.retry(delay=0.05)
+            elif item.args[0] == 2:
+                item.fail(durq.Fail("never valid"))
+            elif item.args[0] == 3:
+                item.fail(durq.RateLimited(0.05))
+
+    store.enqueue_many([(n,) for n in range(6)])
+    q = bapp.queue(queue_name)
+    with running_worker(bapp) as worker:
+        eventually(lambda: q.stats().completed == 5, 10)
+        metrics = worker.metrics.registry
+        sizes = metrics.get_sample_value(
+            "durq_batch_size_count", {"queue": queue_name, "task": "store", "cause": "wait"}
+        )
+    assert sizes is not None and sizes >= 2
+    assert sorted(calls.values()) == [0, 1, 1, 2, 3, 3, 4, 5]
+    (dead,) = q.dead_letters()
+    assert dead.reason is not None and dead.reason["message"] == "never valid"
+    stats = q.stats()
+    assert (stats.completed, stats.dead, stats.retried) == (5, 1, 1), stats
