@@ -4,6 +4,7 @@ still reached (not paced by the server's late wake-ups)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -84,3 +85,21 @@ async def test_by_group_a_flood_of_50000_from_one_group_leaves_anothers_in_the_f
     assert {"b"} in groups  # b's turn comes within the first few batches
     (b_batch,) = [batch for batch in firsts if batch[0].group == "b"]
     assert len(b_batch) == 30
+
+
+async def test_max_active_counts_the_items_of_a_batch(q: Any) -> None:
+    await q.configure(max_active=5)
+    await fill(q, 20)
+    jobs = await q.dequeue_batch(100)
+    assert len(jobs) == 5
+    assert await q.dequeue_batch(100) == []
+    await q.settle(jobs)
+    assert len(await q.dequeue_batch(100)) == 5
+
+
+async def test_an_expired_item_is_never_handed_to_a_batch(q: Any) -> None:
+    await q.enqueue_many([Message({"i": i}, expires=0.1) for i in range(5)])
+    await fill(q, 3)
+    await asyncio.sleep(0.3)
+    jobs = await q.dequeue_batch(100)
+    assert sorted(j.payload["i"] for j in jobs) == [0, 1, 2]

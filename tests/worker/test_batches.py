@@ -4,16 +4,27 @@ retried, dead-lettered with its own reason), async and sync, plain and sharded q
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import redis
 
 import durq
+from durq.dev.server import RedisServer
 from helpers import SLACK, eventually
 from worker.support import running_worker
+
+#: what a worker's loops send (commandstats also counts the commands scripts call)
+_SENT = ("fcall", "fcall_ro", "evalsha", "eval", "bzpopmin", "blpop", "brpop")
+
+
+def _calls(client: redis.Redis) -> int:
+    stats: dict[str, dict[str, int]] = client.info("commandstats")
+    return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in _SENT)
 
 
 @pytest.fixture
@@ -285,3 +296,84 @@ def test_items_settled_one_by_one_end_their_own_way_and_the_rest_complete(
     assert dead.reason is not None and dead.reason["message"] == "never valid"
     stats = q.stats()
     assert (stats.completed, stats.dead, stats.retried) == (5, 1, 1), stats
+
+
+def test_a_batch_task_cannot_be_a_workflow_step(bapp: durq.App, queue_name: str) -> None:
+    @bapp.task(queue=queue_name, batch=durq.Batch())
+    def store(items: list[durq.Item]) -> None: ...
+
+    @bapp.task(queue=f"{queue_name}-plain")
+    def plain() -> None: ...
+
+    with pytest.raises(durq.InvalidArgument, match="batch task"):
+        durq.chain(plain.si(), store.s(1)).enqueue()
+
+
+def test_a_running_batch_keeps_its_items_leases_and_holds_no_item_beyond_it(
+    bapp: durq.App, queue_name: str
+) -> None:
+    calls = Calls()
+    release = threading.Event()
+
+    @bapp.task(queue=queue_name, batch=durq.Batch(max_size=10, max_wait=0.1), lease=0.5)
+    def store(items: list[durq.Item]) -> None:
+        calls.add(items)
+        release.wait(10)
+
+    store.enqueue_many([(n,) for n in range(25)])
+    q = bapp.queue(queue_name)
+    with running_worker(bapp):
+        eventually(lambda: calls.batches, 10)
+        time.sleep(1.5)  # three leases: extended in the meantime
+        stats = q.stats()
+        assert (stats.active, stats.pending) == (10, 15)  # the batch's items only
+        assert stats.reclaimed == 0
+        release.set()
+        eventually(lambda: q.stats().completed == 25, 10)
+    assert calls.sizes() == [10, 10, 5]
+    assert q.stats().reclaimed == 0
+
+
+def test_a_batch_task_s_timeout_applies_to_the_whole_call(bapp: durq.App, queue_name: str) -> None:
+    @bapp.task(
+        queue=queue_name, batch=durq.Batch(max_size=10, max_wait=0.1), timeout=0.3, max_attempts=1
+    )
+    async def store(items: list[durq.Item]) -> None:
+        await asyncio.sleep(5)
+
+    store.enqueue_many([(n,) for n in range(3)])
+    q = bapp.queue(queue_name)
+    with running_worker(bapp):
+        eventually(lambda: q.stats().dead == 3, 10)
+    assert {d.reason["reason"] for d in q.dead_letters() if d.reason} == {"timeout"}
+
+
+def test_an_idle_batch_worker_does_not_poll_while_empty_or_while_a_partial_batch_waits(
+    make_server: Callable[..., RedisServer], queue_name: str
+) -> None:
+    url = make_server().url  # its own server: commandstats counts every client
+    app = durq.App(url, default_queue=queue_name)
+    calls = Calls()
+
+    @app.task(queue=queue_name, batch=durq.Batch(max_size=100, max_wait=2.0))
+    def store(items: list[durq.Item]) -> None:
+        calls.add(items)
+
+    client = redis.Redis.from_url(url)
+    try:
+        with running_worker(app, queues=[queue_name], heartbeat=30):
+            time.sleep(0.5)
+            before = _calls(client)
+            time.sleep(1.0)  # empty
+            idle = _calls(client) - before
+            store.enqueue(1)
+            time.sleep(0.3)
+            before = _calls(client)
+            time.sleep(1.0)  # a partial batch of one waits for max_wait
+            waiting = _calls(client) - before
+            eventually(lambda: calls.batches, 5)
+    finally:
+        client.close()
+        app.close()
+    assert idle <= 6, f"{idle} commands in 1 s while empty"
+    assert waiting <= 6, f"{waiting} commands in 1 s while a partial batch waited"
