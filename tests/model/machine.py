@@ -27,7 +27,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from durq import Job, Outcome, Rate
+from durq import Job, Outcome, Rate, Settle
 from durq._sync.sharded import shard_index
 from durq.errors import InvalidArgument
 from durq.limits import shard_settings
@@ -63,6 +63,19 @@ RATES = {
     "5/s,burst=2": Rate(5, per=1.0, burst=2),
 }
 ADVANCES = (300, 1, 100, 700, 1000, 2500)
+
+
+def _settle_of(kind: str, delay_ms: int) -> Settle:
+    """The durq.Settle of a model outcome (a delay in ms)."""
+    if kind == "done":
+        return Settle.done()
+    if kind == "retry":
+        return Settle.retry(delay_ms / 1000, "model")
+    if kind == "dead":
+        return Settle.dead("model")
+    if kind == "defer":
+        return Settle.defer(delay_ms / 1000)
+    return Settle.rate_limited(delay_ms / 1000, "group")
 
 
 def rate_m(rate: Rate | None) -> RateM | None:
@@ -371,6 +384,60 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             f"RateLimited of {job.id} (cancel asked: {mj.must_cancel}): {status.name}, "
             f"expected {expected}"
         )
+
+    @precondition(lambda self: self.handles)
+    @rule(data=st.data())
+    def settle(self, data: st.DataObject) -> None:
+        """A batch's items ended in one call (durq.Batch: settle.lua), each its own way
+        (done, retry, dead, defer, RateLimited of its group), each fenced by its own
+        token: current and stale leases mixed, a partial settle of a batch."""
+        unit = data.draw(st.sampled_from(sorted({u for u, _ in self.handles})))
+        m = self.units[unit]
+        picked: dict[str, Job] = {}
+        for _ in range(data.draw(st.integers(1, 4))):
+            _, job, _ = self._pick_in(data, unit)
+            mj = m.jobs.get(job.id)
+            if mj is not None and mj.origin == "step":
+                continue  # a batch task is never a workflow step
+            picked.setdefault(job.id, job)  # an id listed twice is refused: not drawn
+        if not picked:
+            return
+        jobs = list(picked.values())
+        kinds = [data.draw(st.sampled_from(("done", "retry", "dead", "defer", "limited")))
+                 for _ in jobs]  # fmt: skip
+        delays = [data.draw(st.sampled_from((0, 300))) for _ in jobs]
+        outcomes = [_settle_of(k, d) for k, d in zip(kinds, delays, strict=True)]
+        cause = data.draw(st.sampled_from(("", "size", "wait")))
+        statuses = self.world.fronts[unit].settle(jobs, outcomes, cause=cause)
+        for job, kind, delay, status in zip(jobs, kinds, delays, statuses, strict=True):
+            mj = m.held(job.id, job.token)
+            if mj is None:
+                self._refused(unit, job, status)
+                continue
+            if kind == "done":
+                expected = m.release(mj, self.now)
+            elif kind in ("retry", "dead"):
+                expected = m.requeue(mj, delay, kind == "dead", self.now)
+            elif kind == "defer":
+                expected = m.defer(mj, delay, self.now)
+            else:
+                cancel = mj.cancel
+                expected = m.rate_limited(mj, delay, "group", self.now)
+                if cancel:  # settle.lua: it ends cancelled, and its group still pauses
+                    m.flow.pause("group", mj.group, self.now, delay)
+            assert status.name.lower() == expected, (
+                f"settle {job.id} as {kind}: {status.name}, expected {expected}"
+            )
+
+    def _pick_in(self, data: st.DataObject, unit: str) -> tuple[str, Job, JobM | None]:
+        """A handle of ``unit``: mostly one whose lease is current, sometimes a stale one."""
+        mine = [(u, j) for u, j in self.handles if u == unit]
+        current = [(u, j) for u, j in mine if self.units[u].held(j.id, j.token)]
+        if current and data.draw(st.integers(0, 4)) > 0:
+            u, job = data.draw(st.sampled_from(current))
+        else:
+            u, job = data.draw(st.sampled_from(mine[-30:]))
+        return u, job, self.units[u].held(job.id, job.token)
 
     # -- by id -------------------------------------------------------------------------
 
