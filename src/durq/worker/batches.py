@@ -30,7 +30,7 @@ from durq.models import Outcome as Answer
 from durq.protocol import batches, wake
 from durq.protocol.calls import MAX_BLOCK
 from durq.protocol.status import Status
-from durq.worker.executor import Executor, Outcome
+from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.joblog import log_outcome
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ class BatchPump:
         self.giving_back = False  # the drain cancels the runner: its items go back
         self.processed = 0
         self._failures = 0
+        self._settling: asyncio.Task[None] | None = None  # the last batch's settle
 
     @property
     def name(self) -> str:
@@ -110,6 +111,13 @@ class BatchPump:
 
     async def run(self) -> None:
         """Form and run batches until stopped (or, in burst mode, until none forms)."""
+        try:
+            await self._run()
+        finally:
+            if self._settling is not None:  # the last batch's settle, under way
+                await asyncio.shield(self._settling)
+
+    async def _run(self) -> None:
         spec = self.spec
         while not self.stopping:
             # an idle wait ends at least once per lease, so that the fetch reclaims the
@@ -185,7 +193,9 @@ class BatchPump:
             job_metrics.finished(outcome.kind, elapsed)
             if outcome.kind != "done":
                 log_outcome(job, self.task.name, outcome, elapsed)
-        await self._settle(jobs, final, cause, lost)
+        # sent while the next batch forms (one round trip less per batch), after the
+        # settle of the batch before: no item is fetched before its batch's call ended
+        self._settling = asyncio.create_task(self._settle(jobs, final, cause, lost, self._settling))
         self.processed += len(jobs)
 
     async def _call(self, items: list[Item]) -> list[Outcome]:
@@ -216,7 +226,7 @@ class BatchPump:
             elif keep:
                 out.append(executor.completed(task, item.job, value[n] if per_item else value))
             else:
-                out.append(Outcome("done"))
+                out.append(DONE)
         return out
 
     async def _keep(self, jobs: Sequence[Job], lost: set[str]) -> None:
@@ -251,9 +261,13 @@ class BatchPump:
         outcomes: Sequence[Outcome],
         cause: str,
         lost: frozenset[str] | set[str] = frozenset(),
+        after: asyncio.Task[None] | None = None,
     ) -> None:
         """Settle the items in one call (sent again after a failure: an item settled
-        already is refused alone). Lost items are not sent."""
+        already is refused alone), once ``after`` (the settle before) ended. Lost items
+        are not sent."""
+        if after is not None:
+            await asyncio.shield(after)
         rows: list[batches.Row] = [
             (job, settle_code(o), o.delay, o.reason, o.result or b"")
             for job, o in zip(jobs, outcomes, strict=True)
