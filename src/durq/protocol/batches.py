@@ -256,21 +256,29 @@ def dequeue_batch(
                 return []
         else:
             timeout = forming.left(now)
-        precise = False
-        if next_ms == 0:  # the call stopped for its budget, or work is due: at once
-            timeout = 0
-        elif next_ms > 0 and next_ms / 1000 < timeout:  # work is due before
-            timeout = next_ms / 1000
-            precise = next_ms < PRECISE_WAIT_MS
-        if forming.first_at is not None and timeout > 0 and not precise:
-            # a partial batch starts when its max_wait is up, on time: the server ends a
-            # blocking wait up to 1/hz s late (100 ms at its default hz), so the block
-            # ends SERVER_LATE early and the rest is slept here (an item that comes
-            # meanwhile waits for the batch's end: the wake marker is not watched)
-            if timeout <= SERVER_LATE:
-                precise = True
-            else:
-                timeout -= SERVER_LATE
+        timeout, precise = _plan_wait(timeout, next_ms, partial=forming.first_at is not None)
+
+
+def _plan_wait(timeout: float, next_ms: int, *, partial: bool) -> tuple[float, bool]:
+    """How long the next wait of ``dequeue_batch`` is (at most ``timeout``), and whether
+    it is slept here (precise) rather than blocked on the wake marker; ``next_ms`` is
+    what the last fetch said of the next work due."""
+    precise = False
+    if next_ms == 0:  # the call stopped for its budget, or work is due: at once
+        return 0.0, False
+    if next_ms > 0 and next_ms / 1000 < timeout:  # work is due before
+        timeout = next_ms / 1000
+        precise = next_ms < PRECISE_WAIT_MS
+    if partial and timeout > 0 and not precise:
+        # a partial batch starts when its max_wait is up, on time: the server ends a
+        # blocking wait up to 1/hz s late (100 ms at its default hz), so the block ends
+        # SERVER_LATE early and the rest is slept here (an item that comes meanwhile
+        # waits for the batch's end: the wake marker is not watched then)
+        if timeout <= SERVER_LATE:
+            precise = True
+        else:
+            timeout -= SERVER_LATE
+    return timeout, precise
 
 
 def check_batch(max_size: Any, max_wait: Any, lease: float) -> tuple[int, float, float]:
