@@ -377,3 +377,19 @@ def test_an_idle_batch_worker_does_not_poll_while_empty_or_while_a_partial_batch
         app.close()
     assert idle <= 6, f"{idle} commands in 1 s while empty"
     assert waiting <= 6, f"{waiting} commands in 1 s while a partial batch waited"
+
+
+def test_a_burst_worker_runs_a_batch_tasks_items_then_stops(
+    bapp: durq.App, queue_name: str
+) -> None:
+    calls = Calls()
+
+    @bapp.task(queue=queue_name, batch=durq.Batch(max_size=30, max_wait=0.1))
+    def store(items: list[durq.Item]) -> None:
+        calls.add(items)
+
+    store.enqueue_many([(n,) for n in range(70)])
+    with running_worker(bapp, burst=True) as worker:
+        eventually(lambda: worker.state is durq.worker.WorkerState.STOPPED, 10)
+    assert sorted(calls.values()) == list(range(70))
+    assert bapp.queue(queue_name).stats().completed == 70

@@ -432,7 +432,8 @@ class Worker:
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
-            log.info("worker %s stopped after %d jobs", self.id, self.processed)
+            items = sum(p.processed for p in self.batch_pumps.values())  # batch tasks'
+            log.info("worker %s stopped after %d jobs", self.id, self.processed + items)
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
