@@ -254,10 +254,23 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     @rule(unit=st.sampled_from(UNITS), n=st.sampled_from((1, 1, 2)),
           lease=st.sampled_from((LEASE_S, 4.0)))  # fmt: skip
     def dequeue(self, unit: str, n: int, lease: float) -> None:
+        self._dequeue(unit, n, lease, batch=False)
+
+    @precondition(lambda self: any(not m.limited() for m in self.units.values()))
+    @rule(data=st.data(), n=st.sampled_from((2, 3)))
+    def dequeue_batch(self, data: st.DataObject, n: int) -> None:
+        """A batch (durq.Batch) of a queue without group limits (under one, a group's
+        items hold one slot together: not modelled), formed at once (no max_wait):
+        dequeue.lua's batch mode hands out what a dequeue would."""
+        unit = data.draw(st.sampled_from([u for u in UNITS if not self.units[u].limited()]))
+        self._dequeue(unit, n, LEASE_S, batch=True)
+
+    def _dequeue(self, unit: str, n: int, lease: float, *, batch: bool) -> None:
         m = self.units[unit]
         self._before_dequeue(unit)
         room = m.flow.begin(self.now, len(m.in_state(ACTIVE)), n)
-        jobs = self.world.fronts[unit].dequeue_many(n, lease=lease)
+        front = self.world.fronts[unit]
+        jobs = front.dequeue_batch(n, lease=lease) if batch else front.dequeue_many(n, lease=lease)
         assert len(jobs) <= room, f"{len(jobs)} started, flow control allows {room}"
         for job in jobs:
             self._started(unit, m, job, round(lease * 1000))
