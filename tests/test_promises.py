@@ -27,6 +27,7 @@ PAGES = (
     "docs/flow-control.md",
     "docs/schedules.md",
     "docs/workflows.md",
+    "docs/process-pool.md",
     "docs/batches.md",
 )
 NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:::(\w+))?(\[[^`\]]*\])?`( \(xfail\))?")

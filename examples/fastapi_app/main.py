@@ -59,8 +59,7 @@ def create_api(app: durq.App = durq_app) -> FastAPI:
         info = await emails.job(job_id)
         if info is None:
             raise HTTPException(404, "no such job")
-        exists = durq.EnqueueResult(job_id, durq.EnqueueStatus.EXISTS)
-        handle = durq.JobHandle(app, "emails", exists, send_welcome)
+        handle = send_welcome.handle(job_id)  # the handle of a stored id
         try:
             result = await handle.aresult(timeout=0)
         except TimeoutError:

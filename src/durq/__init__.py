@@ -53,7 +53,9 @@ from durq.errors import (
     PayloadRefused,
     PayloadTooLarge,
     RateLimited,
+    RedisUnavailable,
     Retry,
+    TimeLimitExceeded,
     WorkflowFailed,
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
@@ -91,6 +93,7 @@ __all__ = [
     "JobHandle",
     "Retry",
     "Task",
+    "TimeLimitExceeded",
     "current_job",
     # periodic jobs
     "Schedule",
@@ -99,6 +102,7 @@ __all__ = [
     # flow control
     "Rate",
     "RateLimited",
+    "RedisUnavailable",
     "FlowInfo",
     "ParkedGroup",
     # workflows

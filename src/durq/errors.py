@@ -13,18 +13,21 @@ equal).
     ├── CorruptQueue: a durq key holds another Redis type, or a record is unreadable
     ├── ForeignLibrary: code that is not durq's holds the names of durq's Functions
     ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
-    └── JobFailed: the job whose result was awaited was dead-lettered
-        ├── Cancelled: it was cancelled
-        ├── Expired: it was not started by its expiry time
-        └── WorkflowFailed: the workflow whose result was awaited failed
+    ├── RedisUnavailable (also redis-py's ConnectionError): Redis did not answer for as
+    │   long as durq retries (``enqueue_retry_for``)
+    ├── JobFailed: the job whose result was awaited was dead-lettered
+    │   ├── Cancelled: it was cancelled
+    │   ├── Expired: it was not started by its expiry time
+    │   └── WorkflowFailed: the workflow whose result was awaited failed
+    └── TimeLimitExceeded: raised inside a sync task of the process pool past its timeout
 
     Exception (raised by a task, caught by the worker)
     ├── Retry: run the job again after a delay (the attempt counts)
     ├── Fail: dead-letter the job at once
     └── RateLimited: give the job back and pause its group or queue (no attempt counts)
 
-Connection problems surface as redis-py's ``redis.exceptions.ConnectionError`` and
-``TimeoutError``; durq never puts credentials in its own messages.
+Other connection problems surface as redis-py's ``redis.exceptions.ConnectionError``
+and ``TimeoutError``; durq never puts credentials in its own messages.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any, Literal
+
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 __all__ = [
     "Cancelled",
@@ -50,7 +55,9 @@ __all__ = [
     "PayloadRefused",
     "PayloadTooLarge",
     "RateLimited",
+    "RedisUnavailable",
     "Retry",
+    "TimeLimitExceeded",
     "WorkflowFailed",
 ]
 
@@ -148,6 +155,22 @@ class NotDurable(DurqError):
     results: object = None
 
 
+class RedisUnavailable(DurqError, RedisConnectionError):
+    """Redis did not answer for as long as durq retries a call that is safe to repeat
+    (an enqueue: ``enqueue_retry_for``, 10 s by default, plus at most one connect
+    timeout). The message names the address redis-py could not reach and what to check;
+    it is also a ``redis.exceptions.ConnectionError``, so handlers of that still work."""
+
+    @classmethod
+    def after(cls, exc: Exception, retry_for: float) -> RedisUnavailable:
+        """The error of a call that Redis did not answer for ``retry_for`` seconds."""
+        return cls(
+            f"Redis did not answer for {retry_for:g} s ({exc}): check that the server "
+            "runs and that the app's URL (host, port, password, TLS) points at it; "
+            "enqueue_retry_for sets how long durq keeps trying"
+        )
+
+
 class JobFailed(DurqError):
     """The job whose result was awaited ended in the dead letters."""
 
@@ -230,3 +253,19 @@ class RateLimited(Exception):
         super().__init__(f"rate limited: retry after {retry_after:g} s ({scope})")
         self.retry_after = float(retry_after)
         self.scope = scope
+
+
+# -- raised inside a task by the worker
+
+
+class TimeLimitExceeded(DurqError):
+    """Raised inside a sync task that runs in the process pool (``durq worker --pool
+    process``, ``@app.task(pool="process")``) when it passes its ``timeout``: the worker
+    signals the child process, whose Python code gets this exception at its next
+    bytecode (a call blocked in C code gets it when the call returns).
+
+    Catch it to clean up, briefly: ``kill_grace`` seconds after the timeout (3 by
+    default) the child is killed with SIGKILL and replaced, whatever it does. Either way
+    the job fails with the reason ``timeout`` and is retried or dead-lettered by its
+    policy, as in Celery's ``soft_time_limit``/``time_limit`` pair.
+    """

@@ -147,11 +147,12 @@ class Job:
         "queue",
         "schedule",
         "scheduled_at",
+        "task",
         "token",
     )
 
     # Not keyword-only: the worker makes one Job per job it fetches and passes the
-    # fields positionally (binding 14 keywords by name costs about 0.4 us a call)
+    # fields positionally (binding 14 keywords by name costs more: docs/decisions/)
     def __init__(
         self,
         queue: str,
@@ -189,6 +190,8 @@ class Job:
         self.scheduled_at: float | None = None
         #: set by the worker that runs the job: its cancel flag and progress writer
         self.control: JobControl | None = None
+        #: the name of the task it runs (set by the worker once the payload was read)
+        self.task: str | None = None
 
     @property
     def attempts(self) -> int:

@@ -45,10 +45,14 @@ def test_stats_shows_a_row_per_queue_with_its_sizes_and_totals(
     }  # fmt: skip
 
 
-def test_stats_measures_the_completion_rate_over_a_second(
+def test_stats_answers_at_once_and_measures_the_completion_rate_only_when_asked(
     app: durq.App, queue_name: str, redis_url: str
 ) -> None:
-    result = run("stats", queue_name, "--url", redis_url)
+    # a plain `durq stats` reads once (it slept a second to measure a rate before)
+    plain = run("stats", queue_name, "--url", redis_url)
+    assert plain.exit_code == 0, plain.output
+    assert "done/s" not in _row(plain.output, "queue")
+    result = run("stats", queue_name, "--rate", "--url", redis_url)
     assert result.exit_code == 0, result.output
     header = _row(result.output, "queue")
     assert "done/s" in header

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import pytest
@@ -22,6 +23,7 @@ from worker.support import Durq, ExecLog
         ("no_such_module:app", "cannot import 'no_such_module'"),
         ("worker.apps:build", "'worker.apps:build' is not a durq.App (found function)"),
         ("worker.apps", "expected MODULE:APP"),
+        ("worker.apps:ap", "module 'worker.apps' has no attribute 'ap'; its durq.App: app"),
     ],
 )
 def test_worker_refuses_a_target_that_is_not_an_app(target: str, message: str) -> None:
@@ -81,6 +83,41 @@ def test_worker_logs_one_json_object_per_line_with_the_job_fields(
         failing.id, "refuses", queue_name, 1,
     )  # fmt: skip
     assert "failed: no" in dead["message"]
+
+
+def test_task_loggers_come_out_with_the_job_and_each_failed_attempt_logs_its_traceback(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    """Issue 35: a task's ``logging.getLogger(__name__).info(...)`` printed nothing, its
+    ``.warning()`` a bare message, and a retried attempt's traceback was nowhere."""
+    sync = app.tasks["chatty"].enqueue("o-1")
+    coro = app.tasks["achatty"].enqueue("o-2")
+    exploding = app.tasks["explodes"].enqueue(str(exec_log), "e", "bad row 3")
+    worker = durq_cli.worker(redis_url, queue_name, args=("--burst",))
+    assert worker.wait(20) == 0, worker.output()
+    out = worker.output()
+    assert re.search(
+        rf"\d\d:\d\d:\d\d,\d+ INFO +shop.orders: charging order o-1 "
+        rf"\[chatty job {sync.id} queue {queue_name} attempt 1/3\]",
+        out,
+    ), out
+    assert f"WARNING shop.orders: order o-2 is late [achatty job {coro.id} queue " in out
+    # the first attempt is retried: its warning carries the traceback beneath it
+    retried = out[out.index(f"job {exploding.id} (explodes, attempt 1/2) failed") :]
+    assert retried.splitlines()[1].startswith("Traceback (most recent call last):"), out
+    assert "_parse_invoice" in retried and "ValueError: bad row 3" in retried
+
+    again = app.tasks["chatty"].enqueue("o-3")
+    app.tasks["explodes"].enqueue(str(exec_log), "e2", "bad row 4")
+    json_worker = durq_cli.worker(redis_url, queue_name, args=("--burst", "--log-format", "json"))
+    assert json_worker.wait(20) == 0, json_worker.output()
+    entries = [json.loads(line) for line in json_worker.output().splitlines() if line.strip()]
+    (mine,) = [e for e in entries if e["logger"] == "shop.orders"]
+    assert (mine["job_id"], mine["task"], mine["queue"], mine["attempt"]) == (
+        again.id, "chatty", queue_name, 1,
+    )  # fmt: skip
+    (retry,) = [e for e in entries if e.get("outcome") == "retry"]
+    assert "ValueError: bad row 4" in retry["exception"]
 
 
 def test_worker_log_level_warning_leaves_out_the_info_lines(

@@ -108,3 +108,36 @@ def test_pages_stay_fast_with_a_million_jobs_in_ten_thousand_groups(
     assert not slow, (
         f"pages over {BUDGET} s with {JOBS:,} jobs (filled in {filled_in:.0f} s): {slow}"
     )
+
+
+MANY_QUEUES = 1_500
+
+
+def test_a_scrape_of_many_queues_takes_a_bounded_number_of_connections(
+    make_server: Callable[..., RedisServer], serve: Callable[..., LiveServer]
+) -> None:
+    """Every per-queue read of the dashboard (stats, schedules, limits, workflow
+    counters, the sampler's) goes through one gate: a scrape of 1,500 queues while the
+    sampler runs flat out neither opens a connection per queue nor waits on the pool
+    (which answered "No connection available" and a 500 page before)."""
+    server = make_server()
+    app = durq.App(server.url)
+
+    @app.task
+    def touch() -> None:
+        """Only its jobs matter: one per queue."""
+
+    for i in range(MANY_QUEUES):
+        touch.options(queue=f"q{i:04d}").enqueue()
+    app.close()
+    dash = serve(server.url, sample_interval=0.05, max_queues=10_000)
+    with httpx.Client(base_url=dash.url, timeout=120) as client:
+        for _ in range(2):
+            response = client.get("/metrics")
+            assert response.status_code == 200
+            assert f'durq_queue_jobs{{queue="q{MANY_QUEUES - 1:04d}",state="pending"}} 1.0' in (
+                response.text
+            )
+    with server._client() as raw:
+        clients = int(raw.info("clients")["connected_clients"])
+    assert clients <= 40, f"{clients} connections for a scrape of {MANY_QUEUES} queues"

@@ -8,6 +8,7 @@ import re
 import httpx
 
 import durq
+from cli.support import durq as run_in_process
 from dashboard.support import LiveServer
 from durq.app.schedule_spec import pinned_queue
 from durq.dashboard import create_app
@@ -104,3 +105,23 @@ def test_dashboard_page_actions_and_metrics(app: durq.App, redis_url: str) -> No
     with httpx.Client(base_url=live.url) as client:
         assert client.post("/schedules/action", data=form).status_code == 403
     live.stop()
+
+
+def test_cli_lists_schedules_readably_on_an_80_column_terminal(
+    app: durq.App, redis_url: str
+) -> None:
+    """Eleven columns do not fit 80 characters: each schedule becomes a block of whole
+    values (it was a table of ellipses: ``que… sch… task tim… sta…``)."""
+    app.schedule("every-minute-cleanup", "tick", every=60, args=("log",))
+    app.schedule("nightly", "add", cron="0 3 * * *", tz="Europe/Berlin", args=(1,))
+    app.sync_schedules()
+    q = app.default_queue
+    out = run_in_process("schedules", "list", "-q", q, "--url", redis_url, columns=80)
+    assert out.exit_code == 0, out.output
+    assert "…" not in out.output
+    assert f"every-minute-cleanup  (queue {q}, task tick)" in out.output
+    assert "0 3 * * * (Europe/Berlin), active; next tick 20" in out.output
+    assert "fired 0, skipped 0, missed 0" in out.output
+    assert all(len(line) <= 80 for line in out.output.splitlines())
+    wide = run_in_process("schedules", "list", "-q", q, "--url", redis_url, columns=200)
+    assert "last outcome" in wide.output  # a wide terminal keeps the table

@@ -21,6 +21,9 @@ import durq
 from durq.dev.server import RedisServer, free_port
 from durq.worker import Worker, WorkerConfig
 
+#: bytes of a value several times redis-py's read buffer (64 KiB): read in many pieces
+BIG = 300_011
+
 
 def _tls_binary() -> str:
     for candidate in (os.environ.get("DURQ_TLS_SERVER"), shutil.which("redis-server"),
@@ -90,16 +93,17 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
     import hiredis
     from redis.connection import SSLConnection
 
-    from durq.transport import connection
-    from durq.transport.connection import sync_client, sync_exchange
+    from durq.transport import redispy
+    from durq.transport.connection import sync_client
+    from durq.transport.redispy import sync_exchange
 
-    monkeypatch.setattr(connection, "_redis_py_exchange", None)  # the lean path only
+    monkeypatch.setattr(redispy, "_redis_py_exchange", None)  # the lean path only
 
     client = sync_client(tls_server)
     conn = client.connection_pool.get_connection()
     try:
         assert type(conn) is SSLConnection  # one of the classes the lean path takes
-        big = b"x" * (3 * len(conn._parser._buffer) + 11)
+        big = b"x" * BIG  # many reads of redis-py's buffer
         commands: list[tuple[Any, ...]] = [("SET", "tls:big", big), ("GET", "tls:big")]
         packed = [b"".join(hiredis.pack_command(c) for c in commands)]
         assert sync_exchange(conn, packed, 2) == [b"OK", big]
@@ -108,7 +112,7 @@ def test_the_lean_exchange_reads_large_replies_over_tls(
         wait: tuple[Any, ...] = ("BLPOP", "tls:never", 0.05)
         slow = [hiredis.pack_command(wait)]
         assert sync_exchange(conn, slow, 1) == [None]
-        assert "_durq_spin" not in conn.__dict__
+        assert redispy.SPIN not in redispy.attached(conn)
     finally:
         client.connection_pool.release(conn)
         client.close()
@@ -120,16 +124,17 @@ async def test_the_async_lean_exchange_reads_large_replies_over_tls(
     import hiredis
     from redis.asyncio.connection import SSLConnection
 
-    from durq.transport import connection
-    from durq.transport.connection import async_client, async_exchange
+    from durq.transport import redispy
+    from durq.transport.connection import async_client
+    from durq.transport.redispy import async_exchange
 
-    monkeypatch.setattr(connection, "_reply", None)  # the lean path only
+    monkeypatch.setattr(redispy, "_reply", None)  # the lean path only
 
     client = async_client(tls_server)
     conn = await client.connection_pool.get_connection()
     try:
         assert type(conn) is SSLConnection  # one of the classes the lean path takes
-        big = b"x" * (3 * conn._parser._read_size + 11)  # type: ignore[attr-defined]
+        big = b"x" * BIG  # many reads of redis-py's read size
         commands: list[tuple[Any, ...]] = [("SET", "tls:abig", big), ("GET", "tls:abig")]
         packed = [b"".join(hiredis.pack_command(c) for c in commands)]
         assert await async_exchange(conn, packed, 2) == [b"OK", big]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -147,6 +148,18 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+def chatty(key: str) -> str:
+    """Logs through its own module logger, as application code does."""
+    logging.getLogger("shop.orders").info("charging order %s", key)
+    return key
+
+
+async def achatty(key: str) -> str:
+    """``chatty`` as a coroutine."""
+    logging.getLogger("shop.orders").warning("order %s is late", key)
+    return key
+
+
 async def aadd(a: int, b: int) -> int:
     await asyncio.sleep(0)
     return a + b
@@ -167,6 +180,8 @@ _TASKS: list[tuple[Callable[..., Any], dict[str, Any]]] = [
     (slow_sync, {"timeout": 0.3, "max_attempts": 1}),
     (add, {"result": True}),
     (aadd, {"result": True}),
+    (chatty, {}),
+    (achatty, {}),
 ]
 
 

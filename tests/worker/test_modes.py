@@ -27,6 +27,11 @@ def test_burst_mode_runs_every_job_then_exits(
     assert [e["attempt"] for e in exec_log.events("start", "flaky")] == [1, 2]
     stats = app.queue(queue_name).stats()
     assert (stats.size, stats.completed) == (0, 7)
+    # its last line counts runs by outcome: flaky ran twice (issue 35: "ran 3 jobs,
+    # logged 'stopped after 6 jobs'")
+    assert "stopped after 8 runs of jobs (7 completed, 1 to be retried)" in worker.output() or (
+        "stopped after 8 runs of jobs (1 to be retried, 7 completed)" in worker.output()
+    ), worker.output()
 
 
 def test_burst_mode_on_an_empty_queue_exits_at_once(
@@ -36,7 +41,7 @@ def test_burst_mode_on_an_empty_queue_exits_at_once(
     worker = durq_cli.worker(redis_url, queue_name, args=("--burst",))
     assert worker.wait(15) == 0, worker.output()
     assert time.monotonic() - started < 8.0
-    assert "stopped after 0 jobs" in worker.output()
+    assert "stopped after 0 runs of jobs" in worker.output()
 
 
 def test_a_worker_consumes_exactly_the_queues_given_with_q(
@@ -52,4 +57,6 @@ def test_a_worker_consumes_exactly_the_queues_given_with_q(
 
     assert sorted(exec_log.keys("finish")) == ["a", "b"]
     assert f"consuming {names['a']}, {names['b']} " in worker.output()
+    # the app declares none of these queues (its tasks send there with .options): said
+    assert f"queue {names['a']}: no task, schedule or topic of the app uses it" in (worker.output())
     assert app.queue(names["c"]).stats().pending == 1

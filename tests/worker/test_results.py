@@ -107,3 +107,21 @@ def test_result_of_a_task_that_does_not_store_results_is_refused_at_once(
     with pytest.raises(durq.InvalidArgument, match=r"task work does not store its result"):
         handle.result(timeout=10)
     assert time.monotonic() - started < 1.0
+
+
+def test_a_handle_from_a_stored_id_is_one_call_and_waits_like_the_original(
+    app: durq.App, queue_name: str
+) -> None:
+    add = app.tasks["add"]
+    stored = add.enqueue(2, 3).id  # e.g. kept in a database row
+    again = add.handle(stored)
+    assert (again.id, again.queue) == (stored, queue_name)
+    by_app: durq.JobHandle[Any] = app.handle(queue_name, stored)
+    with running_worker(app):
+        assert again.result(timeout=10) == 5
+        assert by_app.result(timeout=10) == 5
+    with pytest.raises(durq.InvalidArgument, match="non-empty"):
+        add.handle("")
+    app.shard("sharded-" + queue_name, 2)
+    with pytest.raises(durq.InvalidArgument, match="is sharded"):
+        app.handle("sharded-" + queue_name, stored)  # a shard is named by its shard

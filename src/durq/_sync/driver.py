@@ -40,7 +40,7 @@ from durq.protocol.calls import (
 from durq.protocol.libraries import trust_library
 from durq.transport import cluster
 from durq.transport.cluster import sync_node_pool, sync_refresh
-from durq.transport.connection import sync_exchange
+from durq.transport.redispy import IDLE, SCRIPTS, SENTINELS_ASKED, sync_exchange, attached
 
 __all__ = ["Driver"]
 
@@ -212,9 +212,10 @@ def _idle_of(pool: Any) -> list[tuple[Any, float]]:
     recently used last. Kept on the pool, which the queues of an App or a worker share;
     a forked child starts with none (its parent's sockets are not its own)."""
     pid = _process[0]
-    idle: tuple[int, list[tuple[Any, float]]] | None = pool.__dict__.get("durq_idle")
+    state = attached(pool)
+    idle: tuple[int, list[tuple[Any, float]]] | None = state.get(IDLE)
     if idle is None or idle[0] != pid:  # (get: setdefault would build a default per call)
-        idle = pool.__dict__["durq_idle"] = (pid, [])
+        idle = state[IDLE] = (pid, [])
     return idle[1]
 
 
@@ -289,7 +290,7 @@ def _script_cache(home: Any) -> dict[str, set[str]]:
     queues of an App or a worker share: each script is loaded once per pool rather than
     once per queue object. Server state, not sockets, so a forked child keeps it."""
     try:
-        cache: dict[str, set[str]] = vars(home).setdefault("durq_scripts", {})
+        cache: dict[str, set[str]] = attached(home).setdefault(SCRIPTS, {})
     except TypeError:  # an object without a __dict__: the cache is the driver's own
         cache = {}
     return cache
@@ -345,7 +346,7 @@ class Driver:
         pools = list(self._node_pools.values())
         pools.append(getattr(self.client, "connection_pool", None))
         for pool in pools:
-            if pool is not None and "durq_idle" in pool.__dict__:
+            if pool is not None and IDLE in attached(pool):
                 _return_idle(pool, _idle_of(pool))
 
     def run(self, op: Op[T]) -> T:
@@ -497,9 +498,10 @@ class Driver:
         switch redis-py's pool drops its idle connections, and ``_send_on`` the others."""
         now = time.monotonic()
         # kept on the pool, which the queues of an App or a worker share
-        if now - getattr(pool, "durq_sentinels_asked", 0.0) < SENTINEL_CHECK:
+        state = attached(pool)
+        if now - state.get(SENTINELS_ASKED, 0.0) < SENTINEL_CHECK:
             return
-        pool.durq_sentinels_asked = now
+        state[SENTINELS_ASKED] = now
         # when no Sentinel answers, the connections themselves tell the rest
         with suppress(ConnectionError, TimeoutError):
             pool.get_master_address()

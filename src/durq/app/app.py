@@ -14,9 +14,10 @@ dead-lettered as an unknown task.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
@@ -27,7 +28,7 @@ from durq.app.handle import JobHandle
 from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
-from durq.app.task import Call, Task, TaskCall, TaskConfig
+from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
 from durq.app.topics import AppTopic
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
@@ -144,6 +145,9 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         batch: batch_spec.Batch,
     ) -> Callable[[Callable[[list[batch_spec.Item]], Any]], Task[..., Any]]: ...
     @overload
@@ -161,6 +165,9 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         batch: None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
@@ -178,6 +185,9 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         batch: batch_spec.Batch | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
@@ -196,6 +206,16 @@ class App:
             result_ttl: how long the result is kept (default: the app's).
             shards: make the task's queue a sharded queue of this many shards (see
                 ``App``); every task of the queue must agree.
+            pool: where a worker runs this sync task: ``"process"`` in a child process
+                of its process pool, where a timeout stops it for good (killed and
+                replaced) and a crash or a leak cannot take the worker down;
+                ``"thread"`` in its threads; default: the worker's ``--pool``
+                (docs/process-pool.md). Async tasks run in the worker's event loop.
+            retry_on: the exceptions a failed run is retried for (default: every
+                ``Exception``); any other dead-letters the job at once.
+            dont_retry_on: exceptions never retried, even when ``retry_on`` matches
+                (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
+                retries and ``durq.Fail`` never does, whatever these say.
             batch: make it a batch task (``durq.Batch``): its function takes one
                 parameter, the list of items (``durq.Item``) of a batch; each enqueued
                 call is one item. A batch task owns its queue: no other task may use it.
@@ -206,8 +226,15 @@ class App:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
             lease_ms(lease)
+        if pool not in (None, "thread", "process"):
+            raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
         if batch is not None and not isinstance(batch, batch_spec.Batch):
             raise InvalidArgument(f"batch must be a durq.Batch, got {type(batch).__name__}")
+        if batch is not None and pool == "process":
+            raise InvalidArgument(
+                "a batch task runs in the worker's process (its loop, or a thread for a "
+                "plain def): pool='process' is not for batch tasks"
+            )
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -216,11 +243,19 @@ class App:
             lease=lease,
             result=result,
             result_ttl=result_ttl,
+            pool=pool,
+            retry_on=exception_types("retry_on", retry_on),
+            dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
             batch=batch,
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
             task_name = name or func.__name__
+            if pool is not None and inspect.iscoroutinefunction(func):
+                raise InvalidArgument(
+                    f"task {task_name!r} is async: it runs in the worker's event loop, "
+                    "not in a pool (pool= is for plain def tasks)"
+                )
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
             if batch is not None:
@@ -302,6 +337,12 @@ class App:
                 f"queue {name!r} is sharded: use app.sharded_queue({name!r}), or "
                 f"app.queue('{name}~<i>') for one shard"
             )
+
+    def handle(self, queue: str, job_id: str) -> JobHandle[Any]:
+        """The handle of job ``job_id`` in ``queue`` (for a sharded queue, its shard:
+        ``handle.queue``), from an id stored earlier; ``task.handle(job_id)`` also types
+        its result."""
+        return JobHandle.of(self, queue, job_id)
 
     def queue(self, name: str) -> Queue:
         """The blocking Queue ``name`` (or one shard, ``name~i``), sharing the app's

@@ -78,6 +78,18 @@ class JobHandle(Generic[R]):
         self.superseded = result.superseded
         self.task = task  # None when made for a job id by hand
 
+    @classmethod
+    def of(
+        cls, app: HandleOwner, queue: str, job_id: str, task: HandledTask[R] | None = None
+    ) -> JobHandle[R]:
+        """The handle of a job known by its queue and id (stored by the caller), as
+        ``enqueue`` returned it. A job of a sharded queue is named by its shard
+        (``handle.queue``, e.g. ``emails~3``): which shard depends on its group or key."""
+        if not isinstance(job_id, str) or not job_id:
+            raise InvalidArgument("job_id must be a non-empty str")
+        app.queue(queue)  # a sharded queue's name, or a malformed one, is refused here
+        return cls(app, queue, EnqueueResult(job_id, EnqueueStatus.EXISTS), task)
+
     def _check_stored(self) -> None:
         # otherwise the wait would only ever end in a TimeoutError
         if self.task is not None and not self.task.config.result:

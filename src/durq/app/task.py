@@ -11,7 +11,7 @@ import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
@@ -73,8 +73,30 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    pool: Literal["thread", "process"] | None = None
+    #: the exceptions a failed run is retried for (``@app.task(retry_on=...)``)...
+    retry_on: tuple[type[Exception], ...] = (Exception,)
+    #: ...unless it is one of these (they dead-letter the job at once)
+    dont_retry_on: tuple[type[Exception], ...] = ()
+
+    def retries(self, exc: Exception) -> bool:
+        """Whether a run that raised ``exc`` may be retried."""
+        return isinstance(exc, self.retry_on) and not isinstance(exc, self.dont_retry_on)
+
     #: a batch task's batches (its function receives lists of items), or None
     batch: Batch | None = None
+
+
+def exception_types(name: str, value: Any) -> tuple[type[Exception], ...]:
+    """``value`` (an exception class or a tuple of them) as a tuple, or InvalidArgument
+    naming the option: checked when the task is declared, not when a job fails."""
+    found = value if isinstance(value, tuple) else (value,)
+    for item in found:
+        if not (isinstance(item, type) and issubclass(item, Exception)):
+            raise InvalidArgument(
+                f"{name} takes exception classes (a class or a tuple of them), not {item!r}"
+            )
+    return found
 
 
 @dataclass(frozen=True)
@@ -189,6 +211,13 @@ class Task(Generic[P, R]):
     def queue(self) -> str:
         """The queue this task's jobs go to by default."""
         return self.config.queue
+
+    def handle(self, job_id: str, queue: str | None = None) -> JobHandle[R]:
+        """The handle of this task's job ``job_id`` (an id stored from an earlier
+        ``enqueue``), in ``queue`` (default: the task's queue; for a sharded queue, the
+        shard the handle named: ``handle.queue``), to wait for its result, read its
+        state or cancel it."""
+        return JobHandle.of(self.app, queue or self.queue, job_id, self)
 
     def options(
         self,

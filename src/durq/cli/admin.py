@@ -23,6 +23,7 @@ from durq._sync.sharded import ShardedQueue
 from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
+from durq.cli.pool_tables import children_table
 from durq.errors import DurqError
 from durq.models import GroupInfo, JobInfo, QueueStats
 from durq.redaction import Redact
@@ -130,9 +131,9 @@ def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
 )
 @click.option(
     "--rate/--no-rate",
-    default=True,
+    default=False,
     show_default=True,
-    help="Measure jobs completed per second over one second.",
+    help="Also measure jobs completed per second (reads twice, a second apart).",
 )
 @_redis_errors
 def stats(
@@ -233,6 +234,9 @@ def workers(url: str | None, namespace: str) -> None:
     console.print(table)
     if jobs.row_count:
         console.print(jobs)
+    children = children_table(entries)
+    if children.row_count:
+        console.print(children)
 
 
 def _number(value: Any) -> float | None:

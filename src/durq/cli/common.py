@@ -41,7 +41,11 @@ def load_app(target: str) -> App:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from None
-    app: Any = getattr(module, attr, None)
+    if not hasattr(module, attr):
+        apps = sorted(name for name, value in vars(module).items() if isinstance(value, App))
+        hint = f"; its durq.App: {', '.join(apps)}" if apps else "; it defines no durq.App"
+        raise click.BadParameter(f"module {module_name!r} has no attribute {attr!r}{hint}")
+    app: Any = getattr(module, attr)
     if not isinstance(app, App):
         raise click.BadParameter(f"{target!r} is not a durq.App (found {type(app).__name__})")
     return app

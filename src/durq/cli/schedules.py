@@ -7,7 +7,6 @@ queue lives in one shard, chosen by its name (``durq.app.schedule_spec.pinned_qu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -85,27 +84,42 @@ def schedules() -> None:
 def list_(queues: tuple[str, ...], url: str | None, namespace: str) -> None:
     """Show the schedules: timing, next and last tick, last outcome, counts."""
     names = list(queues) or _known_queues(url, namespace)
-    table = Table(title="durq schedules", box=box.SIMPLE_HEAD)
-    for col in ("queue", "schedule", "task", "timing", "state", "next tick", "last tick",
-                "last outcome", "fired", "skipped", "missed"):  # fmt: skip
-        table.add_column(col, justify="right" if col in ("fired", "skipped", "missed") else "left")
-    found = 0
-    now = time.time()
+    rows: list[tuple[object, ...]] = []
     with _client(url, namespace) as (base, shards):
         for name in names:
             for queue in _shard_queues(name, shards):
                 for info in _listed(base, queue, namespace, shards):
-                    found += 1
                     now = info.server_time
-                    table.add_row(*map(plain, (
+                    rows.append((
                         queue, info.name, info.task, _every(info), info.state,
                         _in(info.next_due, now), _when(info.last_tick),
                         info.last_outcome or "-", info.fired, info.skipped, info.missed,
-                    )))  # fmt: skip
-    if not found:
+                    ))  # fmt: skip
+    if not rows:
         console.print("no schedules (workers upsert the schedules their app declares)")
         return
-    console.print(table)
+    table = Table(title="durq schedules", box=box.SIMPLE_HEAD)
+    for col in _COLUMNS:
+        table.add_column(col, justify="right" if col in ("fired", "skipped", "missed") else "left")
+    for row in rows:
+        table.add_row(*map(plain, row))
+    if console.measure(table, options=console.options.update_width(10_000)).maximum <= (
+        console.width
+    ):
+        console.print(table)
+        return
+    # a narrow terminal: one block per schedule, each value whole, rather than a table
+    # of columns squeezed to an ellipsis
+    for row in rows:
+        where, schedule, task, timing, state, due, last, outcome, fired, skipped, missed = row
+        console.print(plain(f"{schedule}  (queue {where}, task {task})"))
+        console.print(plain(f"  {timing}, {state}; next tick {due}"))
+        console.print(plain(f"  last tick {last}, outcome {outcome}"))
+        console.print(plain(f"  fired {fired}, skipped {skipped}, missed {missed}"))
+
+
+_COLUMNS = ("queue", "schedule", "task", "timing", "state", "next tick", "last tick",
+            "last outcome", "fired", "skipped", "missed")  # fmt: skip
 
 
 def _control(action: str, name: str, queue: str, url: str | None, namespace: str) -> Any:

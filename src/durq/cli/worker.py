@@ -2,34 +2,46 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 import click
 
+from durq.app.app import App
 from durq.cli.common import load_app, url_option
+from durq.context import JobLogContext
 from durq.errors import InvalidArgument
-from durq.logs import configure_logging
+from durq.logs import configure_logging, route_task_logs
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
+from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, ProcessPoolConfig
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
+
+log = logging.getLogger("durq.worker")
 
 
 def _run(worker: Worker) -> None:
     try:
         import uvloop  # optional: a faster event loop where installed
     except ImportError:
-        # the loop whose thread short sync tasks may borrow without stalling it; the
-        # worker's signals come through it
-        worker.handle_signals = False
-        run_worker(worker.run(), worker.on_signal)
-        return
-    # outside the try: an ImportError raised by the worker itself must not start the
-    # (already awaited) coroutine again on another loop; sync tasks all run in threads
-    uvloop.run(worker.run())
+        uvloop = None
+    # outside the try: an error of the worker must not come chained to the missing
+    # uvloop, and an ImportError it raises must not start the (already awaited)
+    # coroutine again on another loop
+    try:
+        if uvloop is None:
+            # the loop whose thread short sync tasks may borrow without stalling it; the
+            # worker's signals come through it
+            worker.handle_signals = False
+            run_worker(worker.run(), worker.on_signal)
+        else:  # sync tasks all run in threads
+            uvloop.run(worker.run())
+    except PoolBroken as exc:  # logged: exit so that a supervisor starts a new worker
+        raise SystemExit(1) from exc
 
 
 @click.command()
@@ -46,8 +58,54 @@ def _run(worker: Worker) -> None:
     "--concurrency",
     type=int,
     default=None,
-    help="Jobs running at once per process (coroutines, or threads for sync tasks) "
-    "[default: 100 when every task is async def, else 20].",
+    help="Jobs running at once per process (coroutines, threads for sync tasks, or "
+    "child processes with --pool process) [default: 100 when every task is async def, "
+    "the CPUs with --pool process, else 20].",
+)
+@click.option(
+    "--pool",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="Where sync tasks run: threads, or child processes forked from a template, with "
+    "hard time limits (a task's timeout kills its child) and recycling. A task's own "
+    "pool= wins; async tasks always run in the event loop.",
+)
+@click.option(
+    "--kill-grace",
+    type=float,
+    default=DEFAULT_KILL_GRACE,
+    show_default=True,
+    help="Process pool: seconds between a task's timeout (durq.TimeLimitExceeded raised "
+    "in it) and SIGKILL of its child.",
+)
+@click.option(
+    "--max-jobs-per-child",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Process pool: replace a child after this many jobs (up to 10% fewer, drawn per child).",
+)
+@click.option(
+    "--max-memory-per-child",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="Process pool: replace a child whose resident memory after a job is above this.",
+)
+@click.option(
+    "--max-child-age",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Process pool: replace a child older than this, between jobs.",
+)
+@click.option(
+    "--memory-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="Stop fetching while the worker's resident memory (its children's included) is "
+    "above this; fetch again under 90% of it.",
 )
 @click.option(
     "-p",
@@ -111,6 +169,12 @@ def worker(
     target: str,
     queues: tuple[str, ...],
     concurrency: int | None,
+    pool: str,
+    kill_grace: float,
+    max_jobs_per_child: int | None,
+    max_memory_per_child: float | None,
+    max_child_age: float | None,
+    memory_limit: float | None,
     processes: int,
     url: str | None,
     lease: float | None,
@@ -130,9 +194,11 @@ def worker(
     unstarted and unfinished jobs are given back. A second signal stops at once.
     Nothing is lost either way: unacknowledged jobs return after their lease.
     """
-    configure_logging(log_level, log_format)
+    handler = configure_logging(log_level, log_format, context=JobLogContext())
     # checked before any child starts: a mistake is one error, not children failing forever
     app = load_app(target)
+    # after the import: an app that configures logging itself keeps its own set-up
+    route_task_logs(handler, log_level)
     if url:
         app.url = url
     try:
@@ -144,18 +210,49 @@ def worker(
             grace=grace,
             burst=burst,
             heartbeat=heartbeat,
+            pool=pool,  # type: ignore[arg-type]  # click.Choice checked it
+            process_pool=ProcessPoolConfig(
+                kill_grace=kill_grace,
+                max_jobs_per_child=max_jobs_per_child,
+                max_memory_per_child=max_memory_per_child,
+                max_child_age=max_child_age,
+            ),
+            memory_limit=memory_limit,
         )
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
+    if SLOT_ENV not in os.environ:  # once, not again in each child of -p N
+        _warn_unused_queues(app, queues)
     if processes > 1:
         argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
         sys.exit(Supervisor(argv, processes, burst=burst).run())
     metrics = WorkerMetrics()
+    try:
+        # made before the metrics endpoint's thread: a process pool's template is
+        # forked from a process without threads
+        runner = Worker(app, config, metrics=metrics)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from None
     if metrics_port is not None:
         # the supervisor numbers its children, so that each gets a port of its own
         slot = int(os.environ.get(SLOT_ENV, "0"))
         serve_metrics(metrics, metrics_port + slot, metrics_host)
-    _run(Worker(app, config, metrics=metrics))
+    _run(runner)
+
+
+def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
+    """Say so when ``-q`` names a queue that none of the app's tasks, schedules or
+    topic subscriptions uses (a typo consumes nothing, silently, otherwise)."""
+    used = set(app.queues) | {s.queue for s in app.schedules.declared.values()}
+    for name in queues:
+        if name in used or any(t.subscription_of(name) for t in app.topics.values()):
+            continue
+        log.warning(
+            "queue %s: no task, schedule or topic of the app uses it; the worker consumes "
+            "it anyway (jobs sent there with .options(queue=...) run). The app's queues: %s",
+            name,
+            ", ".join(sorted(used)) or "-",
+        )
 
 
 def _child_args(args: list[str]) -> list[str]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
 
@@ -22,11 +22,15 @@ from durq.keys import check_queue_name
 from durq.models import CancelResult, CancelStatus, GroupInfo, JobInfo, QueueStats
 from durq.transport import connection
 
-__all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
+__all__ = ["DashboardData", "WorkerChild", "WorkerJob", "WorkerEntry"]
 
 log = logging.getLogger("durq.dashboard")
 
-# queues whose stats one page reads at once (each read takes a connection while it runs)
+T = TypeVar("T")
+
+# per-queue reads in flight at once, over the whole dashboard (each takes a connection
+# while it runs): the sampler, a page and a scrape share them, so thousands of queues
+# never ask the pool for thousands of connections at once
 _CONCURRENT_READS = 16
 
 # what a workflow cancel did, as the word its page's flash message is chosen by
@@ -45,6 +49,34 @@ class WorkerJob:
 
 
 @dataclass(frozen=True)
+class WorkerChild:
+    """A child of a worker's process pool, as its heartbeat lists it."""
+
+    pid: int
+    state: str
+    job: str | None
+    queue: str | None
+    task: str | None
+    jobs: int
+    rss: int
+    age: float
+
+
+def _child(c: dict[str, Any]) -> WorkerChild:
+    def text(name: str) -> str | None:
+        return None if c.get(name) is None else str(c.get(name))
+
+    def number(name: str) -> float:
+        value = c.get(name)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    return WorkerChild(
+        int(number("pid")), str(c.get("state", "")), text("job"), text("queue"), text("task"),
+        int(number("jobs")), int(number("rss")), number("age"),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class WorkerEntry:
     """A live worker, read from its heartbeat."""
 
@@ -58,6 +90,7 @@ class WorkerEntry:
     in_hand: int
     jobs: list[WorkerJob] = field(default_factory=list)
     totals: dict[str, list[float]] = field(default_factory=dict)
+    children: list[WorkerChild] = field(default_factory=list)  # its process pool's
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -100,6 +133,7 @@ def _worker(worker_id: str, fields: dict[str, Any]) -> WorkerEntry:
         in_hand=int(number("in_hand") or 0),
         jobs=jobs,
         totals=totals,
+        children=[_child(c) for c in _as_list(fields.get("children")) if isinstance(c, dict)],
     )
 
 
@@ -116,6 +150,7 @@ class DashboardData:
         self._queues: dict[str, AsyncQueue] = {}
         # the namespace's own keys: its queues, shard counts and workers
         self.space = AsyncNamespace(client=self.client, namespace=namespace)
+        self._gate: asyncio.Semaphore | None = None
 
     async def aclose(self) -> None:
         """Close the connections."""
@@ -145,23 +180,38 @@ class DashboardData:
         """True when ``name`` is one of the namespace's queues."""
         return await self.space.is_queue(name)
 
-    async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
-        """Sizes and counters of each queue, read concurrently (O(1) each), a bounded
-        number at a time so that many queues do not take many connections. A queue whose
-        keys something else overwrote is left out (and logged): `durq doctor` names the
-        keys, and the other queues stay visible."""
-        gate = asyncio.Semaphore(_CONCURRENT_READS)
+    async def each(
+        self, names: Sequence[str], read: Callable[[str], Awaitable[T]]
+    ) -> list[T | Exception]:
+        """``read(name)`` for each name, concurrently but at most ``_CONCURRENT_READS``
+        at a time across the whole dashboard; a read that raised gives its exception."""
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(_CONCURRENT_READS)
+        gate = self._gate
 
-        async def one(name: str) -> QueueStats | None:
+        async def one(name: str) -> T | Exception:
             async with gate:
                 try:
-                    return await self.queue(name).stats()
-                except CorruptQueue as exc:
-                    log.warning("queue %s left out: %s", name, exc)
-                    return None
+                    return await read(name)
+                except Exception as exc:  # the caller decides what a failed read means
+                    return exc
 
-        results = await asyncio.gather(*(one(n) for n in names))
-        return {n: r for n, r in zip(names, results, strict=True) if r is not None}
+        return await asyncio.gather(*(one(n) for n in names))
+
+    async def stats(self, names: Sequence[str]) -> dict[str, QueueStats]:
+        """Sizes and counters of each queue (O(1) each), read through :meth:`each`. A
+        queue whose keys something else overwrote is left out (and logged): `durq doctor`
+        names the keys, and the other queues stay visible."""
+        results = await self.each(names, lambda name: self.queue(name).stats())
+        found: dict[str, QueueStats] = {}
+        for name, result in zip(names, results, strict=True):
+            if isinstance(result, CorruptQueue):
+                log.warning("queue %s left out: %s", name, result)
+            elif isinstance(result, Exception):
+                raise result
+            else:
+                found[name] = result
+        return found
 
     async def workers(self) -> list[WorkerEntry]:
         """The live workers, by id. Entries whose heartbeat expired are skipped (the

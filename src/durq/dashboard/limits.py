@@ -3,7 +3,6 @@ rate, pauses, parked groups) and the flow gauges of ``/metrics``."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -19,22 +18,15 @@ from durq.limits import FlowInfo
 __all__ = ["FlowCollector", "flow_infos", "flow_page"]
 
 MAX_PARKED_SHOWN = 100
-_CONCURRENT_READS = 8
 
 
 async def flow_infos(dash: Dashboard, names: Sequence[str], parked: int = 1) -> list[FlowInfo]:
     """The flow state of each queue (a queue whose keys are damaged is left out)."""
-    gate = asyncio.Semaphore(_CONCURRENT_READS)
-
-    async def one(name: str) -> FlowInfo | None:
-        async with gate:
-            try:
-                return await dash.data.queue(name).limits(parked)
-            except CorruptQueue:
-                return None
-
-    found = await asyncio.gather(*(one(n) for n in names))
-    return [info for info in found if info is not None]
+    found = await dash.data.each(names, lambda name: dash.data.queue(name).limits(parked))
+    for result in found:
+        if isinstance(result, Exception) and not isinstance(result, CorruptQueue):
+            raise result
+    return [info for info in found if not isinstance(info, Exception)]
 
 
 async def flow_page(request: Request) -> Response:

@@ -116,4 +116,7 @@ class Sampler:
                 raise
             except Exception as exc:  # Redis away: keep the history, try again later
                 log.warning("dashboard sample failed: %s", exc)
-            await asyncio.sleep(max(self.interval - (loop.time() - began), 0.05))
+            # a sample of many queues can take longer than the interval: rest at least as
+            # long as it took, so that sampling keeps at most half of the dashboard's reads
+            took = loop.time() - began
+            await asyncio.sleep(max(self.interval - took, took, 0.05))

@@ -4,7 +4,6 @@ read-only mode); and the schedules' Prometheus metrics."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -50,22 +49,24 @@ async def schedules_of(dash: Dashboard) -> list[ScheduleInfo]:
     odd name) is left out and logged, so the others stay visible."""
     names, _total = await dash.data.queue_names()
     shards = await _shard_counts(dash)
-    gate = asyncio.Semaphore(16)
-
-    async def one(queue: str, count: int) -> list[ScheduleInfo]:
-        async with gate:
-            try:
-                return (await _queue(dash, queue, count).schedules_page(0, MAX_SCHEDULES))[1]
-            except (CorruptQueue, InvalidArgument) as exc:
-                log.warning("schedules of queue %s left out: %s", queue, exc)
-                return []
-
-    reads = [
-        one(queue, shards.get(name, 0))
+    counts = {
+        queue: shards.get(name, 0)
         for name in names
         for queue in ([f"{name}~{i}" for i in range(shards[name])] if shards.get(name) else [name])
-    ]
-    return [info for found in await asyncio.gather(*reads) for info in found]
+    }
+
+    async def one(queue: str) -> list[ScheduleInfo]:
+        return (await _queue(dash, queue, counts[queue]).schedules_page(0, MAX_SCHEDULES))[1]
+
+    found: list[ScheduleInfo] = []
+    for queue, result in zip(counts, await dash.data.each(list(counts), one), strict=True):
+        if isinstance(result, (CorruptQueue, InvalidArgument)):
+            log.warning("schedules of queue %s left out: %s", queue, result)
+        elif isinstance(result, Exception):
+            raise result
+        else:
+            found.extend(result)
+    return found
 
 
 async def schedules_page(request: Request) -> Response:

@@ -92,14 +92,11 @@ async def workflow_counters(dash: Dashboard, names: Sequence[str]) -> dict[str, 
     """The workflow counters of each queue (as a home), read concurrently; a queue whose
     keys something else overwrote is left out, as from the other metrics."""
 
-    async def one(name: str) -> dict[str, int]:
-        return await dash.data.queue(name).workflow_counters()
-
-    found = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+    found = await dash.data.each(names, lambda name: dash.data.queue(name).workflow_counters())
     return {
         name: counts
         for name, counts in zip(names, found, strict=True)
-        if not isinstance(counts, BaseException)
+        if not isinstance(counts, Exception)
     }
 
 

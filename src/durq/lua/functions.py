@@ -317,17 +317,17 @@ def _block(op: _Op, function: str) -> str:
 
 #: operations whose every call ends with one increment of the server's Lua collector
 #: (docs/design.md, "The library"): the worker's release, which runs after its jobs,
-#: off the pickup path and off a producer's; an increment costs about 5 µs of server
-#: time, which an enqueue or a fetch would pay on a caller's path
+#: off the pickup path and off a producer's; an enqueue or a fetch would pay the
+#: increment on a caller's path (docs/decisions/collector-step.md)
 COLLECTOR_STEP: frozenset[str] = frozenset({"release"})
 _RUN_AND_STEP = "  local reply = durq_run()\n  collectgarbage('step', 0)\n  return reply\n"
 
 #: the step multiplier every call of the library gives the Functions VM's collector
 #: (docs/design.md, "The library"). The server's own periodic step (every 50th script
-#: call) does 50 increments of work sized by it: at Lua's 200 that is about 100 KB of
-#: collector work in one call, the pickup's p99; at 50 a quarter of it, for a heap about
-#: 2.6 times larger (0.42 -> 1.1 MB, script_gc, bench/archive/). A library's load cannot set
-#: it (the servers refuse ``collectgarbage`` there), so each call does: about 0.035 µs.
+#: call) does 50 increments of work sized by it: at Lua's 200 enough collector work in
+#: one call to set the pickup's p99; at 50 a quarter of it, for a larger heap
+#: (docs/decisions/collector-step-multiplier.md). A library's load cannot set it (the
+#: servers refuse ``collectgarbage`` there), so each call does, for next to nothing.
 COLLECTOR_STEPMUL = 50
 
 

@@ -47,9 +47,9 @@ Arg: TypeAlias = str | bytes | int | float
 #: the most items one script call handles; a larger batch is several calls
 MAX_BATCH = 1000
 #: the items per call of the scripts whose items cost more: each size keeps one call near
-#: 1 ms of server time in the costliest case of its options (5-20 us an item: a dedup
-#: key, a control mode, a group, a record rewritten), 2-3 ms on a busy 2-core machine,
-#: far under the 10 ms any call may take (docs/design.md, "Cost of each operation";
+#: 1 ms of server time in the costliest case of its options (a dedup key, a control
+#: mode, a group, a record rewritten: docs/decisions/batch-sizes.md), a few ms on a busy
+#: machine, far under the 10 ms any call may take (docs/design.md, "Cost of each operation";
 #: tests/lua/test_script_bounds.py drives each at its limit under the server's SLOWLOG).
 #: A larger batch is several calls in one round trip, as over MAX_BATCH
 CHUNK: dict[str, int] = {

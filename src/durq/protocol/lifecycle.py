@@ -272,7 +272,7 @@ def enqueue_encoded(
 
 
 #: the most subscriptions a topic takes: a publish copies each job into every one of them
-#: in one script call, which must stay short (publish.lua: about 1 ms for one job to 50)
+#: in one script call, which must stay short (publish.lua's Cost; docs/decisions/)
 MAX_SUBSCRIBERS = 50
 
 

@@ -1,7 +1,9 @@
 """Socket IO below the drivers: Redis clients from URLs, Cluster routing, the reply spin.
 
-- ``connection``: clients from URLs (TLS, ACL, Unix sockets, Sentinel), their pools,
-  and the lean exchanges the drivers send requests with;
+- ``connection``: clients from URLs (TLS, ACL, Unix sockets, Sentinel) and their pools;
+- ``redispy``: the fence around redis-py's internals, the only module that uses them: the
+  lean exchanges the drivers send requests with, the state durq keeps on redis-py's
+  objects, the Sentinel pools;
 - ``cluster``: which node serves a slot, and routing a call there;
 - ``spin``: how a blocking exchange waits for its reply (a short poll, then a sleep).
 

@@ -28,6 +28,7 @@ from redis.exceptions import (
 
 from durq.slots import slot_of
 from durq.transport.connection import POOL_WAIT
+from durq.transport.redispy import IDLE, async_cluster_started, attached
 
 __all__ = [
     "REDIRECTS",
@@ -101,7 +102,7 @@ def async_node_pool(client: Any, node: Any, cache: dict[str, Any]) -> Any:
     pool = cache.get(node.name)
     if pool is None or pool.node is not node:
         if pool is not None:  # the node was replaced by a refresh of the slot map
-            for conn, _since in pool.__dict__.get("durq_idle", (0, []))[1]:
+            for conn, _since in attached(pool).get(IDLE, (0, []))[1]:
                 pool.node.release(conn)
         pool = cache[node.name] = _AsyncNodePool(node)
     return pool
@@ -117,7 +118,7 @@ def sync_node_pool(client: Any, node: Any, cache: dict[str, Any]) -> Any:
 
 async def async_refresh(client: Any) -> None:
     """Load (first use) or reload the slot map of an asyncio cluster client."""
-    if client._initialize:  # first use: the client's own start, which aclose() undoes
+    if not async_cluster_started(client):  # the client's own start, which aclose() undoes
         await client.initialize()
     else:
         await client.nodes_manager.initialize()

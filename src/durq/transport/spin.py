@@ -1,12 +1,12 @@
-"""Spin, then sleep: how a blocking connection waits for the first bytes of a reply.
+"""Spin, then sleep: how a blocking connection may wait for the first bytes of a reply.
 
 A blocking ``recv`` puts the calling thread to sleep, and the kernel wakes it when the
-reply lands. On a virtual machine that wake-up is the larger part of a round trip to a
-server on the same host: a loopback ``LPUSH`` measured 22-25 µs from a caller that polls
-the socket without sleeping and 42-76 µs from one that sleeps, for about the same CPU
-(the sleeper pays the scheduler instead; ``bench/archive/``). So the sync front end's exchange
-polls for up to ``budget()`` seconds (``DURQ_REPLY_SPIN_US``, 100 µs by default; 0 turns
-it off) before it sleeps in ``recv`` as before.
+reply lands. Where that wake-up is a large part of a round trip (a virtual machine, a
+server on the same host, a producer sending back to back), polling the socket for a
+moment before sleeping can shorten the round trip. It costs CPU in the caller's thread,
+and in a threaded application it gains nothing measurable, so it is off by default:
+``DURQ_REPLY_SPIN_US`` (microseconds) turns it on for a process, ``set_budget`` for the
+running one. The figures and the choice are in ``docs/decisions/reply-spin.md``.
 
 A reply that takes longer than the budget (a remote server, a blocking wait, a large
 batch) gains nothing from the poll, so a connection that misses ``MISSES`` times in a row
@@ -32,14 +32,13 @@ MISSES = 4
 #: exchanges a resting connection makes without polling before it tries again
 REST = 256
 
-_SPIN_ATTR = "_durq_spin"  # per connection: misses in a row (>= 0) or rest left (< 0)
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 # polling needs both non-blocking reads (POSIX); elsewhere the budget stays 0
 _CAN_POLL = bool(_DONTWAIT) and hasattr(os, "readv")
 
 
 def _budget_from_env() -> float:
-    raw = os.environ.get("DURQ_REPLY_SPIN_US", "100")
+    raw = os.environ.get("DURQ_REPLY_SPIN_US", "0")
     try:
         micros = float(raw)
     except ValueError:
@@ -63,18 +62,17 @@ def set_budget(seconds: float) -> None:
     _budget = max(float(seconds), 0.0) if _CAN_POLL else 0.0
 
 
-def first_read(conn: Any, sock: Any, buffer: bytearray) -> int:
-    """Read the first bytes of a reply on ``sock`` (``conn``'s socket) into ``buffer``:
-    poll without sleeping for up to the budget, then block as ``recv_into`` does.
-    Returns the number of bytes read (0: the server closed the connection); raises what
-    ``recv_into`` raises (its timeout included)."""
-    state: int = conn.__dict__.get(_SPIN_ATTR, 0)
+def first_read(sock: Any, buffer: bytearray, state: int) -> tuple[int, int]:
+    """Read the first bytes of a reply on ``sock`` into ``buffer``: poll without sleeping
+    for up to the budget, then block as ``recv_into`` does. ``state`` is the connection's
+    (kept by the caller; 0 for a new one): polls in a row that found nothing (>= 0), or
+    exchanges left to rest (< 0). Returns the number of bytes read (0: the server closed
+    the connection) and the connection's next state; raises what ``recv_into`` raises (its
+    timeout included)."""
     # only the standard library's own socket class: TLS sockets (ssl) are another, and so
     # are gevent's and eventlet's cooperative ones, whose other greenlets a poll would hold up
     if state < 0 or not _budget or type(sock).__module__ != "socket":
-        if state < 0:
-            conn.__dict__[_SPIN_ATTR] = state + 1
-        return int(sock.recv_into(buffer))
+        return int(sock.recv_into(buffer)), state + 1 if state < 0 else state
     # a socket with a timeout is non-blocking underneath, and its recv_into would poll()
     # with the timeout before reading: read its descriptor directly instead. A socket
     # without one blocks, so it is asked not to.
@@ -86,8 +84,6 @@ def first_read(conn: Any, sock: Any, buffer: bytearray) -> int:
         except BlockingIOError:
             if time.perf_counter() < deadline:
                 continue
-            conn.__dict__[_SPIN_ATTR] = -REST if state + 1 >= MISSES else state + 1
-            return int(sock.recv_into(buffer))
-        if state:
-            conn.__dict__[_SPIN_ATTR] = 0
-        return size
+            missed = -REST if state + 1 >= MISSES else state + 1
+            return int(sock.recv_into(buffer)), missed
+        return size, 0

@@ -34,9 +34,9 @@ log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
 
 # A sync task runs on the event loop's thread, without the hop to a pool thread and
-# back (two cross-thread wake-ups, about 0.2 ms of pickup latency on a small VM), only
+# back (two cross-thread wake-ups, most of an idle pickup's latency), only
 # when the loop can lend its thread without ever stalling (worker/handoff.py: the loop
-# of `durq worker`; another thread runs the loop once a call has held it 5-10 ms, so no
+# of `durq worker`; another thread runs the loop once a call has held it TAKEOVER, so no
 # lease goes unextended and no other job waits), the job is the only one in
 # hand, the task declares no timeout (a pool thread is what enforces one), and its last
 # runs were all short: at least INLINE_AFTER in a row, each under INLINE_BUDGET
@@ -59,6 +59,7 @@ class Outcome:
     reason: bytes = b""
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
+    trace: str = ""  # retry, dead: the traceback of the exception, for the log
 
 
 DONE = Outcome("done")
@@ -81,7 +82,12 @@ def _safe_text(value: Any) -> str:
 
 def _summary(fields: dict[str, Any]) -> str:
     kind = str(fields.get("type") or fields.get("reason") or "failed").rsplit(".", 1)[-1]
-    return f"{kind}: {str(fields.get('message', ''))[:200]}"
+    note = (
+        " (not retried: the task's retry_on/dont_retry_on)"
+        if fields.get("retried") is False
+        else ""
+    )
+    return f"{kind}: {str(fields.get('message', ''))[:200]}{note}"
 
 
 def _from_frame_of(exc: BaseException, fn: Any) -> TracebackType | None:
@@ -108,6 +114,12 @@ def error_fields(exc: BaseException, fn: Any = None) -> dict[str, Any]:
         "message": _safe_text(exc),
         "traceback": tb,
     }
+
+
+def _trace(fields: dict[str, Any]) -> str:
+    """The (redacted) traceback of a failure's fields, if an exception made it."""
+    trace = fields.get("traceback")
+    return trace if isinstance(trace, str) else ""
 
 
 def _timed(fn: Callable[..., Any], streak: list[int], args: Any, kwargs: Any) -> Any:
@@ -154,7 +166,9 @@ class Executor:
         fields = self.app.redact.fields(fields)
         reason = reason_json(fields, attempt=job.attempt)
         result = encode_error(fields) if task is not None and task.config.result else None
-        return Outcome("dead", result=result, reason=reason, summary=_summary(fields))
+        return Outcome(
+            "dead", result=result, reason=reason, summary=_summary(fields), trace=_trace(fields)
+        )
 
     def _failed(
         self, task: Task[Any, Any], fields: dict[str, Any], job: Job, delay: float | None = None
@@ -166,7 +180,15 @@ class Executor:
             delay = backoff(job.attempt)
         fields = self.app.redact.fields(fields)
         reason = reason_json(fields, attempt=job.attempt)
-        return Outcome("retry", delay=delay, reason=reason, summary=_summary(fields))
+        return Outcome(
+            "retry", delay=delay, reason=reason, summary=_summary(fields), trace=_trace(fields)
+        )
+
+    def _raised(self, task: Task[Any, Any], exc: Exception, job: Job) -> Outcome:
+        fields = error_fields(exc, task.fn)
+        if not task.config.retries(exc):  # retry_on / dont_retry_on: not worth a retry
+            return self._dead(task, {**fields, "retried": False}, job)
+        return self._failed(task, fields, job)
 
     def prepare(self, job: Job) -> Call | Outcome:
         """The task, arguments and metadata of ``job``, or the dead-letter outcome saying
@@ -214,6 +236,7 @@ class Executor:
         task, args, kwargs, meta = prepared
         timeout = task.config.timeout
         started = time.monotonic()
+        job.task = task.name  # for the records of the task's own loggers (JobLogContext)
         set_current_job(job)  # this coroutine runs in its own asyncio task: local to it
         try:
             if task.is_async:
@@ -226,20 +249,23 @@ class Executor:
             else:
                 call = (task.fn, self._streaks[task.name], args, kwargs)
                 value = await self.threads.run(_timed, call, {}, timeout)
+        except asyncio.TimeoutError:
+            elapsed = time.monotonic() - started
+            note = "" if task.is_async else " (its thread was abandoned and replaced)"
+            return self.timed_out(task, job, elapsed, note)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self.failure(task, job, exc, time.monotonic() - started)
+            return self.raised(task, job, exc)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
 
-    def failure(
-        self, task: Task[Any, Any], job: Job, exc: BaseException, elapsed: float
-    ) -> Outcome:
-        """The outcome of ``job`` when its run of ``task`` raised ``exc`` after
-        ``elapsed`` seconds (for a batch task, of each item the batch's failure ends)."""
+    # -- outcomes of a call made elsewhere too (the process pool's children, worker.pool)
+
+    def raised(self, task: Task[Any, Any], job: Job, exc: BaseException) -> Outcome:
+        """The outcome of a run of ``task`` that raised ``exc``."""
         if isinstance(exc, RateLimited):  # no attempt counted, however often
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         if isinstance(exc, Retry):
@@ -247,12 +273,37 @@ class Executor:
             return self._failed(task, fields, job, exc.delay)
         if isinstance(exc, Fail):
             return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
+        if isinstance(exc, Exception):  # retried unless retry_on / dont_retry_on say no
+            return self._raised(task, exc, job)
+        return self._failed(task, error_fields(exc, task.fn), job)
+
+    def returned(self, task: Task[Any, Any], job: Job, meta: dict[str, Any], value: Any) -> Outcome:
+        """The outcome of a run of ``task`` that returned ``value`` (kept when the task
+        stores results, or the job is a workflow's step)."""
+        return self._done(task, job, value, keep=task.config.result or "wf" in meta)
+
+    def timed_out(self, task: Task[Any, Any], job: Job, elapsed: float, note: str) -> Outcome:
+        """The outcome of a run of ``task`` stopped at its timeout (``note``: how)."""
+        timeout = task.config.timeout
+        message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
+        return self._failed(task, {"reason": "timeout", "message": message}, job)
+
+    def failed(self, task: Task[Any, Any], job: Job, fields: dict[str, Any]) -> Outcome:
+        """The outcome of a run of ``task`` that failed as ``fields`` say (a reason
+        and a message): retried by its policy, or dead-lettered once its attempts are
+        spent."""
+        return self._failed(task, fields, job)
+
+    def failure(
+        self, task: Task[Any, Any], job: Job, exc: BaseException, elapsed: float
+    ) -> Outcome:
+        """The outcome of ``job`` when its run of ``task`` raised ``exc`` after
+        ``elapsed`` seconds: for a batch task, of each item the batch's failure (or
+        ``Item.fail``) ends."""
         if isinstance(exc, asyncio.TimeoutError):
             note = "" if task.is_async else " (its thread was abandoned and replaced)"
-            timeout = task.config.timeout
-            message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
-            return self._failed(task, {"reason": "timeout", "message": message}, job)
-        return self._failed(task, error_fields(exc, task.fn), job)
+            return self.timed_out(task, job, elapsed, note)
+        return self.raised(task, job, exc)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there

@@ -1,7 +1,7 @@
 """An event loop that a short sync task may borrow without ever stalling the worker.
 
 Running a short sync task on the event loop's own thread saves the hop to a pool thread
-and back (two cross-thread wake-ups, about 0.2 ms of an idle worker's pickup), but a
+and back (two cross-thread wake-ups, most of an idle worker's pickup), but a
 call that turns out slow would stall the loop: no lease extended, no job fetched or
 acknowledged, the job handed out again and run twice (issue 30). ``run_worker`` runs the
 loop so that neither happens:
@@ -44,8 +44,8 @@ T = TypeVar("T")
 TAKEOVER = 0.005
 #: seconds after a call the thread standing by keeps looking every TAKEOVER on its own
 #: (so it may notice a call up to TAKEOVER late), so that the next call need not wake
-#: it: waking it cost each call about 10-15 us more (it then contends for the GIL),
-#: the looks cost about as much each, off any job's path; idle, it sleeps
+#: it: waking it costs each call more (it then contends for the GIL) than a look costs,
+#: off any job's path (docs/decisions/worker-loop-thread.md); idle, it sleeps
 HOT = 0.1
 
 _BY_LOOP: dict[asyncio.AbstractEventLoop, Handoff] = {}

@@ -22,13 +22,15 @@ def task_name(delivery: Delivery) -> str:
 
 def job_fields(job: Job, task: str, outcome: Outcome | None) -> dict[str, Any]:
     """The fields of a job's log records (the JSON log format shows them); never its
-    payload."""
+    payload. A failed attempt's traceback rides along (``durq_traceback``): the text
+    format prints it under the line, the JSON format as ``exception``."""
     return {
         "job_id": job.id,
         "task": task,
         "queue": job.queue,
         "attempt": job.attempt,
         "outcome": None if outcome is None else outcome.kind,
+        "durq_traceback": None if outcome is None else outcome.trace or None,
     }
 
 

@@ -14,6 +14,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
@@ -67,9 +68,16 @@ class WorkerRegistry:
         op = beat_worker(self.space, self.worker_id, fields, ttl, batch=self._batch)
         await self._driver.run(op)
 
-    async def run(self, interval: float, capacity: Capacity, metrics: WorkerMetrics) -> None:
+    async def run(
+        self,
+        interval: float,
+        capacity: Capacity,
+        metrics: WorkerMetrics,
+        more: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         """Beat every ``interval`` seconds, listing the jobs in hand, until cancelled; a
-        failed beat is retried at the next one."""
+        failed beat is retried at the next one. ``more()``: fields to add (the process
+        pool's children)."""
         while True:
             jobs = [
                 {
@@ -82,6 +90,8 @@ class WorkerRegistry:
                 for d in capacity.deliveries.values()
             ]
             try:
+                if more is not None:
+                    self.info.update(more())
                 await self.beat(3 * interval, jobs, metrics.totals())
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)

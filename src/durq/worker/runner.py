@@ -29,7 +29,9 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from durq._async.queue import AsyncQueue
 from durq.app import tracing
+from durq.errors import InvalidArgument
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
@@ -43,14 +45,18 @@ from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
+from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
+from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, cpus, start_pool
+from durq.worker.pool.rss import available as rss_available
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
-from durq.worker.startup import check_server, find_shards, subscribe
+from durq.worker.startup import check_server, find_shards, subscribe, wait_for_redis
 
 if TYPE_CHECKING:
     from durq.app.app import App
+    from durq.worker.pool.pool import ProcessPool
 
 __all__ = ["Worker", "WorkerState"]
 
@@ -141,9 +147,12 @@ class Worker:
         self.handle_signals = handle_signals
         self._waiting: deque[Delivery] = deque()  # in hand, waiting to run
         self._running = 0
+        # the process pool's template is forked here, before this worker starts threads
+        self._pool = self._start_pool()
+        pooled = self._pool.takes if self._pool is not None else lambda task: False
         # one thread per slot for sync tasks; an app of async tasks keeps a few for any
         # sync task registered later
-        sync = any(not t.is_async for t in app.tasks.values())
+        sync = any(not t.is_async and not pooled(t) for t in app.tasks.values())
         threads = self.concurrency if sync else min(self.concurrency, SYNC_CONCURRENCY)
         self._executor = Executor(app, threads=threads, alone=lambda: self.capacity.in_use() == 1)
         self._stop = asyncio.Event()
@@ -154,7 +163,29 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
         self.started_at = time.time()
-        self.processed = 0
+        self.processed = 0  # runs of jobs that ended, whatever their outcome
+        self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
+
+    def _start_pool(self) -> ProcessPool | None:
+        """The process pool (docs/process-pool.md), when some task runs in it; its
+        settings and the memory limit checked first."""
+        config = self.config
+        limits = config.process_pool
+        if (config.memory_limit or limits.max_memory_per_child) and not rss_available():
+            raise InvalidArgument("a memory limit needs /proc (Linux) or psutil installed")
+        size = self.concurrency if config.pool == "process" else cpus()
+        pool = start_pool(self.app, config.pool, size, limits, self.metrics)
+        if pool is None and (limits.recycles or limits.kill_grace != DEFAULT_KILL_GRACE):
+            raise InvalidArgument(
+                "the process pool's limits apply to tasks run in it, and no task of this "
+                "app is: use --pool process (or @app.task(pool='process'))"
+            )
+        return pool
+
+    def _pooled(self, delivery: Delivery) -> bool:
+        """True when ``delivery``'s job runs in the process pool."""
+        pool, task = self._pool, delivery.task
+        return pool is not None and task is not None and pool.takes(task)
 
     # -- called by the pumps and the lease keeper -----------------------------------
 
@@ -191,7 +222,7 @@ class Worker:
         # among them) stay its own, and cancelling it (a cancel request, a lost lease, a
         # stop) touches nothing else. Made as asyncio.Task itself unless the loop has a
         # task factory (two Python frames less per job than asyncio.create_task); a fixed
-        # name: an unnamed Task formats "Task-<n>" for each job (~0.5 µs)
+        # name: an unnamed Task formats "Task-<n>" for each job (docs/decisions/)
         loop = self._loop
         direct = loop is not None and loop.get_task_factory() is None
         while waiting and self._running < self.concurrency:
@@ -225,8 +256,8 @@ class Worker:
             extra=job_fields(job, name, Outcome("lost")),
         )
         task, runner = delivery.task, delivery.runner
-        if runner is not None and task is not None and task.is_async:
-            runner.cancel()
+        if runner is not None and task is not None and (task.is_async or self._pooled(delivery)):
+            runner.cancel()  # a coroutine is cancelled, a child killed
 
     def cancel_requested(self, delivery: Delivery) -> None:
         """A cancel of this job was asked: stop it (see ``WorkerControl``)."""
@@ -246,14 +277,21 @@ class Worker:
         pickup = (job.lease_deadline - self.lease) - job.enqueued_at
         if eager:
             # an idle worker's pickup: counted a loop turn later, once the body started
-            # (about 10 us of code that an idle worker runs cold); a busy worker counts
+            # (code that an idle worker runs cold, off its pickup); a busy worker counts
             # at once, without a loop callback per job
             asyncio.get_running_loop().call_soon(delivery.metrics.started, pickup)
         else:
             delivery.metrics.started(pickup)
         begun = time.monotonic()
         try:
-            outcome = await self._executor.execute(job, delivery.call, delivery.traced)
+            if (
+                self._pool is not None
+                and self._pooled(delivery)
+                and not isinstance(delivery.call, Outcome)
+            ):
+                outcome = await self._run_in_pool(delivery)
+            else:
+                outcome = await self._executor.execute(job, delivery.call, delivery.traced)
         except asyncio.CancelledError:
             if delivery.cancelling:
                 outcome = CANCELLED
@@ -272,6 +310,13 @@ class Worker:
             await controls.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun)
 
+    def _run_in_pool(self, delivery: Delivery) -> Awaitable[Outcome]:
+        pool, executor = self._pool, self._executor
+        assert pool is not None
+        if not delivery.traced:
+            return pool.run(delivery, executor)
+        return tracing.traced_execution(delivery.job, lambda job: pool.run(delivery, executor))
+
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float) -> None:
         job = delivery.job
         # frees the slot and wakes the pumps that may fetch now: they run once this
@@ -280,6 +325,7 @@ class Worker:
             return  # already given back during shutdown
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
+        self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
         delivery.metrics.finished(outcome.kind, seconds)
         if outcome is not DONE or _debug():  # a plain success is logged only at DEBUG
             log_outcome(job, delivery.name, outcome, seconds)
@@ -305,16 +351,16 @@ class Worker:
         )
         self.stop(immediate=not first)
 
-    async def run(self) -> None:
-        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
-        if self._client is None:
-            self._client = connection.async_client(self.app.url)
-        await find_shards(self.app, self._client, self.queue_names)
+    def _make_pumps(self) -> dict[str, AsyncQueue]:
+        """A pump per queue and shard: a BatchPump for a batch task's queue
+        (durq.worker.batches), else a QueuePump; every queue (and shard) by name."""
+        assert self._client is not None
         owners = {t.queue: t for t in self.app.tasks.values() if t.config.batch is not None}
+        queues: dict[str, AsyncQueue] = {}
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
-                source = self.app.aqueue(queue, client=self._client)
-                if name in owners:  # a batch task's queue (durq.worker.batches)
+                source = queues[queue] = self.app.aqueue(queue, client=self._client)
+                if name in owners:
                     self.batch_pumps[queue] = BatchPump(
                         source,
                         owners[name],
@@ -333,12 +379,22 @@ class Worker:
                     lease=self.lease,
                     burst=self.config.burst,
                 )
-        queues = {name: pump.queue for name, pump in self.pumps.items()}
-        queues.update((name, pump.queue) for name, pump in self.batch_pumps.items())
+        return queues
+
+    async def run(self) -> None:
+        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
+        if self._client is None:
+            self._client = connection.async_client(self.app.url)
+        if not await wait_for_redis(self._client, self.app.url, self._stop):
+            await self._stopped_early()
+            return
+        await find_shards(self.app, self._client, self.queue_names)
+        queues = self._make_pumps()
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
         self._control, self._controls = control, control.controls
+        pool = self._start_children(control)
         await subscribe(self.app, self._client, self.queue_names)
         await check_server(next(iter(queues.values())))
         # upsert the app's schedules before any dequeue
@@ -360,6 +416,7 @@ class Worker:
                 "queues": self.queue_names,
                 "concurrency": self.concurrency,
                 "started": self.started_at,
+                "pool": self.config.pool,
             },
         )
         loop = self._loop = asyncio.get_running_loop()
@@ -374,14 +431,18 @@ class Worker:
             self.lease,
             self.lease_lost,
             control.cancel_requested,
+            # a child is killed at its timeout: its lease is kept until then
+            bounded=self._pooled,
         )
         control.keeper = keeper  # a cancel message makes it extend at once
         interval = self.config.heartbeat
+        children = (lambda: {"children": pool.snapshot()}) if pool is not None else None
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(
                 self._forever(
-                    "heartbeat", lambda: registry.run(interval, self.capacity, self.metrics)
+                    "heartbeat",
+                    lambda: registry.run(interval, self.capacity, self.metrics, children),
                 )
             ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
@@ -391,13 +452,14 @@ class Worker:
         for name, source in queues.items():
             courier = OutboxCourier(source, lease=min(self.lease, 10.0))
             background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
         # runs, so that the full collections the jobs' short-lived objects trigger do
-        # not traverse it again and again (about 11 us per job of a one-call Redis job,
-        # 70% of the collector's time, on the 2-core bench VM). Only a speed hint: the
-        # objects are given back to the collector when the worker stops (an embedding
-        # process, e.g. a test suite, then collects whatever of them became garbage).
+        # not traverse it again and again (docs/decisions/worker-collector.md). Only a
+        # speed hint: the objects are given back to the collector when the worker stops
+        # (an embedding process, e.g. a test suite, then collects whatever of them became
+        # garbage).
         gc.freeze()
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         for batch_pump in self.batch_pumps.values():
@@ -428,12 +490,53 @@ class Worker:
             with contextlib.suppress(Exception):
                 await registry.remove()
             self._executor.close()
+            await self._close_pool()
             gc.unfreeze()
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
-            items = sum(p.processed for p in self.batch_pumps.values())  # batch tasks'
-            log.info("worker %s stopped after %d jobs", self.id, self.processed + items)
+            log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
+        if pool is not None and pool.broken:
+            raise PoolBroken("the process pool's template process died; the worker stopped")
+
+    async def _close_pool(self) -> None:
+        """Stop the process pool's children and template, if there is a pool."""
+        if self._pool is not None:
+            await self._pool.close()
+
+    async def _stopped_early(self) -> None:
+        """Stopped while waiting for Redis: nothing ran; the process pool's template (forked
+        already) exits too."""
+        await self._close_pool()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+        self.state = WorkerState.STOPPED
+        log.info("worker %s stopped before Redis answered", self.id)
+
+    def _start_children(self, control: WorkerControl) -> ProcessPool | None:
+        """Fork the process pool's children (while the worker connects), and hand it
+        what it tells the worker and the worker tells it."""
+        pool = self._pool
+        if pool is not None:
+            pool.start()
+            pool.on_broken = self.stop
+            control.tell_cancel = pool.cancel
+        return pool
+
+    def _keepers(self) -> list[asyncio.Task[None]]:
+        """The background tasks of the process pool and of the memory limit."""
+        pool, tasks = self._pool, []
+        if pool is not None:
+            tasks.append(asyncio.create_task(self._forever("process pool", pool.upkeep)))
+        if self.config.memory_limit is not None:
+            limit = MemoryLimit(
+                int(self.config.memory_limit * 1048576),
+                self.capacity,
+                self.metrics,
+                pool.pids if pool is not None else list,
+            )
+            tasks.append(asyncio.create_task(self._forever("memory limit", limit.run)))
+        return tasks
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
@@ -475,6 +578,8 @@ class Worker:
     async def _drain(self, all_pumps: asyncio.Future[Any]) -> None:
         self.state = WorkerState.DRAINING
         self.capacity.close()
+        if self._pool is not None:  # jobs waiting for a child go back with the others
+            self._pool.drain()
         # jobs not started yet go back at once, without counting an attempt
         while self._waiting:
             delivery = self._waiting.popleft()
@@ -514,3 +619,24 @@ class Worker:
             )
             all_pumps.cancel()
             await asyncio.gather(all_pumps, return_exceptions=True)
+
+
+# the words of the outcome kinds in the worker's last line
+_OUTCOME_WORDS = {
+    "done": "completed",
+    "retry": "to be retried",
+    "dead": "dead-lettered",
+    "defer": "deferred",
+    "limited": "rate-limited",
+    "cancelled": "cancelled",
+    "lost": "lost to another worker",
+}
+
+
+def _runs(outcomes: dict[str, int]) -> str:
+    """``"5 runs of jobs (3 completed, 2 to be retried)"``: what a worker did, by outcome
+    (a job retried twice and completed makes three runs)."""
+    total = sum(outcomes.values())
+    parts = [f"{n} {_OUTCOME_WORDS.get(kind, kind)}" for kind, n in outcomes.items() if n]
+    noun = "run" if total == 1 else "runs"
+    return f"{total} {noun} of jobs" + (f" ({', '.join(parts)})" if parts else "")

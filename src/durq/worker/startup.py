@@ -4,8 +4,12 @@ server's settings."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import ConnectionError, TimeoutError
 
 from durq._async.driver import AsyncDriver
 from durq._async.queue import AsyncQueue
@@ -14,13 +18,44 @@ from durq._async.topic import AsyncTopic
 from durq.keys import NamespaceKeys
 from durq.protocol.namespace import shard_counts
 from durq.protocol.server_settings import server_warnings
+from durq.redaction import redact_url
 
 if TYPE_CHECKING:
     from durq.app.app import App
 
-__all__ = ["check_server", "find_shards", "subscribe"]
+__all__ = ["check_server", "find_shards", "subscribe", "wait_for_redis"]
 
 log = logging.getLogger("durq.worker")
+
+
+#: the longest pause between two attempts to reach Redis at start
+MAX_WAIT_PAUSE = 10.0
+
+
+async def wait_for_redis(client: Any, url: str, stopping: asyncio.Event) -> bool:
+    """Ping Redis until it answers, saying at each attempt where the worker waits and
+    why, with pauses from 0.5 s doubling to ``MAX_WAIT_PAUSE``: a worker started
+    before its Redis (a deploy, a compose file) starts working as soon as Redis answers
+    instead of crashing. Returns False when the worker was stopped while waiting."""
+    where = redact_url(url)
+    attempt, pause = 0, 0.5
+    while True:
+        attempt += 1
+        try:
+            await client.ping()
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            log.warning(
+                "waiting for Redis at %s (attempt %d, next in %g s): %s", where, attempt, pause, exc
+            )
+        else:
+            if attempt > 1:
+                log.warning("Redis at %s answers (after %d attempts)", where, attempt)
+            return True
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stopping.wait(), pause)
+        if stopping.is_set():
+            return False
+        pause = min(pause * 2, MAX_WAIT_PAUSE)
 
 
 async def check_server(queue: AsyncQueue) -> None:

@@ -7,8 +7,8 @@ it, and hands the key on to a keep-last follow-up waiting for it. A running job 
 flagged (FLAG_CANCEL in its record, the durable truth): extend answers CANCELLED to its
 worker, and release, requeue, defer, rate_limited or the expiry of its lease end it
 cancelled, never retried; a message on the queue's cancel channel (<prefix>cancel, the
-job id) may tell its worker sooner. Either way the waiter of the job's result gets a cancelled outcome
-now: from this call on the job can end in no other state.
+job id) may tell its worker sooner. Either way the waiter of the job's result gets a
+cancelled outcome now: from this call on the job can end in no other state.
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  result_ttl_ms: how long the cancelled outcome stays at <prefix>result:<id>
 ARGV[2..] ids

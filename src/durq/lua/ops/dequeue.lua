@@ -161,7 +161,7 @@ local function promote(now, ids, done)
   local stopped = false
   local n = 0
   for i = 1, #ids do
-    -- the clock is read every 8 jobs: a promotion costs 5-30 us
+    -- the clock is read every 8 jobs: a promotion costs several reads (docs/decisions/)
     if (done + i) % 8 == 1 and done + i > 1 and budget_spent() then
       stopped = true
       break
@@ -223,7 +223,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
     local id = ids[i]
     local raw = raws[i]
     -- the common job (pending, no job control) is handed out from its header's fields
-    -- (lib/core/record_peek.lua) without rec_decode's table and copies: about 1 us per job
+    -- (lib/core/record_peek.lua) without rec_decode's table and copies
     local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
       flags, kpos, klen = rec_peek(raw)
     local stop, wid = nil, nil
@@ -285,7 +285,8 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         out[#out + 1] = rec
         -- the key is free once its job started, except a keep-last job's: it holds the key
         -- until it ends, so that the next enqueue waits for it
-        if r.key ~= '' and not (c and c.m == 'keep') and redis.pcall('HGET', K_KEYS, r.key) == id then
+        if r.key ~= '' and not (c and c.m == 'keep')
+            and redis.pcall('HGET', K_KEYS, r.key) == id then
           redis.pcall('HDEL', K_KEYS, r.key)
         end
         got = got + 1
@@ -293,21 +294,24 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         budget = budget - 1
         -- past 20 of them, the call's upkeep budget spent: the rest of this turn, then stop
         if budget < SKIP_MAX - 20 and budget > 0 and budget_spent() then budget = 0 end
-        if handed_ids[id] then
-          -- the same id again: the record is not committed yet, skip it
-        elseif r and r.state == ST_SUPERSEDED then
-          redis.call('HDEL', K_JOBS, id)
-          redis.call('HDEL', K_REASONS, id)
-          if bit.band(r.flags, FLAG_CONTROL) ~= 0 then control().finish(id, r, now, 'released') end
-          -- its id stays taken as if it had been released (see lib/core/enqueue_one.lua)
-          local window_end = r.enq + get_conf().dedup_window
-          if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
-        elseif r and r.state == ST_CANCELLED then
-          -- cancelled while listed (cancel.lua): its record is kept for the dedup window
-          redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
-        elseif raws[i] and not r then
-          quarantine(id, now, 'ready')
-          ready_add(g, -1)
+        -- (the same id again, handed_ids: its record is not committed yet, skip it)
+        if not handed_ids[id] then
+          if r and r.state == ST_SUPERSEDED then
+            redis.call('HDEL', K_JOBS, id)
+            redis.call('HDEL', K_REASONS, id)
+            if bit.band(r.flags, FLAG_CONTROL) ~= 0 then
+              control().finish(id, r, now, 'released')
+            end
+            -- its id stays taken as if it had been released (see lib/core/enqueue_one.lua)
+            local window_end = r.enq + get_conf().dedup_window
+            if window_end > now then redis.call('ZADD', K_DONE, window_end, id) end
+          elseif r and r.state == ST_CANCELLED then
+            -- cancelled while listed (cancel.lua): its record is kept for the dedup window
+            redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id)
+          elseif raws[i] and not r then
+            quarantine(id, now, 'ready')
+            ready_add(g, -1)
+          end
         end
       end
     end
@@ -336,8 +340,9 @@ end
 
 -- Limits and weights are read per group only when some are configured. Returns an
 -- error reply (nil: none), whether limits (lib/groups/slots.lua), weights and priorities are
--- used. Its reads are typed: made before the first write, they prove their keys' types.
-local function group_settings(proven)
+-- used. Its reads are typed: made before the first write, they prove their keys' types
+-- (noted in `typed`, the call's `proven`).
+local function group_settings(typed)
   local err, n = read(K_GWEIGHT, 'hash', 'HLEN', K_GWEIGHT)
   if err then return err end
   local weighted = n > 0
@@ -348,14 +353,14 @@ local function group_settings(proven)
   err, conf, seq = read_by(K_CONF, 'hash', get_conf_and, 'seq')
   if err then return err end
   local prioritized = seq ~= false
-  local limited = conf.group_limit > 0 -- as limits_configured, its HLEN typed
+  local limited = conf.group_limit > 0 -- or a group's own limit, its HLEN typed
   if not limited then
     err, n = read(K_GLIMIT, 'hash', 'HLEN', K_GLIMIT)
     if err then return err end
     limited = n > 0
-    proven.glimit = true
+    typed.glimit = true
   end
-  proven.gweight, proven.conf = true, true
+  typed.gweight, typed.conf = true, true
   return nil, limited, weighted, prioritized
 end
 
@@ -466,7 +471,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       redis.call('DEL', K_RRSET)
       if flow_ctl then flow_ctl.relist_parked() end
       -- the default group and the 1000 largest named groups with ready jobs are offered
-      -- again, in a few variadic commands (group_offer's seven each: 8 ms for 1000);
+      -- again, in a few variadic commands (group_offer's seven each would be too slow);
       -- parked groups stay parked (relist_parked put them in K_RRSET first)
       group_offer('')
       local named = redis.pcall('ZREVRANGE', K_GROUPS, 0, 999)
@@ -495,7 +500,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
-      -- (a job or a turn costs 2-15 us, a read of the clock about 1)
+      -- (a job or a turn costs a few reads of the clock: docs/decisions/script-costs.md)
       if not cut and (handed >= check_at or (handed >= SERVE_MIN and turns % 4 == 3)) then
         check_at = handed + SERVE_CHECK
         cut = budget_spent(SERVE_MS)

@@ -1,11 +1,11 @@
 --[[ enqueue_plain: add jobs that have no delay, no priority and no dedup key, batched.
 The common case of enqueue with the same results, in a few commands per batch instead of
 a few per job (one HMGET and one ZMSCORE for the existence checks, HEXISTS and ZSCORE for
-one job, one RPUSH per group, one HSET for all records). The client picks it when every job of the batch is plain.
-It is also the path of every single enqueue, so it is written for a short run: it
-includes only the small helpers it uses and keeps its own code straight-line (Lua
-re-creates each function and table of a script on every call, about 0.2 µs per function,
-more per table).
+one job, one RPUSH per group, one HSET for all records). The client picks it when every
+job of the batch is plain. It is also the path of every single enqueue, so it is written
+for a short run: it includes only the small helpers it uses and keeps its own code
+straight-line (Lua re-creates each function and table of a script on every call under
+EVALSHA: docs/decisions/enqueue-variants.md).
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+9i .. 10+9i], for job i: the nine enqueue fields (see enqueue.lua); delay,

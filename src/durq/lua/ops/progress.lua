@@ -23,7 +23,8 @@ if problem then return wrongtype(problem) end
 local id = ARGV[1]
 local r, status = held(id, ARGV[2])
 if not r then return status end
-redis.call('HSET', K_PREFIX .. 'progress', id, '{"at":' .. now_ms() .. ',' .. string.sub(ARGV[3], 2))
+local report = '{"at":' .. now_ms() .. ',' .. string.sub(ARGV[3], 2)
+redis.call('HSET', K_PREFIX .. 'progress', id, report)
 if bit.band(r.flags, FLAG_CONTROL) == 0 then
   r.flags = bit.bor(r.flags, FLAG_CONTROL)
   redis.call('HSET', K_JOBS, id, rec_encode(r))

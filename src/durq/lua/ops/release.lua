@@ -157,7 +157,7 @@ if #gone > 0 then
     redis.call('HDEL', K_REASONS, unpack(deleted))
   end
   redis.call('ZREM', K_ACTIVE, unpack(gone))
-  for g, n in pairs(freed) do slot_add(g, -n) end
+  for g, slots in pairs(freed) do slot_add(g, -slots) end
   count('completed', #gone)
   if not plain then cap_freed() end
 end

@@ -22,9 +22,10 @@ ARGV[18] the spec the ticks were planned against ('' for a new schedule)
 ARGV[19] horizon: the last tick computed;  ARGV[20..] the ticks (ms, ascending)
 Returns  {'created' | 'changed' | 'updated' | 'unchanged', next_due or false}, or
          {'ticks', after, now, spec}: a cron schedule whose timing is new needs its
-         upcoming ticks (those > after): call again with them and that (old) spec. A change of timing applies from
-         the first tick after the change: the watermark moves to now, so no tick that
-         fired, nor any tick before the change, fires again.
+         upcoming ticks (those > after): call again with them and that (old) spec. A
+         change of timing applies from the first tick after the change: the watermark
+         moves to now, so no tick that fired, nor any tick before the change, fires
+         again.
 Errors   DURQ_ARG for an unknown kind; DURQ_WRONGTYPE when a schedule key holds another
          Redis type; both before any change.
 Cost     O(ticks given) commands; O(1) when the timing is unchanged.

@@ -17,8 +17,8 @@
 --   <prefix>cancel     pub/sub channel: ids of running jobs whose cancel was asked
 -- Only the paths that start or end a flagged job look there: a plain job pays one flag
 -- test. Lua re-creates every function of a script on each call, and capturing an
--- upvalue costs more the more upvalues the script has open (a function of 40 costs about
--- 7 us). Release and dequeue include this file: so its functions are made on first use,
+-- upvalue costs more the more upvalues the script has open (docs/decisions/script-costs.md).
+-- Release and dequeue include this file: so its functions are made on first use,
 -- by control(), which captures few, and a call with no flagged job pays for that one.
 
 -- The due time of a keep-last follow-up while the job it waits for has not ended: it is
@@ -34,10 +34,13 @@ local control_fns = nil
 local function control()
   if control_fns then return control_fns end
   -- The keys, named from the prefix here rather than captured: each upvalue a function
-  -- captures costs its creation, on every call of the script (see above).
+  -- captures costs its creation, on every call of the script (see above). They shadow
+  -- the script's own K_* (lib/core/keys.lua) on purpose, with the same values.
+  -- luacheck: push ignore 431
   local K_JOBS, K_ACTIVE, K_DELAYED, K_DONE = K_PREFIX .. 'jobs', K_PREFIX .. 'active',
     K_PREFIX .. 'delayed', K_PREFIX .. 'done'
   local K_REASONS, K_KEYS = K_PREFIX .. 'reasons', K_PREFIX .. 'keys'
+  -- luacheck: pop
   local c = {}
 
   -- The job-control data of job `id` (a table), or nil.

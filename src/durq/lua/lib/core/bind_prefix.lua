@@ -7,5 +7,6 @@ local function bind_prefix(p)
   K_JOBS, K_RR, K_RRSET, K_ACTIVE = p .. 'jobs', p .. 'rr', p .. 'rrset', p .. 'active'
   K_DELAYED, K_DEAD, K_DONE, K_REASONS = p .. 'delayed', p .. 'dead', p .. 'done', p .. 'reasons'
   K_KEYS, K_STATS, K_CONF, K_WAKE = p .. 'keys', p .. 'stats', p .. 'conf', p .. 'wake'
-  K_GROUPS, K_GACTIVE, K_GLIMIT, K_GWEIGHT = p .. 'groups', p .. 'gactive', p .. 'glimit', p .. 'gweight'
+  K_GROUPS, K_GACTIVE = p .. 'groups', p .. 'gactive'
+  K_GLIMIT, K_GWEIGHT = p .. 'glimit', p .. 'gweight'
 end

@@ -16,10 +16,10 @@ local BUDGET_MS = 0.5
 local budget_from = nil -- the clock (ms) when the call's budget started
 --- @end
 
--- True once the call has run its budget, or `ms` when given; the first question, at the
+-- True once the call has run its budget, or `limit` ms when given; the first question, at the
 -- start of the call, starts the clock (and is false). (Few locals: dequeue's script is
 -- near Lua's 200 a function may hold.)
-local function budget_spent(ms)
+local function budget_spent(limit)
   local t
   local os_lib = rawget(_G, 'os')
   if os_lib then
@@ -32,5 +32,5 @@ local function budget_spent(ms)
     budget_from = t
     return false
   end
-  return t - budget_from > (ms or BUDGET_MS)
+  return t - budget_from > (limit or BUDGET_MS)
 end

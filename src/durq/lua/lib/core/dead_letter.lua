@@ -36,7 +36,8 @@ local function enforce_dead_cap(now)
   end
   redis.call('HDEL', K_JOBS, unpack(victims))
   redis.call('HDEL', K_REASONS, unpack(victims))
-  redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims)) -- job control data (lib/control/job_control.lua)
+  -- job control data (lib/control/job_control.lua)
+  redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims))
   redis.call('HDEL', K_PREFIX .. 'progress', unpack(victims))
   count('dead_evicted', #victims)
 end

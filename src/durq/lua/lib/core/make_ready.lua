@@ -9,7 +9,8 @@
 local function make_ready(id, r, head)
   group_push(r.group, id, r.prio, head)
   r.state = ST_PENDING
-  -- callers give back any slot first (drop_slot); job control data stays (lib/control/job_control.lua)
+  -- callers give back any slot first (drop_slot); job control data stays
+  -- (lib/control/job_control.lua)
   r.flags = bit.band(r.flags, FLAG_CONTROL)
   redis.call('HSET', K_JOBS, id, rec_encode(r))
   ready_add(r.group, 1)

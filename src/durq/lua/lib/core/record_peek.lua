@@ -2,7 +2,7 @@
 
 -- A record's fixed header as plain values, for the per-job loops of release and dequeue:
 -- rec_decode (lib/core/record.lua) builds a table and copies the group, the key and the
--- payload out of every record, about 0.7 us per job that these loops, which need a few
+-- payload out of every record, a cost per job (docs/decisions/) that these loops, which need a few
 -- header fields, do not have to pay. It refuses exactly what rec_decode refuses (same
 -- checks), returning nil; else the header fields in layout order (version first), then
 -- the position of the key's length byte and that length (the key is

@@ -6,9 +6,9 @@
 
 -- A running job whose cancel was asked (FLAG_CANCEL: cancel.lua, a cancelled workflow)
 -- never goes back, whatever would give it back (a retry, a defer, RateLimited): it ends
--- cancelled (lib/control/job_control.lua), as its result's waiter was told. Returns true then. Every
--- caller of send_back asks this first; make_ready clears the flag, so a job given back
--- would run again and could complete.
+-- cancelled (lib/control/job_control.lua), as its result's waiter was told. Returns true
+-- then. Every caller of send_back asks this first; make_ready clears the flag, so a job
+-- given back would run again and could complete.
 local function ends_cancelled(id, r, now)
   if bit.band(r.flags, FLAG_CANCEL) == 0 then return false end
   control().end_cancelled(id, r, now)

@@ -18,7 +18,7 @@ local function keys_error(parts, skip)
   for i = 1, #parts do
     local want = KEY_TYPES[parts[i]]
     -- The job-control keys (lib/control/job_control.lua) are hashes. They stay out of KEY_TYPES: a
-    -- 17th entry doubles the size of a table Lua builds on every call (about 8 us).
+    -- 17th entry doubles the size of a table Lua builds on every call (docs/decisions/).
     if want == nil and (parts[i] == 'ctl' or parts[i] == 'progress') then want = 'hash' end
     local err = not (skip and skip[parts[i]]) and type_error(K_PREFIX .. parts[i], want)
     if err then return err end

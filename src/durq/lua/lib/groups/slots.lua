@@ -18,8 +18,3 @@ local function drop_slot(r)
     touch(r.group)
   end
 end
-
--- True when the queue counts group slots: some limit is configured.
-local function limits_configured()
-  return get_conf().group_limit > 0 or redis.call('HLEN', K_GLIMIT) > 0
-end

@@ -67,7 +67,8 @@ local function wf_build()
   local CHUNK_BYTES = 262144 -- payload bytes started, result bytes gathered, per call
 
   local E = {now = nil} -- what lib/workflows/fan_in_stop.lua shares (filled in below)
-  local wf_queue, wf_stops_run = nil, nil -- lib/workflows/steps.lua, lib/workflows/fan_in_stop.lua: on use
+  -- lib/workflows/steps.lua, lib/workflows/fan_in_stop.lua: made on use
+  local wf_queue, wf_stops_run = nil, nil
   local fire_left = FIRE_CHUNK                  -- results this call may still gather
   local wf_local, wf_local_order = {}, {}       -- prefix -> steps to enqueue in this slot
   local wf_remote, wf_remote_order = {}, {}     -- prefix + run -> steps for another slot
@@ -304,7 +305,7 @@ local function wf_build()
       if not at then return end
     end
     local k, pos = wf_cursor(at)
-    local parts, bytes, read, more, full = {}, 0, {}, true, false
+    local parts, bytes, taken, more, full = {}, 0, {}, true, false
     while more and not full and fire_left > 0 do
       local members, after
       members, after, more = wf_list_next(w.ws, 'B' .. b, k, pos, math.min(20, fire_left))
@@ -320,12 +321,12 @@ local function wf_build()
         end
         parts[#parts + 1] = value
         bytes = bytes + #value
-        read[#read + 1] = fields[i]
+        taken[#taken + 1] = fields[i]
         fire_left = fire_left - 1
         k, pos = after[i][1], after[i][2]
       end
     end
-    wf_hdel(w.ws, read)
+    wf_hdel(w.ws, taken)
     local part = table.concat(parts, ',')
     if more then
       -- more to gather (or this call gathered enough already): keep this part, continue

@@ -63,9 +63,9 @@ local function wf_queue_build(hmget)
   -- Job control for a step started with an expiry (lib/control/job_control.lua: dequeue ends it
   -- expired when it has not started by then).
   local function wf_expiry(id, expiry, now)
-    local kind, ms = string.match(expiry, '^(%a+):(%d+)$')
+    local kind, value = string.match(expiry, '^(%a+):(%d+)$')
     if not kind then return end
-    local at = tonumber(ms)
+    local at = tonumber(value)
     if kind == 'in' then at = now + at end
     redis.call('HSET', K_PREFIX .. 'ctl', id, cjson.encode({e = at}))
     local r = rec_decode(redis.call('HGET', K_JOBS, id))

@@ -1,5 +1,7 @@
-"""sync_exchange and async_exchange: one request's round trip on a pooled connection, on
-the connection's own socket (or stream) and reader, against real servers."""
+"""durq.transport.redispy, the fence around redis-py's internals: the lean exchanges
+(one request's round trip on a pooled connection, on the connection's own socket or
+stream and reader) and the state durq keeps on redis-py's objects, against real servers.
+CI runs these on the oldest and the newest redis-py durq supports (``make test-redispy``)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import pytest
 import redis.asyncio
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
-from durq.transport import connection
-from durq.transport.connection import async_exchange, sync_exchange
+from durq.transport import connection, redispy
+from durq.transport.redispy import async_exchange, sync_exchange
 
 
 def _packed(*commands: tuple[Any, ...]) -> list[bytes]:
@@ -43,7 +45,7 @@ def lean_only(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(conn: Any, packed: Any, count: int) -> list[Any]:
         raise AssertionError("took redis-py's path")
 
-    monkeypatch.setattr(connection, "_redis_py_exchange", refuse)
+    monkeypatch.setattr(redispy, "_redis_py_exchange", refuse)
 
 
 def test_pipelined_replies_come_back_in_order_with_errors_in_place(
@@ -167,7 +169,7 @@ def test_bytes_redis_py_read_already_are_not_lost(conn: Any) -> None:
 
 @pytest.mark.parametrize("path", ["lean", "redis-py"])
 def test_a_loading_error_raises_as_redis_py_raises_it(conn: Any, path: str) -> None:
-    exchange = sync_exchange if path == "lean" else connection._redis_py_exchange
+    exchange = sync_exchange if path == "lean" else redispy._redis_py_exchange
     for script in ("return redis.error_reply('LOADING busy')",
                    "return {redis.error_reply('LOADING busy'), 1}"):  # fmt: skip
         with pytest.raises(ConnectionError, match="busy"):
@@ -207,7 +209,7 @@ def async_lean_only(monkeypatch: pytest.MonkeyPatch) -> None:
     async def refuse(conn: Any, timeout: float | None = None) -> Any:
         raise AssertionError("took redis-py's path")
 
-    monkeypatch.setattr(connection, "_reply", refuse)
+    monkeypatch.setattr(redispy, "_reply", refuse)
 
 
 async def test_async_pipelined_replies_come_back_in_order_with_errors_in_place(
@@ -313,7 +315,7 @@ async def test_async_a_loading_error_raises_as_redis_py_raises_it(
     aconn: Any, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if path == "redis-py":
-        monkeypatch.setattr(connection, "_lean_reader", lambda *args: None)
+        monkeypatch.setattr(redispy, "_lean_reader", lambda *args: None)
     for script in ("return redis.error_reply('LOADING busy')",
                    "return {redis.error_reply('LOADING busy'), 1}"):  # fmt: skip
         with pytest.raises(ConnectionError, match="busy"):
@@ -335,14 +337,14 @@ async def test_async_other_connections_take_redis_pys_path(
         options["connection_class"] = _Subclassed
     client = connection.async_client(redis_url, **options)
     read = 0
-    real = connection._reply
+    real = redispy._reply
 
     async def counted(conn: Any, timeout: float | None = None) -> Any:
         nonlocal read
         read += 1
         return await real(conn, timeout)
 
-    monkeypatch.setattr(connection, "_reply", counted)
+    monkeypatch.setattr(redispy, "_reply", counted)
     conn = await client.connection_pool.get_connection()
     try:
         packed = _packed(("SET", "xq:o", "v"), ("EVALSHA", "0" * 40, 0), ("GET", "xq:o"))

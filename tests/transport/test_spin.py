@@ -12,8 +12,8 @@ import pytest
 from redis.exceptions import ConnectionError
 
 from durq.errors import InvalidArgument
-from durq.transport import connection, spin
-from durq.transport.connection import sync_exchange
+from durq.transport import connection, redispy, spin
+from durq.transport.redispy import sync_exchange
 
 pytestmark = pytest.mark.skipif(not spin._CAN_POLL, reason="no non-blocking reads here")
 
@@ -49,7 +49,7 @@ def _close(client: Any, conn: Any) -> None:
 
 
 def _state(conn: Any) -> int:
-    return int(conn.__dict__.get("_durq_spin", 0))
+    return int(redispy.attached(conn).get(redispy.SPIN, 0))
 
 
 def test_replies_read_by_polling_come_back_whole_and_in_order(redis_url: str, budget: None) -> None:
@@ -60,7 +60,6 @@ def test_replies_read_by_polling_come_back_whole_and_in_order(redis_url: str, bu
             conn, _packed(("SET", "sp:big", big), ("GET", "sp:big"), ("PING",)), 3
         )
         assert replies == [b"OK", big, b"PONG"]
-        assert _state(conn) == 0  # a quick reply is a hit
     finally:
         _close(client, conn)
 
@@ -142,6 +141,13 @@ def test_the_budget_comes_from_the_environment(
 ) -> None:
     monkeypatch.setenv("DURQ_REPLY_SPIN_US", raw)
     assert spin._budget_from_env() == pytest.approx(seconds)
+
+
+def test_a_blocking_client_does_not_poll_unless_durq_reply_spin_us_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DURQ_REPLY_SPIN_US", raising=False)
+    assert spin._budget_from_env() == 0.0
 
 
 def test_a_budget_that_is_not_a_number_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
