@@ -298,6 +298,13 @@ def test_items_settled_one_by_one_end_their_own_way_and_the_rest_complete(
     assert (stats.completed, stats.dead, stats.retried) == (5, 1, 1), stats
 
 
+def test_a_batch_task_refuses_the_process_pool_at_declaration(bapp: durq.App) -> None:
+    with pytest.raises(durq.InvalidArgument, match="pool='process' is not for batch tasks"):
+
+        @bapp.task(queue="pooled", batch=durq.Batch(), pool="process")
+        def store(items: list[durq.Item]) -> None: ...
+
+
 def test_a_batch_task_cannot_be_a_workflow_step(bapp: durq.App, queue_name: str) -> None:
     @bapp.task(queue=queue_name, batch=durq.Batch())
     def store(items: list[durq.Item]) -> None: ...
@@ -393,3 +400,18 @@ def test_a_burst_worker_runs_a_batch_tasks_items_then_stops(
         eventually(lambda: worker.state is durq.worker.WorkerState.STOPPED, 10)
     assert sorted(calls.values()) == list(range(70))
     assert bapp.queue(queue_name).stats().completed == 70
+
+
+def test_a_worker_with_the_process_pool_runs_a_sync_batch_task_in_its_own_process(
+    bapp: durq.App, queue_name: str
+) -> None:
+    calls = Calls()
+
+    @bapp.task(queue=queue_name, batch=durq.Batch(max_size=20, max_wait=0.1))
+    def store(items: list[durq.Item]) -> None:
+        calls.add(items)  # in this process: the list is the test's
+
+    store.enqueue_many([(n,) for n in range(50)])
+    with running_worker(bapp, pool="process", concurrency=1):
+        eventually(lambda: len(calls.values()) == 50, 15)
+    assert sorted(calls.values()) == list(range(50))
