@@ -21,10 +21,12 @@ FILES = (
     "admin.py",
     "batches.py",
     "driver.py",
+    "durable.py",
     "namespace.py",
     "queue.py",
     "retry.py",
     "sharded.py",
+    "sharded_admin.py",
     "topic.py",
 )
 
@@ -37,8 +39,10 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncRedis\b", "Redis"),
     (r"\bAsyncQueue\b", "Queue"),
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
+    (r"\bAsyncQueueDurable\b", "QueueDurable"),
     (r"\bAsyncQueueBatches\b", "QueueBatches"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
+    (r"\bAsyncShardedQueueAdmin\b", "ShardedQueueAdmin"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncNamespace\b", "Namespace"),
     (r"\bAsyncTopic\b", "Topic"),

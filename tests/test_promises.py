@@ -28,6 +28,8 @@ PAGES = (
     "docs/schedules.md",
     "docs/workflows.md",
     "docs/process-pool.md",
+    "docs/deployment.md",
+    "docs/durable.md",
     "docs/batches.md",
 )
 NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:::(\w+))?(\[[^`\]]*\])?`( \(xfail\))?")

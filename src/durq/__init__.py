@@ -18,6 +18,7 @@ from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app.app import App
 from durq.app.batch import Batch, Item
+from durq.app.durable import sleep, sleep_until, step, step_key, wait_for
 from durq.app.handle import JobHandle
 from durq.app.schedule_control import SyncReport
 from durq.app.schedule_spec import Schedule, ScheduleInfo
@@ -55,7 +56,9 @@ from durq.errors import (
     RateLimited,
     RedisUnavailable,
     Retry,
+    StepError,
     TimeLimitExceeded,
+    WaitTimeout,
     WorkflowFailed,
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
@@ -73,9 +76,11 @@ from durq.models import (
     LibraryInfo,
     Message,
     Outcome,
+    Parked,
     Progress,
     QueueStats,
     Settle,
+    StoredStep,
     Trust,
 )
 from durq.redaction import Redact
@@ -115,6 +120,16 @@ __all__ = [
     "chain",
     "group",
     "step_error",
+    # durable steps
+    "step",
+    "sleep",
+    "sleep_until",
+    "wait_for",
+    "step_key",
+    "StepError",
+    "WaitTimeout",
+    "StoredStep",
+    "Parked",
     # queues
     "AsyncQueue",
     "Queue",

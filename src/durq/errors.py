@@ -15,6 +15,7 @@ equal).
     ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
     ├── RedisUnavailable (also redis-py's ConnectionError): Redis did not answer for as
     │   long as durq retries (``enqueue_retry_for``)
+    ├── WaitTimeout: durq.wait_for's deadline passed with no signal (inside a task)
     ├── JobFailed: the job whose result was awaited was dead-lettered
     │   ├── Cancelled: it was cancelled
     │   ├── Expired: it was not started by its expiry time
@@ -24,6 +25,7 @@ equal).
     Exception (raised by a task, caught by the worker)
     ├── Retry: run the job again after a delay (the attempt counts)
     ├── Fail: dead-letter the job at once
+    │   └── StepError (also a DurqError): a durable step misused: no retry
     └── RateLimited: give the job back and pause its group or queue (no attempt counts)
 
 Other connection problems surface as redis-py's ``redis.exceptions.ConnectionError``
@@ -57,7 +59,9 @@ __all__ = [
     "RateLimited",
     "RedisUnavailable",
     "Retry",
+    "StepError",
     "TimeLimitExceeded",
+    "WaitTimeout",
     "WorkflowFailed",
 ]
 
@@ -171,6 +175,19 @@ class RedisUnavailable(DurqError, RedisConnectionError):
         )
 
 
+class WaitTimeout(DurqError):
+    """Raised inside a task by ``durq.wait_for`` when its deadline passed with no signal.
+    The timeout is recorded with the job: a later run of the task (a retry, a resume)
+    gets this same exception at the same wait, and a signal that comes later changes
+    nothing (docs/durable.md)."""
+
+    def __init__(self, signal: str, name: str, deadline: float | None) -> None:
+        self.signal = signal
+        self.name = name
+        self.deadline = deadline
+        super().__init__(f"wait {name!r}: no signal {signal!r} came by its deadline")
+
+
 class JobFailed(DurqError):
     """The job whose result was awaited ended in the dead letters."""
 
@@ -225,6 +242,14 @@ class Fail(Exception):
     def __init__(self, reason: str = "failed by the task") -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class StepError(Fail, DurqError):
+    """A durable step was misused: a name used twice in one run, a name that holds
+    another kind of record (a sleep where a step was), a step's result that JSON cannot
+    hold, a step inside a step, more steps than a job may store. Running the job again
+    would do the same, so the worker dead-letters it at once, with this reason (its
+    stored steps kept: replayed once the code is fixed, it resumes where it stopped)."""
 
 
 class RateLimited(Exception):

@@ -135,6 +135,13 @@ def in_process(log: str, key: str) -> int:
     return os.getpid()
 
 
+def durable_in_child(log: str, key: str) -> str:
+    """Makes a durable step, which a child of the process pool cannot (docs/durable.md)."""
+    record(log, "start", key)
+    charged: str = durq.step("charge", lambda: key)
+    return charged
+
+
 _TASKS: list[tuple[Any, dict[str, Any]]] = [
     (hangs, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (hangs_hard, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
@@ -148,6 +155,7 @@ _TASKS: list[tuple[Any, dict[str, Any]]] = [
     (limited, {"result": True}),
     (in_threads, {"result": True, "pool": "thread"}),
     (in_process, {"result": True, "pool": "process"}),
+    (durable_in_child, {"result": True, "pool": "process"}),
 ]
 
 

@@ -118,6 +118,18 @@ def test_retry_fail_errors_and_rate_limits_from_a_child_follow_the_tasks_policy(
     assert exec_log.count("start", "l") == 2  # RateLimited: given back, no attempt counted
 
 
+def test_a_durable_step_in_a_child_dead_letters_its_job_with_step_error_and_says_why(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    with running_worker(app, concurrency=1, **_process_pool()):
+        handle = app.tasks["durable_in_child"].enqueue(str(exec_log), "d")
+        eventually(lambda: _stats(app, queue_name).dead == 1, 10)
+    reason = _reason(app, queue_name, handle.id)
+    assert reason["reason"] == "step_error", reason
+    assert "process pool's child" in reason["message"]
+    assert exec_log.count("start", "d") == 1  # dead at once: another run would do the same
+
+
 def test_progress_and_cancel_reach_a_task_in_a_child(
     app: durq.App, exec_log: ExecLog, queue_name: str
 ) -> None:

@@ -30,13 +30,15 @@ from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
 from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
 from durq.app.topics import AppTopic
+from durq.app.versions import Migration, check_migrations
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.models import EnqueueResult
-from durq.protocol.args import lease_ms
+from durq.protocol.args import delay_ms, lease_ms, new_ids
+from durq.protocol.durable import DEFAULT_SIGNAL_TTL
 from durq.redaction import Redact
 from durq.transport import connection
 
@@ -73,6 +75,10 @@ class App:
             dead letter's message and traceback); default ``Redact()``, the common
             secret names. ``durq.contrib.fastapi.dashboard`` shows the app's jobs with
             it too.
+        unknown_task_grace: seconds a job whose task (at its version) the worker that
+            fetched it does not run waits for a worker that does (default 600): it is
+            dead-lettered as ``unknown_task`` only once no worker of its queue has run
+            that task for as long (docs/deployment.md). 0: dead-lettered at once.
     """
 
     def __init__(
@@ -91,6 +97,7 @@ class App:
         durability: Durability | None = None,
         shards: Mapping[str, int] | None = None,
         redact: Redact | None = None,
+        unknown_task_grace: float = 600.0,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -106,6 +113,8 @@ class App:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.durability = durability
+        delay_ms(unknown_task_grace, "unknown_task_grace")  # checked here, not in a worker
+        self.unknown_task_grace = unknown_task_grace
         if redact is not None and not isinstance(redact, Redact):
             raise InvalidArgument(f"redact must be a durq.Redact, got {type(redact).__name__}")
         self.redact = redact if redact is not None else Redact()
@@ -148,6 +157,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
         batch: batch_spec.Batch,
     ) -> Callable[[Callable[[list[batch_spec.Item]], Any]], Task[..., Any]]: ...
     @overload
@@ -168,6 +179,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
         batch: None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
@@ -188,6 +201,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
         batch: batch_spec.Batch | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
@@ -216,6 +231,15 @@ class App:
             dont_retry_on: exceptions never retried, even when ``retry_on`` matches
                 (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
                 retries and ``durq.Fail`` never does, whatever these say.
+            version: the version of the task's arguments (1 by default); each job
+                carries the version of the producer that enqueued it. Raise it when a
+                change of the signature would not bind the arguments of jobs already
+                queued, and give ``migrate``.
+            migrate: ``{old_version: upgrade}``, where ``upgrade(args, kwargs)`` returns
+                the ``(args, kwargs)`` of the next version: a worker upgrades an older
+                job's arguments step by step before running it. A job of a version this
+                worker cannot run (newer, or older than its migrations reach) waits for
+                a worker that can (docs/deployment.md).
             batch: make it a batch task (``durq.Batch``): its function takes one
                 parameter, the list of items (``durq.Item``) of a batch; each enqueued
                 call is one item. A batch task owns its queue: no other task may use it.
@@ -246,6 +270,8 @@ class App:
             pool=pool,
             retry_on=exception_types("retry_on", retry_on),
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
+            version=version,
+            migrate=check_migrations(version, migrate),
             batch=batch,
         )
 
@@ -493,6 +519,60 @@ class App:
         lists schedules declared in code before but not any more; ``remove_missing``
         removes them."""
         return self.schedules.upsert(queues, remove_missing=remove_missing)
+
+    # -- signals (durable steps: docs/durable.md) ----------------------------------------
+
+    def signal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        queue: str | Sequence[str] | None = None,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+    ) -> int:
+        """Send signal ``name`` with ``payload`` (JSON data, at most 64 KiB): every job
+        waiting for it (``durq.wait_for``) gets the payload and runs again now, and a
+        wait reached within ``ttl`` seconds (a day by default) gets it at once. It goes
+        to ``queue`` (a name or several; each shard of a sharded queue), by default to
+        every queue of the app's tasks; once per queue, safe to call again. Returns how
+        many jobs it made ready (the shards reached through an outbox not counted)."""
+        signal_id = new_ids(1)[0]  # one id everywhere: a retried call changes nothing
+        woken = 0
+        for target in self._signal_targets(queue):
+            if target in self.shards:
+                woken += self.sharded_queue(target).signal(name, payload, ttl=ttl, id=signal_id)
+            else:
+                woken += self.queue(target).signal(name, payload, ttl=ttl, id=signal_id)
+        return woken
+
+    async def asignal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        queue: str | Sequence[str] | None = None,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+    ) -> int:
+        """``signal`` for asyncio code."""
+        signal_id = new_ids(1)[0]
+        woken = 0
+        for target in self._signal_targets(queue):
+            if target in self.shards:
+                queue_ = self.asharded_queue(target)
+                woken += await queue_.signal(name, payload, ttl=ttl, id=signal_id)
+            else:
+                woken += await self.aqueue(target).signal(name, payload, ttl=ttl, id=signal_id)
+        return woken
+
+    def _signal_targets(self, queue: str | Sequence[str] | None) -> list[str]:
+        if queue is None:
+            targets = self.queues
+            if not targets:
+                raise InvalidArgument(
+                    "this app has no tasks, so no queue to signal: name one (queue=...)"
+                )
+            return targets
+        return [check_queue_name(q) for q in ([queue] if isinstance(queue, str) else queue)]
 
     # -- enqueueing -------------------------------------------------------------------
 

@@ -165,6 +165,26 @@ def _run(worker: Worker) -> None:
     help="Address the metrics endpoint listens on. It has no authentication: open it "
     "(0.0.0.0) only where the network is trusted.",
 )
+@click.option(
+    "--health-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve /livez, /readyz, /scale.json (KEDA metrics-api) and /metrics on this "
+    "port (with -p N, process i uses PORT+i).",
+)
+@click.option(
+    "--health-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the health endpoint listens on (no authentication, like --metrics-host).",
+)
+@click.option(
+    "--target-latency",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds within which ready jobs should start: the worker count /scale.json suggests.",
+)
 def worker(
     target: str,
     queues: tuple[str, ...],
@@ -186,6 +206,9 @@ def worker(
     log_format: str,
     metrics_port: int | None,
     metrics_host: str,
+    health_port: int | None,
+    health_host: str,
+    target_latency: float,
 ) -> None:
     """Run the tasks of the App at MODULE:APP (e.g. myapp.tasks:app).
 
@@ -218,6 +241,10 @@ def worker(
                 max_child_age=max_child_age,
             ),
             memory_limit=memory_limit,
+            # the supervisor numbers its children, so that each gets a port of its own
+            health_port=None if health_port is None else health_port + _slot(),
+            health_host=health_host,
+            target_latency=target_latency,
         )
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
@@ -235,8 +262,7 @@ def worker(
         raise click.UsageError(str(exc)) from None
     if metrics_port is not None:
         # the supervisor numbers its children, so that each gets a port of its own
-        slot = int(os.environ.get(SLOT_ENV, "0"))
-        serve_metrics(metrics, metrics_port + slot, metrics_host)
+        serve_metrics(metrics, metrics_port + _slot(), metrics_host)
     _run(runner)
 
 
@@ -253,6 +279,11 @@ def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
             name,
             ", ".join(sorted(used)) or "-",
         )
+
+
+def _slot() -> int:
+    """This process's number among the supervisor's children (0 without one)."""
+    return int(os.environ.get(SLOT_ENV, "0"))
 
 
 def _child_args(args: list[str]) -> list[str]:

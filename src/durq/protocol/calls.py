@@ -60,6 +60,7 @@ CHUNK: dict[str, int] = {
     "release": 125,
     "requeue": 64,
     "defer": 64,
+    "hold": 64,
     "extend": 250,
     "rate_limited": 100,
     "settle": 64,  # a batch's items (durq.Batch), any outcome: as requeue

@@ -41,6 +41,7 @@ __all__ = ["BatchPump", "settle_code"]
 log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError, RedisError, DurqError)
 _BURST_RECHECK = 0.5  # seconds a burst worker waits for a batch before it stops
+_HOLD_BACK = 1.0  # seconds an item of a version this worker cannot run is given back for
 #: settle.lua's outcome codes for the worker's outcomes ('cancelled' is sent as a
 #: failure: the record's cancel flag makes the script end it cancelled)
 _CODES = {"done": "d", "retry": "r", "cancelled": "r", "dead": "x", "defer": "f"}
@@ -163,7 +164,8 @@ class BatchPump:
         for i, job in enumerate(jobs):
             call = self.executor.prepare(job)
             if isinstance(call, Outcome):  # undecodable, bad arguments: dead-lettered
-                outcomes[i] = call
+                # a version this worker cannot run: given back for a worker that can
+                outcomes[i] = Outcome("defer", delay=_HOLD_BACK) if call.kind == "hold" else call
             else:
                 items.append(Item(job, call[1], call[2]))
                 at.append(i)

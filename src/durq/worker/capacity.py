@@ -106,10 +106,6 @@ class Capacity:
         busy = len(self._wake) - len(self._idle)
         return -(-self.size // max(busy, 1))
 
-    def is_idle(self, queue: str) -> bool:
-        """True while ``queue`` leaves its share to the others."""
-        return queue in self._idle
-
     def set_idle(self, queue: str, idle: bool, *, rebalance: bool = True) -> None:
         """``queue`` was found empty (idle) or may have work again (busy). With
         ``rebalance``, a change wakes the busy pumps that may now fetch more."""

@@ -49,6 +49,11 @@ class WorkerConfig:
         memory_limit: MB of resident memory (this process, its pool's children and
             template) above which the worker stops fetching until it is back under 90%
             of it (``worker.memory_limit``); None: no limit.
+        health_port: serve /livez, /readyz, /scale.json and /metrics on this port
+            (``durq.worker.health``; None: not served; 0: any free port).
+        health_host: the address the health endpoint listens on (loopback by default).
+        target_latency: seconds within which ready jobs should start, for the worker
+            count /scale.json suggests (default 10).
     """
 
     queues: Sequence[str] = ()
@@ -65,6 +70,9 @@ class WorkerConfig:
     pool: Literal["thread", "process"] = "thread"
     process_pool: ProcessPoolConfig = field(default_factory=ProcessPoolConfig)
     memory_limit: float | None = None
+    health_port: int | None = None
+    health_host: str = "127.0.0.1"
+    target_latency: float = 10.0
 
     def __post_init__(self) -> None:
         for q in self.queues:
@@ -85,6 +93,10 @@ class WorkerConfig:
             raise InvalidArgument(f"pool must be 'thread' or 'process', got {self.pool!r}")
         if self.memory_limit is not None and not self.memory_limit > 0:
             raise InvalidArgument("memory_limit must be > 0 MB")
+        if self.health_port is not None and not 0 <= self.health_port <= 65535:
+            raise InvalidArgument("health_port must be in 0..65535")
+        if not self.target_latency > 0:
+            raise InvalidArgument("target_latency must be > 0")
 
 
 #: the default concurrency of a worker whose tasks are all ``async def``: a job waiting

@@ -51,6 +51,8 @@ class WorkerRegistry:
         self._driver = AsyncDriver(client)
         # a Cluster keeps the registry's keys on different nodes: one request per key
         self._batch = not is_cluster(client)
+        #: when a beat last reached Redis (time.monotonic()), None before the first
+        self.last_ok: float | None = None
 
     async def beat(
         self, ttl: float, jobs: list[dict[str, Any]], totals: dict[str, list[float]] | None = None
@@ -93,6 +95,7 @@ class WorkerRegistry:
                 if more is not None:
                     self.info.update(more())
                 await self.beat(3 * interval, jobs, metrics.totals())
+                self.last_ok = time.monotonic()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
             await asyncio.sleep(interval)

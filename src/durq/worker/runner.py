@@ -30,7 +30,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from durq._async.queue import AsyncQueue
-from durq.app import tracing
+from durq._version import __version__
+from durq.app import durable, tracing
+from durq.data_format import DATA_FORMAT
 from durq.errors import InvalidArgument
 from durq.metrics import WorkerMetrics
 from durq.models import Job
@@ -41,8 +43,11 @@ from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
+from durq.worker.durable import DurableRuns
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.health import HealthServer
+from durq.worker.holding import Holding
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
@@ -142,6 +147,9 @@ class Worker:
         self.pumps: dict[str, QueuePump] = {}
         #: the queues (and shards) of batch tasks, each run by a BatchPump of its own
         self.batch_pumps: dict[str, BatchPump] = {}
+        self._registry: WorkerRegistry | None = None
+        #: the health and scaling endpoint, while served (``config.health_port``)
+        self.health: HealthServer | None = None
         self._client = client
         self._owns_client = client is None
         self.handle_signals = handle_signals
@@ -162,6 +170,8 @@ class Worker:
         self._control: WorkerControl | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
+        # the durable runs of the jobs that make durable calls (durq.step, durq.sleep...)
+        self._durable: DurableRuns | None = None
         self.started_at = time.time()
         self.processed = 0  # runs of jobs that ended, whatever their outcome
         self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
@@ -242,8 +252,8 @@ class Worker:
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
         it is a coroutine)."""
-        if delivery.lost:
-            return
+        if delivery.lost or (self._durable is not None and self._durable.parked(delivery.key)):
+            return  # a parked job left the worker: its lease went with it
         delivery.lost = True
         job, name = delivery.job, delivery.name
         self.metrics.lease_lost(job.queue)
@@ -303,6 +313,9 @@ class Worker:
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
+        runs = self._durable
+        if runs is not None and runs.runs:  # one check per job; a durable run: its outcome
+            outcome = runs.settle(job, delivery.name, outcome)
         if delivery.lost:
             outcome = Outcome("lost")
         controls = self._controls  # WorkerControl.busy(), without a call per job
@@ -390,6 +403,10 @@ class Worker:
             return
         await find_shards(self.app, self._client, self.queue_names)
         queues = self._make_pumps()
+        # jobs this worker cannot run wait for one that can (worker.holding)
+        holding = Holding(self.app.tasks.values(), self.id, self.app.unknown_task_grace)
+        for pump in self.pumps.values():
+            pump.hold_op = holding.hold
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
@@ -417,8 +434,12 @@ class Worker:
                 "concurrency": self.concurrency,
                 "started": self.started_at,
                 "pool": self.config.pool,
+                "version": __version__,
+                "format": DATA_FORMAT,
+                "tasks": len(holding.caps),
             },
         )
+        self._registry = registry
         loop = self._loop = asyncio.get_running_loop()
         self._executor.handoff = handoff.current()  # run by run_worker: lends its thread
         if self.handle_signals:
@@ -446,12 +467,15 @@ class Worker:
                 )
             ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
+            asyncio.create_task(
+                self._forever(
+                    "capabilities", lambda: holding.run(interval, list(self.pumps.values()))
+                )
+            ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
-        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
-        for name, source in queues.items():
-            courier = OutboxCourier(source, lease=min(self.lease, 10.0))
-            background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        background += self._serve_health(loop)
+        background += self._couriers()
         background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
@@ -461,6 +485,9 @@ class Worker:
         # (an embedding process, e.g. a test suite, then collects whatever of them became
         # garbage).
         gc.freeze()
+        # the jobs' tasks copy this context: their durable calls find this worker's runs
+        self._durable = DurableRuns(queues, self.capacity, loop)
+        host = durable.install(self._durable)
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         for batch_pump in self.batch_pumps.values():
             pumps.append(
@@ -483,6 +510,8 @@ class Worker:
             await self._drain(all_pumps)
         finally:
             _young_threshold.restore()  # first: the awaits below may be cut short
+            durable.uninstall(host)
+
             await cancel_and_wait(stop_wait, *background)
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
@@ -491,6 +520,7 @@ class Worker:
                 await registry.remove()
             self._executor.close()
             await self._close_pool()
+            self._close_health()
             gc.unfreeze()
             if self._owns_client:
                 await self._client.aclose()
@@ -498,6 +528,24 @@ class Worker:
             log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
         if pool is not None and pool.broken:
             raise PoolBroken("the process pool's template process died; the worker stopped")
+
+    def _couriers(self) -> list[asyncio.Task[None]]:
+        """The tasks that deliver workflow outboxes: each consumed queue's is delivered
+        by its workers (durq.worker.outbox), and the app's default queue is the home of
+        the workflows submitted with an id (docs/workflows.md): every worker delivers
+        its outbox, consumed or not."""
+        homes = {
+            name: self.app.aqueue(name, client=self._client)
+            for name in self.app.shard_names(self.app.default_queue)
+            if name not in self.pumps and name not in self.batch_pumps
+        }
+        boxes = {name: pump.queue for name, pump in self.pumps.items()}
+        boxes.update((name, pump.queue) for name, pump in self.batch_pumps.items())
+        tasks = []
+        for name, box in [*boxes.items(), *homes.items()]:
+            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
+            tasks.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        return tasks
 
     async def _close_pool(self) -> None:
         """Stop the process pool's children and template, if there is a pool."""
@@ -537,6 +585,28 @@ class Worker:
             )
             tasks.append(asyncio.create_task(self._forever("memory limit", limit.run)))
         return tasks
+
+    def _serve_health(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
+        """Start the health endpoint if asked (``config.health_port``): its loop tick."""
+        if self.config.health_port is None:
+            return []
+        self.health = HealthServer(
+            self, self.config.health_port, self.config.health_host, self.config.target_latency
+        )
+        self.health.start(loop)
+        return [asyncio.create_task(self._forever("health", self.health.tick))]
+
+    def _close_health(self) -> None:
+        if self.health is not None:
+            self.health.close()
+
+    def redis_ok(self) -> bool:
+        """The last heartbeat reached Redis, within three heartbeat intervals (the
+        readiness of ``durq.worker.health``)."""
+        registry = self._registry
+        if registry is None or registry.last_ok is None:
+            return False
+        return time.monotonic() - registry.last_ok < 3 * self.config.heartbeat
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
