@@ -19,6 +19,7 @@ TARGET = ROOT / "src" / "durq" / "_sync"
 FILES = (
     "__init__.py",
     "admin.py",
+    "batches.py",
     "driver.py",
     "durable.py",
     "namespace.py",
@@ -39,6 +40,7 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncQueue\b", "Queue"),
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
     (r"\bAsyncQueueDurable\b", "QueueDurable"),
+    (r"\bAsyncQueueBatches\b", "QueueBatches"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
     (r"\bAsyncShardedQueueAdmin\b", "ShardedQueueAdmin"),
     (r"\bAsyncDriver\b", "Driver"),

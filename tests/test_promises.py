@@ -30,6 +30,7 @@ PAGES = (
     "docs/process-pool.md",
     "docs/deployment.md",
     "docs/durable.md",
+    "docs/batches.md",
 )
 NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:::(\w+))?(\[[^`\]]*\])?`( \(xfail\))?")
 PENDING = re.compile(r"\(pending: issue 30 bug (\d+)\)")

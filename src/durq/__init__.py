@@ -17,6 +17,7 @@ from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app.app import App
+from durq.app.batch import Batch, Item
 from durq.app.durable import sleep, sleep_until, step, step_key, wait_for
 from durq.app.handle import JobHandle
 from durq.app.schedule_control import SyncReport
@@ -62,6 +63,7 @@ from durq.errors import (
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
 from durq.models import (
+    BatchRecord,
     CancelResult,
     CancelStatus,
     EnqueueResult,
@@ -77,6 +79,7 @@ from durq.models import (
     Parked,
     Progress,
     QueueStats,
+    Settle,
     StoredStep,
     Trust,
 )
@@ -85,6 +88,8 @@ from durq.redaction import Redact
 __all__ = [
     # tasks
     "App",
+    "Batch",
+    "Item",
     "Call",
     "Cancelled",
     "Expired",
@@ -150,6 +155,8 @@ __all__ = [
     "Outcome",
     "LibraryInfo",
     "Trust",
+    "Settle",
+    "BatchRecord",
     "Codec",
     "Durability",
     # secrets kept out of sight

@@ -44,6 +44,7 @@ _LATENCY_BUCKETS = (
     60,
     300,
 )
+_BATCH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 _RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
 
 
@@ -149,6 +150,12 @@ class WorkerMetrics:
             _LATENCY_BUCKETS,
         )
         self._run = _Family("durq_job_run_seconds", "Run time of jobs", qt, _RUN_BUCKETS)
+        self._batch = _Family(
+            "durq_batch_size",
+            "Items per batch of a batch task, by why it started: size (max_size) or wait",
+            ("queue", "task", "cause"),
+            _BATCH_BUCKETS,
+        )
         self.registry.register(
             _Collector(
                 [
@@ -164,6 +171,7 @@ class WorkerMetrics:
                     self._fetch_oom,
                     self._pickup,
                     self._run,
+                    self._batch,
                 ]
             )
         )
@@ -212,6 +220,10 @@ class WorkerMetrics:
             self._deferred.inc(key)
         elif kind == "cancelled":
             self._cancelled.inc(key)
+
+    def batch(self, queue: str, task: str, size: int, cause: str) -> None:
+        """A batch of ``size`` items of a batch task started, for ``cause``."""
+        self._batch.observe((queue, task, cause), size)
 
     def reclaimed(self, queue: str, n: int) -> None:
         """This worker's fetch reclaimed ``n`` expired leases."""

@@ -9,11 +9,12 @@ import datetime
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from durq.codec import PayloadCodec
 
 __all__ = [
+    "BatchRecord",
     "CancelResult",
     "CancelStatus",
     "EnqueueResult",
@@ -30,6 +31,7 @@ __all__ = [
     "Progress",
     "QueueStats",
     "ScheduleInfo",
+    "Settle",
     "StepInfo",
     "StoredStep",
     "Trust",
@@ -521,3 +523,62 @@ class Trust(Enum):
     #: the library is missing and the server, out of memory, refused to load it:
     #: EVALSHA for now, FCALL once it can be loaded
     OUT_OF_MEMORY = "out of memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """How one item of a batch ends, for ``Queue.settle`` (``durq.Batch``; the worker
+    settles its batches itself). Made with the class methods: ``Settle.done()``,
+    ``Settle.retry(delay, reason)``, ``Settle.dead(reason)``, ``Settle.defer(delay)``,
+    ``Settle.rate_limited(retry_after, scope)``."""
+
+    kind: Literal["done", "retry", "dead", "defer", "rate_limited"] = "done"
+    #: retry and defer: seconds before it is ready again; rate_limited: the pause
+    delay: float = 0.0
+    #: retry and dead: why (text or a JSON object), stored as ``requeue`` stores it
+    reason: Any = None
+    #: done: the result stored for its waiter (encoded, as ``release_many``'s results);
+    #: retry and dead: the error stored if it ends dead-lettered
+    result: bytes | None = None
+    #: rate_limited: what pauses, its group or the whole queue
+    scope: Literal["group", "queue"] = "group"
+
+    @classmethod
+    def done(cls, result: bytes | None = None) -> Settle:
+        """Completed (its encoded ``result`` stored, if given)."""
+        return cls("done", result=result)
+
+    @classmethod
+    def retry(cls, delay: float = 0.0, reason: Any = None) -> Settle:
+        """Failed: the attempt counts; back after ``delay`` seconds, or dead-lettered
+        once its attempts are spent."""
+        return cls("retry", delay=delay, reason=reason)
+
+    @classmethod
+    def dead(cls, reason: Any = None) -> Settle:
+        """Failed for good: dead-lettered now with ``reason``."""
+        return cls("dead", reason=reason)
+
+    @classmethod
+    def defer(cls, delay: float = 0.0) -> Settle:
+        """Given back for ``delay`` seconds without counting an attempt."""
+        return cls("defer", delay=delay)
+
+    @classmethod
+    def rate_limited(
+        cls, retry_after: float = 0.0, scope: Literal["group", "queue"] = "group"
+    ) -> Settle:
+        """Given back at once without counting an attempt, its ``scope`` paused for
+        ``retry_after`` seconds (``durq.RateLimited``)."""
+        return cls("rate_limited", delay=retry_after, scope=scope)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One batch in a queue's history (``Queue.batches()``): when it was settled (server
+    time, seconds), its items, and why it started: ``size`` (``max_size`` items) or
+    ``wait`` (``max_wait`` after its first item)."""
+
+    at: float
+    size: int
+    cause: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import durq
@@ -124,4 +125,7 @@ TASKS = (
 def register(app: durq.App, **options: Any) -> None:
     """Declare the durable test tasks on ``app`` (results kept)."""
     for fn in TASKS:
-        app.task(name=fn.__name__, result=fn is not twice, **options)(fn)
+        decorate: Callable[[Any], Any] = app.task(
+            name=fn.__name__, result=fn is not twice, **options
+        )
+        decorate(fn)

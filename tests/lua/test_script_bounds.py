@@ -223,6 +223,42 @@ def test_large_batches_of_every_operation(server: RedisServer, raw: Any) -> None
     bounded(raw, scenario)
 
 
+def test_the_largest_batches_of_a_batch_task(server: RedisServer, raw: Any) -> None:
+    """durq.Batch at its limits: batches of 1,000 items (MAX_SIZE) formed plainly, by
+    group under a group limit, cut by a rate limit and topped up, then settled in one call
+    each with every kind of outcome, results kept, the history full."""
+    n = 1000
+
+    def scenario(name: str) -> None:
+        with Queue(name, server.url) as q:
+            q.enqueue_many([Message({"i": i}, group=f"g{i % 50}") for i in range(3 * n)])
+            for _ in range(2):
+                jobs = q.dequeue_batch(n)
+                assert len(jobs) == n
+                kinds = [
+                    durq.Settle.done(b'"ok"'),
+                    durq.Settle.retry(0, "again"),
+                    durq.Settle.dead("bad"),
+                    durq.Settle.defer(0),
+                    durq.Settle.rate_limited(0.01),
+                ]
+                q.settle(jobs, [kinds[i % 5] for i in range(n)], cause="size")
+            q.configure(group_limit=1)  # a group's items hold one slot together
+            q.settle(q.dequeue_batch(n), cause="size")
+            by_group = q.dequeue_batch(n, by_group=True, max_wait=0.05)
+            assert by_group and len({j.group for j in by_group}) == 1
+            q.settle(by_group, cause="wait")
+            q.configure(group_limit=0, rate=Rate(5000, burst=500))
+            cut = q.dequeue_batch(n, max_wait=0.2)  # cut to the burst, then topped up
+            q.settle(cut, cause="wait")
+            q.configure(rate=None)
+            while jobs := q.dequeue_batch(n):
+                q.settle(jobs, cause="size")
+            assert len(q.batches()) >= 5
+
+    bounded(raw, scenario)
+
+
 def test_dead_letters_replayed_purged_and_evicted(server: RedisServer, raw: Any) -> None:
     n = 2000
 

@@ -28,11 +28,12 @@ from hypothesis.stateful import (
 )
 
 import durq.app.workflows as workflows_api
-from durq import Job, Outcome, Rate
+from durq import Job, Outcome, Rate, Settle
 from durq._sync.sharded import shard_index
 from durq.errors import InvalidArgument
 from durq.limits import shard_settings
 from durq.payloads import encode_result
+from durq.protocol import batches as batch_ops
 from durq.protocol import lifecycle
 from durq.protocol import limits as flow
 from durq.protocol import workflows as wf_protocol
@@ -66,6 +67,19 @@ RATES = {
     "5/s,burst=2": Rate(5, per=1.0, burst=2),
 }
 ADVANCES = (300, 1, 100, 700, 1000, 2500)
+
+
+def _settle_of(kind: str, delay_ms: int) -> Settle:
+    """The durq.Settle of a model outcome (a delay in ms)."""
+    if kind == "done":
+        return Settle.done()
+    if kind == "retry":
+        return Settle.retry(delay_ms / 1000, "model")
+    if kind == "dead":
+        return Settle.dead("model")
+    if kind == "defer":
+        return Settle.defer(delay_ms / 1000)
+    return Settle.rate_limited(delay_ms / 1000, "group")
 
 
 def rate_m(rate: Rate | None) -> RateM | None:
@@ -244,15 +258,26 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
         jobs due, ticks of schedules), then the jobs it hands out. How much upkeep a
         call does is bounded by its budget of server time (lib/budget.lua, processor
         time): the driver reads how far it got, and the model follows."""
+        self._dequeue(unit, n, lease, batch=False)
+
+    @precondition(lambda self: any(not m.limited() for m in self.units.values()))
+    @rule(data=st.data(), n=st.sampled_from((2, 3)))
+    def dequeue_batch(self, data: st.DataObject, n: int) -> None:
+        """A batch (durq.Batch) of a queue without group limits (under one, a group's
+        items hold one slot together: not modelled), formed at once (no max_wait):
+        dequeue.lua's batch mode hands out what a dequeue would."""
+        unit = data.draw(st.sampled_from([u for u in UNITS if not self.units[u].limited()]))
+        self._dequeue(unit, n, LEASE_S, batch=True)
+
+    def _dequeue(self, unit: str, n: int, lease: float, *, batch: bool) -> None:
         m = self.units[unit]
         front = self.world.fronts[unit]
         invariants.sync_parked(self.world, unit, m)
         leases = m.due_leases(self.now)
         schedules = self.schedules.get(unit)
         due = schedules.due_now(self.now) if schedules else []
-        jobs, next_ms, reclaimed = front._run(
-            lifecycle.fetch(front.keys, front.codec, n, lease)
-        )  # fmt: skip
+        fetch = batch_ops.fetch if batch else lifecycle.fetch  # batch: dequeue.lua's 'b'
+        jobs, next_ms, reclaimed = front._run(fetch(front.keys, front.codec, n, lease))
         assert min(len(leases), 1) <= reclaimed <= len(leases), (
             f"{unit}: the dequeue reclaimed {reclaimed} of {len(leases)} leases run out"
         )
@@ -434,6 +459,60 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
             f"RateLimited of {job.id} (cancel asked: {mj.must_cancel}): {status.name}, "
             f"expected {expected}"
         )
+
+    @precondition(lambda self: self.handles)
+    @rule(data=st.data())
+    def settle(self, data: st.DataObject) -> None:
+        """A batch's items ended in one call (durq.Batch: settle.lua), each its own way
+        (done, retry, dead, defer, RateLimited of its group), each fenced by its own
+        token: current and stale leases mixed, a partial settle of a batch."""
+        unit = data.draw(st.sampled_from(sorted({u for u, _ in self.handles})))
+        m = self.units[unit]
+        picked: dict[str, Job] = {}
+        for _ in range(data.draw(st.integers(1, 4))):
+            _, job, _ = self._pick_in(data, unit)
+            mj = m.jobs.get(job.id)
+            if mj is not None and mj.origin == "step":
+                continue  # a batch task is never a workflow step
+            picked.setdefault(job.id, job)  # an id listed twice is refused: not drawn
+        if not picked:
+            return
+        jobs = list(picked.values())
+        kinds = [data.draw(st.sampled_from(("done", "retry", "dead", "defer", "limited")))
+                 for _ in jobs]  # fmt: skip
+        delays = [data.draw(st.sampled_from((0, 300))) for _ in jobs]
+        outcomes = [_settle_of(k, d) for k, d in zip(kinds, delays, strict=True)]
+        cause = data.draw(st.sampled_from(("", "size", "wait")))
+        statuses = self.world.fronts[unit].settle(jobs, outcomes, cause=cause)
+        for job, kind, delay, status in zip(jobs, kinds, delays, statuses, strict=True):
+            mj = m.held(job.id, job.token)
+            if mj is None:
+                self._refused(unit, job, status)
+                continue
+            if kind == "done":
+                expected = m.release(mj, self.now)
+            elif kind in ("retry", "dead"):
+                expected = m.requeue(mj, delay, kind == "dead", self.now)
+            elif kind == "defer":
+                expected = m.defer(mj, delay, self.now)
+            else:
+                cancel = mj.cancel
+                expected = m.rate_limited(mj, delay, "group", self.now)
+                if cancel:  # settle.lua: it ends cancelled, and its group still pauses
+                    m.flow.pause("group", mj.group, self.now, delay)
+            assert status.name.lower() == expected, (
+                f"settle {job.id} as {kind}: {status.name}, expected {expected}"
+            )
+
+    def _pick_in(self, data: st.DataObject, unit: str) -> tuple[str, Job, JobM | None]:
+        """A handle of ``unit``: mostly one whose lease is current, sometimes a stale one."""
+        mine = [(u, j) for u, j in self.handles if u == unit]
+        current = [(u, j) for u, j in mine if self.units[u].held(j.id, j.token)]
+        if current and data.draw(st.integers(0, 4)) > 0:
+            u, job = data.draw(st.sampled_from(current))
+        else:
+            u, job = data.draw(st.sampled_from(mine[-30:]))
+        return u, job, self.units[u].held(job.id, job.token)
 
     # -- by id -------------------------------------------------------------------------
 

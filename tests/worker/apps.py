@@ -190,7 +190,8 @@ def build(url: str | None = None, *, default_queue: str = "default") -> durq.App
     the task says otherwise)."""
     app = durq.App(url, default_queue=default_queue, max_attempts=3, backoff=durq.fixed(0.05))
     for fn, options in _TASKS:
-        app.task(**options)(fn)
+        register: Callable[[Any], Any] = app.task(**options)
+        register(fn)
     return app
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import durq
@@ -162,7 +163,8 @@ def build(url: str | None = None, *, default_queue: str = "default") -> durq.App
     """The worker tests' App with the process pool's tasks added."""
     app = apps.build(url, default_queue=default_queue)
     for fn, options in _TASKS:
-        app.task(**options)(fn)
+        register: Callable[[Any], Any] = app.task(**options)
+        register(fn)
     return app
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import durq
@@ -115,7 +116,8 @@ def build(url: str | None = None, *, default_queue: str = "default", **options: 
     options.setdefault("backoff", durq.fixed(0.05))
     app = durq.App(url, default_queue=default_queue, **options)
     for fn, task_options in _TASKS:
-        app.task(**task_options)(fn)
+        register: Callable[[Any], Any] = app.task(**task_options)
+        register(fn)
     return app
 
 

@@ -32,6 +32,7 @@ from durq.protocol.calls import (
     Pipeline,
     Request,
     ScriptCall,
+    Sleep,
     WaitCall,
     block_timeout,
     script_error,
@@ -377,6 +378,9 @@ class AsyncDriver:
             if isinstance(reply, Exception):
                 raise reply
             return reply
+        if isinstance(request, Sleep):
+            await sleep(request.seconds)
+            return None
         raise TypeError(f"not a protocol request: {request!r}")
 
     async def _pipeline(self, request: Pipeline) -> list[Any]:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis as AsyncRedis
 
 from durq._async.admin import AsyncQueueAdmin
+from durq._async.batches import AsyncQueueBatches
 from durq._async.driver import AsyncDriver
 from durq._async.durable import AsyncQueueDurable
 from durq._async.retry import retrying
@@ -60,7 +61,7 @@ def _raise_for(outcome: Outcome, job_id: str) -> None:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
-class AsyncQueue(AsyncQueueAdmin, AsyncQueueDurable):
+class AsyncQueue(AsyncQueueAdmin, AsyncQueueDurable, AsyncQueueBatches):
     """A durq queue, used from asyncio code.
 
     Args:

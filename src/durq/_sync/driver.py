@@ -31,6 +31,7 @@ from durq.protocol.calls import (
     Pipeline,
     Request,
     ScriptCall,
+    Sleep,
     WaitCall,
     block_timeout,
     script_error,
@@ -376,6 +377,9 @@ class Driver:
             if isinstance(reply, Exception):
                 raise reply
             return reply
+        if isinstance(request, Sleep):
+            sleep(request.seconds)
+            return None
         raise TypeError(f"not a protocol request: {request!r}")
 
     def _pipeline(self, request: Pipeline) -> list[Any]:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from redis import Redis
 
 from durq._sync.admin import QueueAdmin
+from durq._sync.batches import QueueBatches
 from durq._sync.driver import Driver
 from durq._sync.durable import QueueDurable
 from durq._sync.retry import retrying
@@ -60,7 +61,7 @@ def _raise_for(outcome: Outcome, job_id: str) -> None:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
-class Queue(QueueAdmin, QueueDurable):
+class Queue(QueueAdmin, QueueDurable, QueueBatches):
     """A durq queue, used from blocking code.
 
     Args:

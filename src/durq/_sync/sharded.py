@@ -29,10 +29,12 @@ from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import NamespaceKeys, check_shards, shard_index, shard_name, split_shard
 from durq.models import (
+    BatchRecord,
     EnqueueResult,
     Job,
     Message,
     Outcome,
+    Settle,
 )
 from durq.protocol import namespace
 from durq.protocol.args import new_ids
@@ -281,6 +283,52 @@ class ShardedQueue(ShardedQueueAdmin):
             jobs = shard.dequeue_many(count, lease=lease, wait=min(remaining, _TURN))
             if jobs:
                 return jobs
+
+    def dequeue_batch(
+        self,
+        max_size: int,
+        *,
+        max_wait: float = 0.0,
+        by_group: bool = False,
+        lease: float | None = None,
+        wait: float | None = None,
+    ) -> list[Job]:
+        """Take a batch from one shard, the shards tried in turn from a rotating start
+        (see ``Queue.dequeue_batch``); with ``wait``, block up to that long (each
+        shard's marker in turn)."""
+        give_up = time.monotonic() + (wait or 0)
+        options: dict[str, Any] = {"max_wait": max_wait, "by_group": by_group, "lease": lease}
+        while True:
+            for _ in range(self.shard_count):
+                shard = self.shards[self._turn % self.shard_count]
+                self._turn += 1
+                jobs = shard.dequeue_batch(max_size, **options)
+                if jobs:
+                    return jobs
+            remaining = give_up - time.monotonic()
+            if remaining <= 0:
+                return []
+            shard = self.shards[self._turn % self.shard_count]
+            jobs = shard.dequeue_batch(max_size, wait=min(remaining, _TURN), **options)
+            if jobs:
+                return jobs
+
+    def settle(
+        self, jobs: Sequence[Leased], outcomes: Sequence[Settle] | None = None, *, cause: str = ""
+    ) -> list[Outcome]:
+        """End a batch's jobs (see ``Queue.settle``), one call per shard they are in
+        (a batch of ``dequeue_batch`` is in one)."""
+
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
+            mine = None if outcomes is None else [outcomes[i] for i in at]
+            return shard.settle([jobs[i] for i in at], mine, cause=cause)
+
+        return self._per_shard(jobs, call)
+
+    def batches(self) -> list[BatchRecord]:
+        """Every shard's recent batches, newest first."""
+        found = [record for shard in self.shards for record in shard.batches()]
+        return sorted(found, key=lambda record: record.at, reverse=True)
 
     def _per_shard(self, jobs: Sequence[Leased], call: Any) -> list[Any]:
         """Run ``call(shard, positions)`` for the jobs of each shard; results in order."""

@@ -23,6 +23,7 @@ from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
+from durq.app import batch as batch_spec
 from durq.app.handle import JobHandle
 from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
@@ -158,6 +159,29 @@ class App:
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         version: int = 1,
         migrate: Mapping[int, Migration] | None = None,
+        batch: batch_spec.Batch,
+    ) -> Callable[[Callable[[list[batch_spec.Item]], Any]], Task[..., Any]]: ...
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        backoff: Backoff | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+        result: bool = False,
+        result_ttl: float | None = None,
+        shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
+        retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
+        dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
+        batch: None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -179,6 +203,7 @@ class App:
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         version: int = 1,
         migrate: Mapping[int, Migration] | None = None,
+        batch: batch_spec.Batch | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -215,6 +240,9 @@ class App:
                 job's arguments step by step before running it. A job of a version this
                 worker cannot run (newer, or older than its migrations reach) waits for
                 a worker that can (docs/deployment.md).
+            batch: make it a batch task (``durq.Batch``): its function takes one
+                parameter, the list of items (``durq.Item``) of a batch; each enqueued
+                call is one item. A batch task owns its queue: no other task may use it.
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -224,6 +252,13 @@ class App:
             lease_ms(lease)
         if pool not in (None, "thread", "process"):
             raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
+        if batch is not None and not isinstance(batch, batch_spec.Batch):
+            raise InvalidArgument(f"batch must be a durq.Batch, got {type(batch).__name__}")
+        if batch is not None and pool == "process":
+            raise InvalidArgument(
+                "a batch task runs in the worker's process (its loop, or a thread for a "
+                "plain def): pool='process' is not for batch tasks"
+            )
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -237,6 +272,7 @@ class App:
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
             version=version,
             migrate=check_migrations(version, migrate),
+            batch=batch,
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
@@ -248,11 +284,28 @@ class App:
                 )
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
+            if batch is not None:
+                batch_spec.check_batch_function(func, task_name)
+            self._check_owner(task_name, config)
             task = Task(self, func, task_name, config)
             self.tasks[task_name] = task
             return task
 
         return register(fn) if fn is not None else register
+
+    def _check_owner(self, name: str, config: TaskConfig) -> None:
+        """A batch task owns its queue: refuse a batch task on a queue that other tasks
+        use, and any other task on a batch task's queue (InvalidArgument)."""
+        for other in self.tasks.values():
+            if other.name == name or other.queue != config.queue:
+                continue
+            if config.batch is not None or other.config.batch is not None:
+                owner = other.name if other.config.batch is not None else name
+                raise InvalidArgument(
+                    f"queue {config.queue!r} is owned by the batch task {owner!r}: a batch "
+                    f"task's queue holds its items only, so {name!r} and {other.name!r} "
+                    "cannot share it (give one of them another queue)"
+                )
 
     def topic(self, name: str) -> AppTopic:
         """The topic ``name``: register subscriber tasks on it and publish events."""

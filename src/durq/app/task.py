@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, Ty
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
+from durq.app.batch import Batch
 from durq.app.handle import HandleOwner, JobHandle
 from durq.app.versions import Migration, runnable_versions, upgrade
 from durq.backoff import Backoff
@@ -86,6 +87,9 @@ class TaskConfig:
     def retries(self, exc: Exception) -> bool:
         """Whether a run that raised ``exc`` may be retried."""
         return isinstance(exc, self.retry_on) and not isinstance(exc, self.dont_retry_on)
+
+    #: a batch task's batches (its function receives lists of items), or None
+    batch: Batch | None = None
 
 
 def exception_types(name: str, value: Any) -> tuple[type[Exception], ...]:
@@ -200,7 +204,9 @@ class Task(Generic[P, R]):
         self.name = name
         self.config = config
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.signature = inspect.signature(fn)
+        # what a call's arguments must fit: a batch task's calls are its items
+        batch = config.batch
+        self.signature = batch.item_signature() if batch is not None else inspect.signature(fn)
         # the signature check, remembered per argument shape
         self._check = ArgumentCheck(name, self.signature)
         #: the versions of jobs this task runs, newest first (durq.app.versions)

@@ -403,6 +403,11 @@ class _Builder:
             raise InvalidArgument(
                 f"task {task.name!r} is not registered on the App: its workers would dead-letter it"
             )
+        if task.config.batch is not None:
+            raise InvalidArgument(
+                f"task {task.name!r} is a batch task: its items run in batches, and a "
+                "workflow step must be a task of its own"
+            )
         o = call.options
         _check_step_options(task.name, o)
         receives = gets_input and not call.immutable

@@ -15,6 +15,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from durq.dashboard import actions, schedules, views, workflows
+from durq.dashboard.batches import batches_page
 from durq.dashboard.config import DashboardConfig
 from durq.dashboard.exposition import metrics_endpoint
 from durq.dashboard.limits import flow_page
@@ -107,6 +108,7 @@ def create_app(
         Route("/queue/job", views.job_page, name="job"),
         Route("/queue/dead", views.dead_page, name="dead"),
         Route("/queue/flow", flow_page, name="flow"),
+        Route("/queue/batches", batches_page, name="batches"),
         Route("/queue/dead/replay", actions.replay, methods=["POST"], name="replay"),
         Route("/queue/dead/purge", actions.purge, methods=["POST"], name="purge"),
         Route("/queue/workflows", workflows.workflows_page, name="workflows"),

@@ -58,6 +58,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "schedule_list",
     "schedule_refill",
     "schedule_upsert",
+    "settle",
     "signal",
     "signal_deliver",
     "stats",

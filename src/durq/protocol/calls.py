@@ -1,6 +1,6 @@
 """The requests an operation yields to its driver, and the plumbing shared by the ops.
 
-The request types (ScriptCall, Command, Pipeline, WaitCall) and the Op generator type;
+The request types (ScriptCall, Command, Pipeline, WaitCall, Sleep) and the Op generator type;
 how an operation builds its script calls (one per batch of at most MAX_BATCH items, or
 CHUNK items for the scripts whose items cost more, all in one round trip); how long a
 blocking command may block; and how a driver turns a script's error reply into a durq
@@ -29,6 +29,7 @@ __all__ = [
     "Pipeline",
     "Request",
     "ScriptCall",
+    "Sleep",
     "WaitCall",
     "batched",
     "block_timeout",
@@ -62,6 +63,7 @@ CHUNK: dict[str, int] = {
     "hold": 64,
     "extend": 250,
     "rate_limited": 100,
+    "settle": 64,  # a batch's items (durq.Batch), any outcome: as requeue
     "cancel": 100,
     "replay": 100,
     "purge": 125,
@@ -122,7 +124,17 @@ class WaitCall:
     timeout: float
 
 
-Request: TypeAlias = ScriptCall | Pipeline | WaitCall | Command
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait ``seconds`` without Redis (None is sent back): a short wait for work that is
+    due then, e.g. the next start a rate limit allows. A blocking command's timeout is
+    ended by the server only ``hz`` times a second (up to 100 ms late by default), which
+    would lose most of a short wait's precision."""
+
+    seconds: float
+
+
+Request: TypeAlias = ScriptCall | Pipeline | WaitCall | Command | Sleep
 Op = Generator[Request, Any, T]
 
 

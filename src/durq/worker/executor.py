@@ -327,6 +327,17 @@ class Executor:
             return await lender.call(_timed, call)
         return await self.threads.run(_timed, call, {}, timeout)
 
+    def failure(
+        self, task: Task[Any, Any], job: Job, exc: BaseException, elapsed: float
+    ) -> Outcome:
+        """The outcome of ``job`` when its run of ``task`` raised ``exc`` after
+        ``elapsed`` seconds: for a batch task, of each item the batch's failure (or
+        ``Item.fail``) ends."""
+        if isinstance(exc, asyncio.TimeoutError):
+            note = "" if task.is_async else " (its thread was abandoned and replaced)"
+            return self.timed_out(task, job, elapsed, note)
+        return self.raised(task, job, exc)
+
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there
         (see INLINE_BUDGET), else None; either way its run time decides whether later
@@ -344,6 +355,11 @@ class Executor:
         ):
             return lender
         return None
+
+    def completed(self, task: Task[Any, Any], job: Job, value: Any) -> Outcome:
+        """The outcome of ``job`` completed with ``value``, stored as its result (an
+        item of a batch task that keeps results)."""
+        return self._done(task, job, value, keep=True)
 
     def _done(self, task: Task[Any, Any], job: Job, value: Any, *, keep: bool) -> Outcome:
         if not keep:

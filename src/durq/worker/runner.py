@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from durq._async.queue import AsyncQueue
 from durq._version import __version__
 from durq.app import durable, tracing
 from durq.data_format import DATA_FORMAT
@@ -37,6 +38,7 @@ from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
 from durq.worker import handoff
+from durq.worker.batches import BatchPump
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
@@ -143,6 +145,8 @@ class Worker:
         # read when scraped, rather than set twice per job
         self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
+        #: the queues (and shards) of batch tasks, each run by a BatchPump of its own
+        self.batch_pumps: dict[str, BatchPump] = {}
         self._registry: WorkerRegistry | None = None
         #: the health and scaling endpoint, while served (``config.health_port``)
         self.health: HealthServer | None = None
@@ -360,17 +364,25 @@ class Worker:
         )
         self.stop(immediate=not first)
 
-    async def run(self) -> None:
-        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
-        if self._client is None:
-            self._client = connection.async_client(self.app.url)
-        if not await wait_for_redis(self._client, self.app.url, self._stop):
-            await self._stopped_early()
-            return
-        await find_shards(self.app, self._client, self.queue_names)
+    def _make_pumps(self) -> dict[str, AsyncQueue]:
+        """A pump per queue and shard: a BatchPump for a batch task's queue
+        (durq.worker.batches), else a QueuePump; every queue (and shard) by name."""
+        assert self._client is not None
+        owners = {t.queue: t for t in self.app.tasks.values() if t.config.batch is not None}
+        queues: dict[str, AsyncQueue] = {}
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
-                source = self.app.aqueue(queue, client=self._client)
+                source = queues[queue] = self.app.aqueue(queue, client=self._client)
+                if name in owners:
+                    self.batch_pumps[queue] = BatchPump(
+                        source,
+                        owners[name],
+                        self._executor,
+                        self.metrics,
+                        lease=self.lease,
+                        burst=self.config.burst,
+                    )
+                    continue
                 self.pumps[queue] = QueuePump(
                     source,
                     self,
@@ -380,7 +392,17 @@ class Worker:
                     lease=self.lease,
                     burst=self.config.burst,
                 )
-        queues = {name: pump.queue for name, pump in self.pumps.items()}
+        return queues
+
+    async def run(self) -> None:
+        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
+        if self._client is None:
+            self._client = connection.async_client(self.app.url)
+        if not await wait_for_redis(self._client, self.app.url, self._stop):
+            await self._stopped_early()
+            return
+        await find_shards(self.app, self._client, self.queue_names)
+        queues = self._make_pumps()
         # jobs this worker cannot run wait for one that can (worker.holding)
         holding = Holding(self.app.tasks.values(), self.id, self.app.unknown_task_grace)
         for pump in self.pumps.values():
@@ -391,12 +413,12 @@ class Worker:
         self._control, self._controls = control, control.controls
         pool = self._start_children(control)
         await subscribe(self.app, self._client, self.queue_names)
-        await check_server(next(iter(self.pumps.values())).queue)
+        await check_server(next(iter(queues.values())))
         # upsert the app's schedules before any dequeue
         schedules = ScheduleKeeper(
             self.app.schedules,
             self.queue_names,
-            [pump.queue for pump in self.pumps.values()],
+            list(queues.values()),
             self._client,
             self.config.heartbeat,
         )
@@ -467,6 +489,10 @@ class Worker:
         self._durable = DurableRuns(queues, self.capacity, loop)
         host = durable.install(self._durable)
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
+        for batch_pump in self.batch_pumps.values():
+            pumps.append(
+                asyncio.create_task(self._forever(f"batches {batch_pump.name}", batch_pump.run))
+            )
         self.state = WorkerState.RUNNING
         log.info(
             "worker %s consuming %s (concurrency %d, lease %.1fs)",
@@ -511,10 +537,12 @@ class Worker:
         homes = {
             name: self.app.aqueue(name, client=self._client)
             for name in self.app.shard_names(self.app.default_queue)
-            if name not in self.pumps
+            if name not in self.pumps and name not in self.batch_pumps
         }
+        boxes = {name: pump.queue for name, pump in self.pumps.items()}
+        boxes.update((name, pump.queue) for name, pump in self.batch_pumps.items())
         tasks = []
-        for name, box in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
+        for name, box in [*boxes.items(), *homes.items()]:
             courier = OutboxCourier(box, lease=min(self.lease, 10.0))
             tasks.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
         return tasks
@@ -626,12 +654,19 @@ class Worker:
         while self._waiting:
             delivery = self._waiting.popleft()
             self._finish(delivery, Outcome("defer"), 0.0)
+        for batch_pump in self.batch_pumps.values():
+            batch_pump.stop()
         runners = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
+        runners += [p.runner for p in self.batch_pumps.values() if p.runner is not None]
         if runners:
             log.info("waiting up to %.0fs for %d running jobs", self.config.grace, len(runners))
             await self._wait_runners(runners)
         self._giving_back = True
         late = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
+        for batch_pump in self.batch_pumps.values():
+            batch_pump.giving_back = True
+            if batch_pump.runner is not None:
+                late.append(batch_pump.runner)
         for runner in late:
             runner.cancel()
         if late:

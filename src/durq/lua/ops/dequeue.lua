@@ -11,6 +11,13 @@ ARGV[1]  n: jobs wanted (>= 1)
 ARGV[2]  lease_ms (>= 1)
 ARGV[3]  consumer id (optional): names the idle consumer that may hold the flow-control
          alarm (lib/limits/park.lua); without it the consumer plans every wait itself
+ARGV[4]  batch mode (optional, durq.Batch): '' none; 'b' a batch: a group's items in the
+         call hold ONE of its slots under a group limit (the first item carries it), not
+         one each; 'g' a batch of one group (by_group): as 'b', from the first eligible
+         group that hands out any, turns of that group only (its place in the rotation
+         taken as usual); 't' a top-up of such a batch from group ARGV[5] only, outside
+         the rotation: no slot taken (the batch holds one), the group never parked here,
+         and the wake marker passed on when other groups are eligible and none was taken
 Returns  {now, lease_deadline, next_ms, reclaimed, id_1, record_1, ..., id_k, record_k}
          now and lease_deadline in server ms; records as in lib/core/record_layout.lua, already
          updated (state active, attempts and deliveries counted, dequeued_at = now).
@@ -183,6 +190,10 @@ local function promote(now, ids, done)
 end
 
 local budget = SKIP_MAX
+-- the batch mode (ARGV[4]): slot: a group's items hold one slot; one: one group per call;
+-- only: the group of a top-up; held: groups whose slot this call's batch took
+local batch = {mode = ARGV[4] or '', only = ARGV[5], held = {},
+  slot = (ARGV[4] or '') ~= '', one = ARGV[4] == 'g'}
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
 -- whether a workflow that ended early is stopping steps of this queue (lib/workflows/stop.lua):
 -- one EXISTS per call that pops jobs, read when the first one is popped
@@ -229,7 +240,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       wf_stop_unstarted(id, rec_decode(raw), now, stop, wid, false)
     elseif state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
       handed_ids[id] = true
-      if counted then flags = bit.bor(flags, FLAG_SLOT) end
+      if counted and (got == 0 or not batch.slot) then flags = bit.bor(flags, FLAG_SLOT) end
       -- as rec_encode of the record updated below (state, attempts, deliveries, deq)
       local rec = struct.pack(REC_FMT, ver, ST_ACTIVE, prio, codec, attempts + 1, maxatt,
         deliveries + 1, failures, enq, now, req, flags) .. string.sub(raw, REC_FIXED + 1)
@@ -264,7 +275,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         r.attempts = r.attempts + 1
         r.deliveries = r.deliveries + 1
         r.deq = now
-        if counted then r.flags = bit.bor(r.flags, FLAG_SLOT) end
+        if counted and (got == 0 or not batch.slot) then r.flags = bit.bor(r.flags, FLAG_SLOT) end
         local rec = rec_encode(r)
         hargs[#hargs + 1] = id
         hargs[#hargs + 1] = rec
@@ -308,7 +319,12 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   if #keyed > 0 then free_keys(keyed) end
   if got > 0 then
     ready_add(g, -got)
-    if counted then slot_add(g, got) end
+    if counted and batch.slot then
+      batch.held[g] = true -- a batch holds one slot of the group, whatever its items
+      slot_add(g, 1)
+    elseif counted then
+      slot_add(g, got)
+    end
   end
   return got
 end
@@ -362,11 +378,16 @@ end
 -- its jobs flow again once the key is removed), and whether it found prioritized jobs
 -- although group_settings said there were none.
 local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, zargs)
-  local counted = limited and g ~= ''
-  if counted then quota = free_slots(g, quota) end
+  -- a batch's group takes one slot (a top-up's batch holds it already): one free is enough
+  local counted = limited and g ~= '' and batch.mode ~= 't' and not batch.held[g]
+  if counted and batch.slot then
+    if free_slots(g, 1) <= 0 then quota = 0 end
+  elseif counted then
+    quota = free_slots(g, quota)
+  end
   if quota <= 0 then return 0, false end
   if flow_ctl then
-    quota = flow_ctl.group_quota(g, quota, now)
+    quota = flow_ctl.group_quota(g, quota, now, batch.mode == 't')
     if quota <= 0 then return 0, false, false, false, true end -- parked: over its rate
   end
   local prio = 0
@@ -403,8 +424,8 @@ local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, z
       return got, true, false, true
     end
   end
-  if more and counted then more = free_slots(g, 1) > 0 end
-  if flow_ctl and flow_ctl.group_parked(g, more, now) then
+  if more and counted and not batch.slot then more = free_slots(g, 1) > 0 end
+  if flow_ctl and batch.mode ~= 't' and flow_ctl.group_parked(g, more, now) then
     return got, false, false, false, true -- parked: more ready, but its rate is spent
   end
   return got, more, false, false
@@ -424,7 +445,24 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
   local handed = 0
   local skipped = 0 -- groups skipped in a row
   local turns, cut, check_at = 0, false, SERVE_MIN
-  while handed < want and budget > 0 and not cut do
+  if batch.mode == 't' then
+    -- a top-up of a batch of one group: that group's turns only, outside the rotation
+    local more = true
+    while more and handed < want and not cut do
+      local got, m, garbage, restored = turn(batch.only, math.min(want - handed, TURN_MAX),
+        limited, prioritized, now, deadline, out, hargs, zargs)
+      if restored then prioritized = true end
+      handed = handed + got
+      more = m and got > 0 and not garbage
+      if more and handed >= check_at then
+        check_at = handed + SERVE_CHECK
+        cut = budget_spent(SERVE_MS)
+      end
+    end
+    commit(hargs, zargs)
+    return handed, nil, cut
+  end
+  while handed < want and budget > 0 and not cut and not (batch.one and handed > 0) do
     listed = listed or redis.call('LLEN', K_RR)
     if listed == 0 and redis.call('TYPE', K_RRSET)['ok'] ~= 'none'
         and not (flow_ctl and flow_ctl.only_parked_listed()) then
@@ -457,8 +495,8 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       listed = redis.call('LLEN', K_RR)
     end
     if listed == 0 then break end
-    local sole = listed == 1
-    local groups = redis.call('LPOP', K_RR, math.min(listed, want - handed))
+    local sole = listed == 1 or batch.one -- a batch of one group takes what it is asked
+    local groups = redis.call('LPOP', K_RR, batch.one and 1 or math.min(listed, want - handed))
     local keep, drop, front = {}, {}, {}
     for i = 1, #groups do
       local g = groups[i]
@@ -481,6 +519,19 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
           now, deadline, out, hargs, zargs)
         if restored then prioritized = true end
         handed = handed + got
+        -- a batch of one group: that group's turns go on while it gives, in this call
+        while batch.one and got > 0 and more and handed < want and not cut do
+          if handed >= check_at then
+            check_at = handed + SERVE_CHECK
+            cut = budget_spent(SERVE_MS)
+          end
+          if not cut then
+            got, more, garbage, restored, parked = turn(g, math.min(want - handed, TURN_MAX),
+              limited, prioritized, now, deadline, out, hargs, zargs)
+            if restored then prioritized = true end
+            handed = handed + got
+          end
+        end
         if garbage then skipped = skipped + 1 else skipped = 0 end
         if more then keep[#keep + 1] = g elseif not parked then drop[#drop + 1] = g end
       end
@@ -588,6 +639,9 @@ flush_counters()
 -- skipped group cannot keep idle consumers spinning)
 if handed > 0 and not (flow_ctl and flow_ctl.blocked())
     and (listed_after or redis.call('LLEN', K_RR)) > 0 then
+  need_wake = true
+elseif handed == 0 and batch.mode == 't' and redis.call('LLEN', K_RR) > 0 then
+  -- the wake-up that ended this top-up's wait may have been for another group: pass it on
   need_wake = true
 end
 wake_if_needed()

@@ -33,6 +33,7 @@ Cost     O(n) commands, plus O(m) for a pause sent to the other shards.
 --- @include "lib/core/types"
 --- @include "lib/limits/conf"
 --- @include "lib/limits/queue_pause"
+--- @include "lib/limits/scope_pause"
 
 local m = tonumber(ARGV[1])
 local others = {unpack(ARGV, 2, m + 1)} -- the other shards' prefixes
@@ -57,23 +58,6 @@ if problem then return wrongtype(problem) end
 local now = now_ms()
 local f = get_flow()
 
-local function pause(scope, g, ms)
-  if scope == 'queue' then
-    queue_pause(f, now, now + ms)
-    queue_pause_send(now, now + ms, ms, others) -- the other shards, if any
-    return
-  end
-  local gk = K_PREFIX .. 'gtat'
-  local tat = tonumber(redis.call('HGET', gk, g))
-  redis.call('HSET', gk, g, tat_text(gcra_pause(tat, group_rate_of(g), now, ms)))
-  if not f.parks then
-    f.parks = true
-    redis.call('HSET', K_PREFIX .. 'flow', 'parks', 1)
-  end
-  -- a consumer dequeues, parks the scope and plans the wake-up (the alarm)
-  need_wake = true
-end
-
 local out = {}
 for i = 0, n - 1 do
   local b = J + 4 * i
@@ -82,7 +66,7 @@ for i = 0, n - 1 do
   if r then
     -- the upstream's answer holds whatever became of the job: its scope pauses
     local ms = tonumber(ARGV[b + 3])
-    if ms > 0 then pause(ARGV[b + 2], r.group, ms) end
+    if ms > 0 then scope_pause(f, ARGV[b + 2], r.group, now, ms, others) end
     if ends_cancelled(id, r, now) then -- its cancel was asked: it does not come back
       status = S_CANCELLED
     else

@@ -33,8 +33,9 @@ local function flow_begin(now, want)
   return room
 end
 
--- At group g's turn: how much of `quota` its rate (or pause) allows; 0 parks it.
-local function flow_group_quota(g, quota, now)
+-- At group g's turn: how much of `quota` its rate (or pause) allows; 0 parks it (unless
+-- `stay`: a group served outside the rotation, dequeue.lua's batch top-up, stays put).
+local function flow_group_quota(g, quota, now, stay)
   local f = get_flow()
   if not f.per_group then return quota end
   local rate = group_rate_of(g)
@@ -50,7 +51,7 @@ local function flow_group_quota(g, quota, now)
   end
   local room, base = gcra_room(tat, rate, now, quota)
   group_limiter[g] = {rate = rate, base = base}
-  if room == 0 then park_group(g, gcra_next(base, rate)) end
+  if room == 0 and not stay then park_group(g, gcra_next(base, rate)) end
   return room
 end
 

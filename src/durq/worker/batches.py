@@ -1,0 +1,319 @@
+"""Running a batch task (``durq.Batch``): the worker part that forms a batch of its
+queue's items, calls the task once with all of them, and settles each item in one call.
+
+One ``BatchPump`` per queue (or shard) of a batch task replaces the queue's QueuePump.
+It forms one batch at a time (``Queue.dequeue_batch``: blocking on the wake marker while
+the queue is empty or a partial batch waits, never polling), so no item is leased
+beyond the batch being formed or run. While the function runs, one extension call a
+third of the lease keeps every item's lease; an item whose extension is refused (its
+lease was lost) is left out of the settle, and the settle is fenced per item anyway.
+Batch tasks run in the worker's own process (the loop, or a thread for a sync one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import ConnectionError, RedisError, TimeoutError
+
+from durq._async.queue import AsyncQueue
+from durq.app.batch import Batch, Item
+from durq.errors import DurqError
+from durq.metrics import WorkerMetrics
+from durq.models import Job
+from durq.models import Outcome as Answer
+from durq.protocol import batches, wake
+from durq.protocol.calls import MAX_BLOCK
+from durq.protocol.status import Status
+from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.joblog import log_outcome
+
+if TYPE_CHECKING:
+    from durq.app.task import Task
+
+__all__ = ["BatchPump", "settle_code"]
+
+log = logging.getLogger("durq.worker")
+_TRANSIENT = (ConnectionError, TimeoutError, OSError, RedisError, DurqError)
+_BURST_RECHECK = 0.5  # seconds a burst worker waits for a batch before it stops
+_HOLD_BACK = 1.0  # seconds an item of a version this worker cannot run is given back for
+#: settle.lua's outcome codes for the worker's outcomes ('cancelled' is sent as a
+#: failure: the record's cancel flag makes the script end it cancelled)
+_CODES = {"done": "d", "retry": "r", "cancelled": "r", "dead": "x", "defer": "f"}
+
+
+def settle_code(outcome: Outcome) -> str:
+    """settle.lua's code for a worker outcome (not 'lost': a lost item is not sent)."""
+    if outcome.kind == "limited":
+        return "q" if outcome.scope == "queue" else "g"
+    return _CODES[outcome.kind]
+
+
+class BatchPump:
+    """Forms, runs and settles the batches of one batch task's queue (or shard).
+
+    Args:
+        queue: the queue (or shard).
+        task: the batch task that owns it.
+        executor: the worker's executor (the decoding of items, the outcome of a
+            failure, the threads of sync tasks).
+        metrics: per item as for jobs, plus the batch sizes and why each started.
+        lease: the lease of the items (the task's, else the worker's).
+        burst: stop once no batch forms.
+    """
+
+    def __init__(
+        self,
+        queue: AsyncQueue,
+        task: Task[Any, Any],
+        executor: Executor,
+        metrics: WorkerMetrics,
+        *,
+        lease: float,
+        burst: bool = False,
+    ) -> None:
+        spec = task.config.batch
+        assert spec is not None, "a BatchPump runs a batch task"
+        self.queue = queue
+        self.task = task
+        self.spec: Batch = spec
+        self.executor = executor
+        self.metrics = metrics
+        self.lease = task.config.lease or lease
+        self.burst = burst
+        self.stopping = False
+        #: the batch being run, if any (the worker's drain waits for it)
+        self.runner: asyncio.Task[None] | None = None
+        self.giving_back = False  # the drain cancels the runner: its items go back
+        self.processed = 0
+        self._failures = 0
+        self._settling: asyncio.Task[None] | None = None  # the last batch's settle
+
+    @property
+    def name(self) -> str:
+        """The queue's name."""
+        return self.queue.name
+
+    def stop(self) -> None:
+        """Form no more batches; a wait for items ends at once (the wake marker)."""
+        if self.stopping:
+            return
+        self.stopping = True
+        asyncio.get_running_loop().create_task(self._poke())
+
+    async def _poke(self) -> None:
+        with contextlib.suppress(*_TRANSIENT):
+            await self.queue._run(wake.signal(self.queue.keys))
+
+    async def run(self) -> None:
+        """Form and run batches until stopped (or, in burst mode, until none forms)."""
+        try:
+            await self._run()
+        finally:
+            if self._settling is not None:  # the last batch's settle, under way
+                await asyncio.shield(self._settling)
+
+    async def _run(self) -> None:
+        spec = self.spec
+        while not self.stopping:
+            # an idle wait ends at least once per lease, so that the fetch reclaims the
+            # leases of a dead worker's items about when they expire
+            wait = _BURST_RECHECK if self.burst else min(MAX_BLOCK, self.lease)
+            try:
+                op = batches.dequeue_batch(
+                    self.queue.keys,
+                    self.queue.codec,
+                    spec.max_size,
+                    spec.max_wait,
+                    self.lease,
+                    by_group=spec.by_group,
+                    wait=wait,
+                    stopping=lambda: self.stopping,
+                )
+                jobs = await self.queue._run(op)
+            except _TRANSIENT as exc:
+                await self._pause(exc)
+                continue
+            self._failures = 0
+            if not jobs:
+                if self.burst:
+                    return
+                continue
+            if self.stopping:  # formed while the worker began to stop: never started
+                await self._settle(jobs, [Outcome("defer")] * len(jobs), "")
+                return
+            cause = "size" if len(jobs) >= spec.max_size else "wait"
+            self.runner = asyncio.create_task(self._batch(jobs, cause), name="durq-batch")
+            try:
+                await asyncio.shield(self.runner)
+            finally:
+                self.runner = None
+
+    async def _batch(self, jobs: list[Job], cause: str) -> None:
+        """Run one batch and settle its items."""
+        self.metrics.batch(self.name, self.task.name, len(jobs), cause)
+        job_metrics = self.metrics.job_metrics(self.name, self.task.name)
+        outcomes: list[Outcome | None] = [None] * len(jobs)
+        items: list[Item] = []
+        at: list[int] = []  # the index in jobs of each item
+        for i, job in enumerate(jobs):
+            call = self.executor.prepare(job)
+            if isinstance(call, Outcome):  # undecodable, bad arguments: dead-lettered
+                # a version this worker cannot run: given back for a worker that can
+                outcomes[i] = Outcome("defer", delay=_HOLD_BACK) if call.kind == "hold" else call
+            else:
+                items.append(Item(job, call[1], call[2]))
+                at.append(i)
+        now = time.time()
+        for job in jobs:
+            job_metrics.started(max(now - job.enqueued_at, 0.0))
+        lost: set[str] = set()
+        began = time.monotonic()
+        keeper = asyncio.create_task(self._keep(jobs, lost))
+        try:
+            ran = await self._call(items) if items else []
+        except asyncio.CancelledError:
+            if not self.giving_back:
+                raise
+            ran = [Outcome("defer")] * len(items)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        elapsed = time.monotonic() - began
+        for i, outcome in zip(at, ran, strict=True):
+            outcomes[i] = outcome
+        final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
+        for job, outcome in zip(jobs, final, strict=True):
+            if job.id in lost:
+                outcome = Outcome("lost")
+            job_metrics.finished(outcome.kind, elapsed)
+            if outcome.kind != "done":
+                log_outcome(job, self.task.name, outcome, elapsed)
+        # sent while the next batch forms (one round trip less per batch), after the
+        # settle of the batch before: no item is fetched before its batch's call ended
+        self._settling = asyncio.create_task(self._settle(jobs, final, cause, lost, self._settling))
+        self.processed += len(jobs)
+
+    async def _call(self, items: list[Item]) -> list[Outcome]:
+        """Call the task with ``items``; the outcome of each."""
+        task, executor = self.task, self.executor
+        timeout = task.config.timeout
+        started = time.monotonic()
+        failure: BaseException | None = None
+        value: Any = None
+        try:
+            if task.is_async:
+                coro = task.fn(items)
+                value = await (coro if timeout is None else asyncio.wait_for(coro, timeout))
+            else:
+                value = await executor.threads.run(task.fn, (items,), {}, timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = exc
+        elapsed = time.monotonic() - started
+        keep = task.config.result
+        per_item = keep and isinstance(value, list) and len(value) == len(items)
+        out: list[Outcome] = []
+        for n, item in enumerate(items):
+            said = item.outcome if item.outcome is not None else failure
+            if said is not None:
+                out.append(executor.failure(task, item.job, said, elapsed))
+            elif keep:
+                out.append(executor.completed(task, item.job, value[n] if per_item else value))
+            else:
+                out.append(DONE)
+        return out
+
+    async def _keep(self, jobs: Sequence[Job], lost: set[str]) -> None:
+        """Extend every item's lease each third of it, in one call, while the batch runs
+        (not past the task's timeout: a hung call's items come back after their lease)."""
+        timeout = self.task.config.timeout
+        began = time.monotonic()
+        while True:
+            await asyncio.sleep(max(self.lease / 3, 0.05))
+            if timeout is not None and time.monotonic() - began > timeout + 1:
+                return
+            held = [job for job in jobs if job.id not in lost]
+            try:
+                statuses = await self.queue.extend_many(held, lease=self.lease)
+            except _TRANSIENT as exc:
+                log.warning("could not extend %d leases on %s: %s", len(held), self.name, exc)
+                continue
+            for job, status in zip(held, statuses, strict=True):
+                if status not in (Answer.OK, Answer.CANCELLED):
+                    lost.add(job.id)
+                    self.metrics.lease_lost(self.name)
+                    log.warning(
+                        "lease lost on item %s of a batch of %s (%s): another worker may run it",
+                        job.id,
+                        self.task.name,
+                        status.name,
+                    )
+
+    async def _settle(
+        self,
+        jobs: Sequence[Job],
+        outcomes: Sequence[Outcome],
+        cause: str,
+        lost: frozenset[str] | set[str] = frozenset(),
+        after: asyncio.Task[None] | None = None,
+    ) -> None:
+        """Settle the items in one call (sent again after a failure: an item settled
+        already is refused alone), once ``after`` (the settle before) ended. Lost items
+        are not sent."""
+        if after is not None:
+            await asyncio.shield(after)
+        rows: list[batches.Row] = [
+            (job, settle_code(o), o.delay, o.reason, o.result or b"")
+            for job, o in zip(jobs, outcomes, strict=True)
+            if o.kind != "lost" and job.id not in lost
+        ]
+        for attempt in range(1, 6):
+            try:
+                replies = await self.queue._run(
+                    batches.settle(
+                        self.queue.keys, rows, result_ttl=self.queue.result_ttl, cause=cause
+                    )
+                )
+            except _TRANSIENT as exc:
+                if attempt == 5:
+                    log.error(
+                        "could not settle a batch of %d items on %s: %s; they come back "
+                        "after their lease",
+                        len(rows),
+                        self.name,
+                        exc,
+                    )
+                    return
+                await self._pause(exc)
+                continue
+            refused = sum(1 for s in replies if s == Status.LEASE_LOST)
+            if refused and attempt == 1:
+                self.metrics.lease_lost(self.name)
+                log.warning(
+                    "%d items of a batch of %s on %s were refused: their leases had "
+                    "expired and they were handed out again, so they may run twice",
+                    refused,
+                    self.task.name,
+                    self.name,
+                )
+            return
+
+    async def _pause(self, exc: BaseException) -> None:
+        self._failures += 1
+        if self._failures in (1, 3) or self._failures % 20 == 0:
+            log.warning(
+                "queue %s: %s: %s; retrying (attempt %d)",
+                self.name,
+                type(exc).__name__,
+                exc,
+                self._failures,
+            )
+        await asyncio.sleep(min(0.05 * 2**self._failures, 2.0))
