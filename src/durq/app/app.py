@@ -23,6 +23,7 @@ from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.app.handle import JobHandle
+from durq.app.hooks import Hooks
 from durq.app.jobs import Batch, batches
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
@@ -42,6 +43,7 @@ __all__ = ["App"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class App:
@@ -119,6 +121,7 @@ class App:
         self._client: Any = None
         self._async_client: Any = None
         self.schedules = Schedules(self)  #: declared schedules, and control of any
+        self.hooks = Hooks()  #: the hooks workers run (``on``)
 
     def __repr__(self) -> str:
         return f"<App {connection.redact(self.url)} tasks={sorted(self.tasks)}>"
@@ -145,6 +148,7 @@ class App:
         shards: int | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        check_types: bool = True,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -163,6 +167,7 @@ class App:
         shards: int | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        check_types: bool = True,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -185,6 +190,9 @@ class App:
             dont_retry_on: exceptions never retried, even when ``retry_on`` matches
                 (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
                 retries and ``durq.Fail`` never does, whatever these say.
+            check_types: check argument values against the function's type hints at
+                enqueue (JSON-able hints, ``TypedDict``, dataclasses and pydantic models
+                as dicts; see ``durq.app.typecheck``); False skips it.
         """
         if shards is not None:
             self.shard(queue or self.default_queue, shards)
@@ -202,6 +210,7 @@ class App:
             result_ttl=result_ttl,
             retry_on=exception_types("retry_on", retry_on),
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
+            check_types=check_types,
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
@@ -213,6 +222,21 @@ class App:
             return task
 
         return register(fn) if fn is not None else register
+
+    def on(self, event: str) -> Callable[[F], F]:
+        """Register a hook (a decorator): ``@app.on("task_failure")`` runs the function
+        in the worker when a job fails for good, with ``(job, exc)``. The events:
+        ``worker_start`` ``()``, in each worker process before its first job;
+        ``task_start`` ``(job)``; ``task_success`` ``(job, result)``; ``task_retry``
+        ``(job, exc)``; ``task_failure`` ``(job, exc)``. ``job`` is the ``durq.Job`` (its
+        ``task``, ``id``, ``queue``, ``attempt``). Hooks run in the worker's event loop
+        (an ``async def`` hook is awaited; keep a sync one short); one that raises is
+        logged and changes nothing. See ``durq.app.hooks``."""
+
+        def register(fn: F) -> F:
+            return self.hooks.add(event, fn)
+
+        return register
 
     def topic(self, name: str) -> AppTopic:
         """The topic ``name``: register subscriber tasks on it and publish events."""

@@ -16,6 +16,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
 from durq.app.handle import HandleOwner, JobHandle
+from durq.app.typecheck import TypeCheck
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
 from durq.errors import InvalidArgument, NotSerializable
@@ -76,6 +77,9 @@ class TaskConfig:
     retry_on: tuple[type[Exception], ...] = (Exception,)
     #: ...unless it is one of these (they dead-letter the job at once)
     dont_retry_on: tuple[type[Exception], ...] = ()
+    #: argument values checked against the function's type hints at enqueue
+    #: (``@app.task(check_types=False)`` opts out; see ``durq.app.typecheck``)
+    check_types: bool = True
 
     def retries(self, exc: Exception) -> bool:
         """Whether a run that raised ``exc`` may be retried."""
@@ -191,6 +195,11 @@ class Task(Generic[P, R]):
         self.signature = inspect.signature(fn)
         # the signature check, remembered per argument shape
         self._check = ArgumentCheck(name, self.signature)
+        # the type check, when there are hints to check and the task did not opt out
+        annotated = any(p.annotation is not p.empty for p in self.signature.parameters.values())
+        self._types = (
+            TypeCheck(name, fn, self.signature) if config.check_types and annotated else None
+        )
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -333,12 +342,15 @@ class Task(Generic[P, R]):
         names the argument) and encoded whole."""
         out: list[tuple[int, bytes]] = []
         shapes = self._check.shapes
+        types = self._types
         name = self.name
         for _task, args, kwargs, _options in calls:
             try:
                 problem = shapes[(len(args), *kwargs) if kwargs else len(args)]
             except KeyError:
                 problem = self.arguments_problem(args, kwargs)  # remembers it
+            if problem is None and types is not None:
+                problem = self._types_problem(args, kwargs)
             if problem is not None:
                 raise InvalidArgument(problem)
             meta = None
@@ -352,12 +364,23 @@ class Task(Generic[P, R]):
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
         return self._check.problem(args, kwargs)
 
+    def _types_problem(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        """Why an argument's value does not fit its type hint, or None; a value that is
+        not JSON data at all raises NotSerializable first, as it would without hints."""
+        assert self._types is not None
+        problem = self._types.problem(args, kwargs)
+        if problem is not None:
+            self._payload(args, kwargs, None)  # NotSerializable, naming the argument
+        return problem
+
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
         """The queue message for ``call``, with its options: arguments checked, payload
         built (for code that hands a task's job to a queue itself, or checks a call
         early, as ``durq.contrib.django.enqueue_on_commit`` does)."""
         args, kwargs = call.args, call.kwargs
         problem = self.arguments_problem(args, kwargs)
+        if problem is None and self._types is not None:
+            problem = self._types_problem(args, kwargs)
         if problem is not None:
             raise InvalidArgument(problem)
         o = call.options

@@ -60,6 +60,7 @@ class Outcome:
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
     trace: str = ""  # retry, dead: the traceback of the exception, for the log
+    error: BaseException | None = None  # retry, dead: the exception, for the hooks
 
 
 DONE = Outcome("done")
@@ -135,6 +136,17 @@ def _timed(fn: Callable[..., Any], streak: list[int], args: Any, kwargs: Any) ->
         else:
             streak[0] = 0
             streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
+
+
+async def _decided(job: Job, prepared: Outcome) -> Outcome:
+    """The run of a job whose outcome ``prepare`` decided (it cannot run)."""
+    return prepared
+
+
+def _raised_by(outcome: Outcome, exc: BaseException) -> Outcome:
+    """``outcome`` (a fresh retry or dead one) with the exception that made it."""
+    outcome.error = exc
+    return outcome
 
 
 class Executor:
@@ -226,13 +238,35 @@ class Executor:
         durq frame less each time (bench/archive/analysis-wave2.md §3.2 item 2)."""
         if prepared is None:
             prepared = self.prepare(job)
+        if isinstance(prepared, Outcome):  # decided without a run: it cannot run
+            run: Callable[..., Coroutine[Any, Any, Outcome]] = _decided
+        else:
+            run = self._hooked if self.app.hooks.around_jobs else self._execute
         if tracing.enabled() if traced is None else traced:
-            return tracing.traced_execution(job, partial(self._execute, prepared=prepared))
-        return self._execute(job, prepared)
+            return tracing.traced_execution(job, partial(run, prepared=prepared))
+        return run(job, prepared)
 
-    async def _execute(self, job: Job, prepared: Call | Outcome) -> Outcome:
-        if isinstance(prepared, Outcome):
-            return prepared
+    async def _hooked(self, job: Job, prepared: Call) -> Outcome:
+        """``_execute`` with the app's hooks of a job's events (``durq.app.hooks``), in
+        the job's context, once its outcome is decided."""
+        hooks = self.app.hooks
+        job.task = prepared[0].name
+        set_current_job(job)
+        await hooks.run("task_start", job)
+        returned: list[Any] = []
+        outcome = await self._execute(job, prepared, returned)
+        if outcome.kind == "done":
+            await hooks.run("task_success", job, returned[0] if returned else None)
+        elif outcome.kind == "retry":
+            await hooks.run("task_retry", job, outcome.error)
+        elif outcome.kind == "dead":
+            await hooks.run("task_failure", job, outcome.error)
+        return outcome
+
+    async def _execute(
+        self, job: Job, prepared: Call, returned: list[Any] | None = None
+    ) -> Outcome:
+        """Run a job; its outcome (``returned``: gets the task's return value)."""
         task, args, kwargs, meta = prepared
         timeout = task.config.timeout
         started = time.monotonic()
@@ -253,22 +287,29 @@ class Executor:
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         except Retry as exc:
             fields = {"reason": "retry_requested", "message": exc.reason}
-            return self._failed(task, fields, job, exc.delay)
+            return _raised_by(self._failed(task, fields, job, exc.delay), exc)
         except Fail as exc:
-            return self._dead(task, {"reason": "failed", "message": exc.reason}, job)
-        except asyncio.TimeoutError:
-            elapsed = time.monotonic() - started
-            note = "" if task.is_async else " (its thread was abandoned and replaced)"
-            message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
-            return self._failed(task, {"reason": "timeout", "message": message}, job)
+            return _raised_by(
+                self._dead(task, {"reason": "failed", "message": exc.reason}, job), exc
+            )
+        except asyncio.TimeoutError as exc:
+            return _raised_by(self._timed_out(task, job, time.monotonic() - started), exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return self._raised(task, exc, job)
+            return _raised_by(self._raised(task, exc, job), exc)
+        if returned is not None:
+            returned.append(value)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
+
+    def _timed_out(self, task: Task[Any, Any], job: Job, elapsed: float) -> Outcome:
+        note = "" if task.is_async else " (its thread was abandoned and replaced)"
+        timeout = task.config.timeout
+        message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
+        return self._failed(task, {"reason": "timeout", "message": message}, job)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there

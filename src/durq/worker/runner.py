@@ -314,6 +314,7 @@ class Worker:
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped before Redis answered", self.id)
             return
+        await self.app.hooks.run("worker_start")  # app.on("worker_start"): set-up per process
         await find_shards(self.app, self._client, self.queue_names)
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
