@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, overload
 
 from durq._async.queue import AsyncQueue
@@ -25,6 +26,7 @@ from durq._sync.sharded import ShardedQueue
 from durq.app.handle import JobHandle
 from durq.app.hooks import Hooks
 from durq.app.jobs import Batch, batches
+from durq.app.routes import Routes
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
 from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
@@ -73,6 +75,10 @@ class App:
             dead letter's message and traceback); default ``Redact()``, the common
             secret names. ``durq.contrib.fastapi.dashboard`` shows the app's jobs with
             it too.
+        routes: tasks' queues in one place, as Celery's ``task_routes``: task names,
+            or patterns of names or of functions' dotted paths (``"shop.emails.*"``),
+            mapped to queues; the first match decides a task's queue when it is
+            declared (``durq.app.routes``).
     """
 
     def __init__(
@@ -91,6 +97,7 @@ class App:
         durability: Durability | None = None,
         shards: Mapping[str, int] | None = None,
         redact: Redact | None = None,
+        routes: Mapping[str, str] | None = None,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -109,6 +116,7 @@ class App:
         if redact is not None and not isinstance(redact, Redact):
             raise InvalidArgument(f"redact must be a durq.Redact, got {type(redact).__name__}")
         self.redact = redact if redact is not None else Redact()
+        self.routes = Routes(routes)
         self.shards: dict[str, int] = {}
         for queue_name, count in (shards or {}).items():
             self.shard(queue_name, count)
@@ -194,8 +202,6 @@ class App:
                 enqueue (JSON-able hints, ``TypedDict``, dataclasses and pydantic models
                 as dicts; see ``durq.app.typecheck``); False skips it.
         """
-        if shards is not None:
-            self.shard(queue or self.default_queue, shards)
         if timeout is not None and not timeout > 0:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
@@ -217,7 +223,11 @@ class App:
             task_name = name or func.__name__
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
-            task = Task(self, func, task_name, config)
+            routed = self.routes.decide(task_name, func, queue)  # App(routes=...)
+            task_config = config if routed is None else replace(config, queue=routed)
+            if shards is not None:
+                self.shard(task_config.queue, shards)
+            task = Task(self, func, task_name, task_config)
             self.tasks[task_name] = task
             return task
 

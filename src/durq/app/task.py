@@ -112,6 +112,33 @@ class _EnqueueOptions:
     debounce: float | None = None
     max_wait: float | None = None
     keep_last: bool | None = None
+    eta: datetime.datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.eta is not None:
+            _check_eta(self.eta, self.delay)
+
+    @property
+    def wait(self) -> float | None:
+        """Seconds before the job is ready: ``delay``, or the time left until ``eta``
+        (measured now, at enqueue; an ``eta`` in the past: at once)."""
+        if self.eta is None:
+            return self.delay
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return max(0.0, (self.eta - now).total_seconds())
+
+
+def _check_eta(eta: Any, delay: float | None) -> None:
+    """InvalidArgument unless ``eta`` is an aware datetime given without ``delay``."""
+    if not isinstance(eta, datetime.datetime):
+        raise InvalidArgument(f"eta must be a datetime, not {type(eta).__name__}")
+    if eta.tzinfo is None or eta.utcoffset() is None:
+        raise InvalidArgument(
+            f"eta={eta.isoformat()} has no time zone: give an aware datetime "
+            "(e.g. datetime.now(timezone.utc) + timedelta(hours=1))"
+        )
+    if delay is not None:
+        raise InvalidArgument("give eta or delay, not both")
 
 
 #: the options of a call that has none of its own (shared: never changed)
@@ -236,6 +263,7 @@ class Task(Generic[P, R]):
         debounce: float | None = None,
         max_wait: float | None = None,
         keep_last: bool | None = None,
+        eta: datetime.datetime | None = None,
     ) -> TaskCaller[P, R]:
         """Per-job options: ``task.options(delay=60, group="tenant-7").enqueue(...)``.
 
@@ -255,12 +283,15 @@ class Task(Generic[P, R]):
                 wait from the burst's first enqueue, so a steady stream still runs.
             keep_last: (with ``key``) while a job of the key runs, one follow-up waits,
                 with the newest arguments.
+            eta: an aware datetime the job is ready at (instead of ``delay``); the
+                time left is measured on this machine's clock when the job is
+                enqueued, and one in the past means at once.
         """
         return TaskCaller(
             self,
             _EnqueueOptions(
                 id, delay, priority, group, key, replace, queue,
-                expires, ttl, debounce, max_wait, keep_last,
+                expires, ttl, debounce, max_wait, keep_last, eta,
             ),
         )  # fmt: skip
 
@@ -389,7 +420,7 @@ class Task(Generic[P, R]):
         return Message(
             self._payload(args, kwargs, meta),
             o.id,
-            o.delay,
+            o.wait,
             o.priority,
             self.config.max_attempts,
             o.group,

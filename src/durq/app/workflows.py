@@ -422,7 +422,8 @@ class _Builder:
         head = b"[" + orjson.dumps(task.name) + b",["
         rest = payload[len(head) :]
         tail = rest if rest.startswith(b"]") else b"," + rest
-        delay = delay_ms(o.delay) if o.delay is not None else 0
+        wait = o.wait
+        delay = delay_ms(wait) if wait is not None else 0
         return wf.StepSpec(
             queue=queue,
             prefix=keys.prefix,
