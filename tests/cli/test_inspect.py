@@ -176,3 +176,20 @@ def test_an_unreachable_server_is_reported_in_one_line_not_a_traceback(
     assert shown.code == 1, shown
     assert "Traceback" not in shown.stderr
     assert re.fullmatch(r"Error: ConnectionError: .*refused.*\n", shown.stderr), shown
+
+
+def test_job_without_a_queue_asks_every_queue_and_names_the_queue_and_the_task(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
+) -> None:
+    # the issue: `durq job ID` required -q, and log lines do not name the queue
+    other = f"{queue_name}-other"
+    app.queue(other).enqueue("not a task call")
+    handle = app.tasks["work"].options(delay=60).enqueue(str(exec_log), "k")
+    result = run("job", "--url", redis_url, "--", handle.id)
+    assert result.exit_code == 0, result.output
+    assert _row(result.output, "queue")[1] == queue_name
+    assert _row(result.output, "task")[1] == "work"
+    assert _row(result.output, "state")[1] == "delayed"
+    missing = run("job", "no-such-job", "--url", redis_url)
+    assert missing.exit_code == 1
+    assert "no queue has a trace of job no-such-job" in missing.output

@@ -254,12 +254,24 @@ def _age(now: float, then: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
-def _show(info: JobInfo, redact: Redact) -> None:
+def _task_of(info: JobInfo) -> str:
+    """The task a job's payload names, or "" (not a task call, or unreadable)."""
+    try:
+        payload = info.payload()
+    except Exception:
+        return ""
+    named = isinstance(payload, list) and payload and isinstance(payload[0], str)
+    return payload[0] if named else ""
+
+
+def _show(info: JobInfo, redact: Redact, queue: str) -> None:
     info = redact.job(info)  # its reason and progress; the payload below
     table = Table(show_header=False, title=plain(f"job {info.id}"))
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     rows: list[tuple[str, Any]] = [
+        ("queue", queue),
+        ("task", _task_of(info) or "-"),
         ("state", info.state.value + (" (corrupt record)" if info.corrupt else "")),
         ("group", info.group or "-"),
         ("key", info.key or "-"),
@@ -301,22 +313,38 @@ def _show(info: JobInfo, redact: Redact) -> None:
     console.print(table)
 
 
+def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInfo]:
+    """The queue that has a trace of ``job_id``, and what it has: every queue of the
+    namespace is asked (one round trip each), the first that knows the id answers."""
+    for name in _known_queues(url, namespace):
+        with _queue(name, url, namespace) as q:
+            info = q.job(job_id)
+        if info is not None:
+            return name, info
+    raise click.ClickException(f"no queue has a trace of job {job_id}")
+
+
 @click.command(short_help="Show everything stored about one job.")
 @click.argument("job_id")
-@click.option("-q", "--queue", required=True, help="The job's queue.")
+@click.option("-q", "--queue", help="The job's queue (default: found by asking each queue).")
 @url_option
 @namespace_option
 @redact_options
 @_redis_errors
-def job(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
-    """Show everything stored about one job: state, attempts, times, reason, payload.
+def job(job_id: str, queue: str | None, url: str | None, namespace: str, redact: Redact) -> None:
+    """Show everything stored about one job: queue, task, state, attempts, times, reason,
+    payload. Without -q, every queue is asked for it.
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
-    with _queue(queue, url, namespace) as q:
-        info = q.job(job_id)
-    if info is None:
-        raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
-    _show(info, redact)
+    if queue is None:
+        queue, info = _find_job(job_id, url, namespace)
+    else:
+        with _queue(queue, url, namespace) as q:
+            found = q.job(job_id)
+        if found is None:
+            raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
+        info = found
+    _show(info, redact, queue)
 
 
 @click.group()
@@ -337,7 +365,7 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str, redact: Re
         total = q.stats().dead
         items = [redact.job(info) for info in q.dead_letters(limit)]
     table = Table(title=plain(f"{total} dead letters in {queue}"))
-    for col in ("id", "died", "attempts", "reason", "error"):
+    for col in ("id", "task", "died", "attempts", "reason", "error"):
         table.add_column(col, overflow="fold")
     for info in items:
         reason = info.reason or {}
@@ -346,6 +374,7 @@ def dlq_list(queue: str, limit: int, url: str | None, namespace: str, redact: Re
         table.add_row(
             *map(plain, (
                 info.id,
+                _task_of(info) or "-",
                 _when(info.died_at),
                 f"{info.attempts}/{info.max_attempts}",
                 reason.get("reason", ""),
@@ -370,7 +399,7 @@ def dlq_show(job_id: str, queue: str, url: str | None, namespace: str, redact: R
         info = q.job(job_id)
     if info is None or info.died_at is None:
         raise click.ClickException(f"{job_id} is not a dead letter of {queue}")
-    _show(info, redact)
+    _show(info, redact, queue)
 
 
 def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:
