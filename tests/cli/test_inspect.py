@@ -193,3 +193,21 @@ def test_job_without_a_queue_asks_every_queue_and_names_the_queue_and_the_task(
     missing = run("job", "no-such-job", "--url", redis_url)
     assert missing.exit_code == 1
     assert "no queue has a trace of job no-such-job" in missing.output
+
+
+def test_a_finished_job_shows_its_result_while_the_result_is_kept(
+    app: durq.App, queue_name: str, redis_url: str
+) -> None:
+    # the issue: a completed job with result=True showed no result, then "no trace"
+    @app.task(queue=queue_name, result=True)
+    def total(items: list[int]) -> dict[str, int]:
+        return {"total": sum(items)}
+
+    handle = total.enqueue([1, 2, 3])
+    with running_worker(app, queues=[queue_name]):
+        assert handle.result(timeout=10) == {"total": 6}
+    result = run("job", "--url", redis_url, "--", handle.id)
+    assert result.exit_code == 0, result.output
+    assert _row(result.output, "queue")[1] == queue_name
+    assert _row(result.output, "state")[1] == "completed"
+    assert _row(result.output, "result")[1] == '{"total":6}'

@@ -62,6 +62,9 @@ def app(redis_url: str, queue_name: str) -> Iterator[durq.App]:
     @app.task
     def anything(a: Any, b: object, c: Later) -> None: ...
 
+    @app.task
+    def partly(a: int, b: OnlyForTypeCheckers) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
     yield app
     app.close()
 
@@ -157,3 +160,7 @@ def test_a_task_opts_out_and_hints_it_cannot_check_accept_any_value(app: durq.Ap
     app.tasks["loose"].enqueue("not an int")
     app.tasks["untyped"].enqueue("x", b=[1])
     app.tasks["anything"].enqueue("x", 1, {"any": "thing"})
+    # a hint that does not resolve (imported under TYPE_CHECKING) checks nothing, the
+    # others still do
+    app.tasks["partly"].enqueue(1, "anything")
+    assert "argument 'a'" in _refused(app, "partly", "1", "anything")

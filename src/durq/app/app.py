@@ -36,6 +36,7 @@ from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
+from durq.limits import Rate
 from durq.models import EnqueueResult
 from durq.protocol.args import lease_ms
 from durq.redaction import Redact
@@ -157,6 +158,7 @@ class App:
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         check_types: bool = True,
+        rate: Rate | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -176,6 +178,7 @@ class App:
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         check_types: bool = True,
+        rate: Rate | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -201,6 +204,9 @@ class App:
             check_types: check argument values against the function's type hints at
                 enqueue (JSON-able hints, ``TypedDict``, dataclasses and pydantic models
                 as dicts; see ``durq.app.typecheck``); False skips it.
+            rate: a rate limit of this task's own (``durq.Rate``): its jobs go to a
+                queue of their own, ``<queue>.<task>``, limited by the queues' limiter
+                for all workers together (see ``durq.app.routes``).
         """
         if timeout is not None and not timeout > 0:
             raise InvalidArgument("timeout must be > 0 seconds")
@@ -225,6 +231,11 @@ class App:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
             routed = self.routes.decide(task_name, func, queue)  # App(routes=...)
             task_config = config if routed is None else replace(config, queue=routed)
+            if rate is not None:
+                if shards is not None:
+                    raise InvalidArgument("a task with a rate of its own cannot be sharded")
+                own = self.routes.rated_queue(task_name, task_config.queue, rate)
+                task_config = replace(task_config, queue=own)
             if shards is not None:
                 self.shard(task_config.queue, shards)
             task = Task(self, func, task_name, task_config)

@@ -95,13 +95,27 @@ class TypeCheck:
         return tuple(plan)
 
     def _compile(self) -> dict[str, Checker | None]:
-        """A checker per parameter (None: its hint accepts anything). Hints that do not
-        resolve (a name imported only for type checkers) check nothing."""
+        """A checker per parameter (None: its hint accepts anything). A hint that does
+        not resolve (a name imported only for type checkers) checks nothing; the
+        others still do."""
         try:
             hints = typing.get_type_hints(self.fn)
         except Exception:
-            return {}
+            hints = _each_hint(self.fn)
         return {name: _compile(hints[name]) for name in self.signature.parameters if name in hints}
+
+
+def _each_hint(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The hints of ``fn`` that resolve, one by one (``get_type_hints`` gives up at the
+    first that does not)."""
+    found: dict[str, Any] = {}
+    namespace = getattr(fn, "__globals__", {})
+    for name, hint in getattr(fn, "__annotations__", {}).items():
+        try:  # what get_type_hints does: the hint is the task author's own code
+            found[name] = eval(hint, namespace) if isinstance(hint, str) else hint
+        except Exception:
+            continue
+    return found
 
 
 def _shown(value: Any) -> str:

@@ -24,7 +24,8 @@ from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
 from durq.errors import DurqError
-from durq.models import GroupInfo, JobInfo, QueueStats
+from durq.models import GroupInfo, JobInfo, JobState, QueueStats
+from durq.payloads import decode_result
 from durq.redaction import Redact
 from durq.transport import connection
 from durq.worker.registry import list_workers
@@ -264,7 +265,34 @@ def _task_of(info: JobInfo) -> str:
     return payload[0] if named else ""
 
 
-def _show(info: JobInfo, redact: Redact, queue: str) -> None:
+#: what is kept of a finished job with a stored result: ("result" or "error", value)
+Stored = tuple[str, Any] | None
+
+
+def _stored(q: Queue | ShardedQueue, job_id: str) -> Stored:
+    """The result (or error) stored for ``job_id`` (a task with ``result=True``; kept
+    for its ``result_ttl``), read at once; None when there is none."""
+    if not isinstance(q, Queue):  # a sharded queue's results are read by shard
+        return None
+    raw = q.wait_result(job_id, 0)
+    if raw is None:
+        return None
+    ok, value = decode_result(raw)
+    return ("result" if ok else "error", value)
+
+
+def _lookup(q: Queue | ShardedQueue, job_id: str) -> tuple[JobInfo, Stored] | None:
+    """What ``q`` keeps of ``job_id``: its record, and its stored result once it
+    finished; a finished job whose record is gone but whose result is kept is shown
+    as completed."""
+    info = q.job(job_id)
+    stored = _stored(q, job_id) if info is None or info.state is JobState.COMPLETED else None
+    if info is None:
+        return None if stored is None else (JobInfo(job_id, JobState.COMPLETED), stored)
+    return info, stored
+
+
+def _show(info: JobInfo, redact: Redact, queue: str, stored: Stored = None) -> None:
     info = redact.job(info)  # its reason and progress; the payload below
     table = Table(show_header=False, title=plain(f"job {info.id}"))
     table.add_column("field", style="bold")
@@ -310,17 +338,27 @@ def _show(info: JobInfo, redact: Redact, queue: str) -> None:
         except Exception:
             shown = redact.text(repr(info.data[:500]))
         table.add_row("payload", plain(shown[:2000]))
+    if stored is not None:
+        table.add_row(stored[0], plain(_json_or_repr(stored[1], redact)[:2000]))
     console.print(table)
 
 
-def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInfo]:
+def _json_or_repr(value: Any, redact: Redact) -> str:
+    """``value`` as JSON text with its secrets hidden (its repr if it is not JSON)."""
+    try:
+        return orjson.dumps(redact.value(value)).decode()
+    except Exception:
+        return redact.text(repr(value))
+
+
+def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInfo, Stored]:
     """The queue that has a trace of ``job_id``, and what it has: every queue of the
-    namespace is asked (one round trip each), the first that knows the id answers."""
+    namespace is asked (a round trip or two each), the first that knows the id answers."""
     for name in _known_queues(url, namespace):
         with _queue(name, url, namespace) as q:
-            info = q.job(job_id)
-        if info is not None:
-            return name, info
+            found = _lookup(q, job_id)
+        if found is not None:
+            return name, *found
     raise click.ClickException(f"no queue has a trace of job {job_id}")
 
 
@@ -337,14 +375,14 @@ def job(job_id: str, queue: str | None, url: str | None, namespace: str, redact:
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
     if queue is None:
-        queue, info = _find_job(job_id, url, namespace)
+        queue, info, stored = _find_job(job_id, url, namespace)
     else:
         with _queue(queue, url, namespace) as q:
-            found = q.job(job_id)
+            found = _lookup(q, job_id)
         if found is None:
             raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
-        info = found
-    _show(info, redact, queue)
+        info, stored = found
+    _show(info, redact, queue, stored)
 
 
 @click.group()

@@ -123,7 +123,9 @@ class Worker:
         self.app = app
         self.config = config or WorkerConfig()
         self.lease = app.lease if self.config.lease is None else self.config.lease
-        self.queue_names = list(self.config.queues) or app.queues or [app.default_queue]
+        named = list(self.config.queues)  # with their tasks' queues of their own (rate=)
+        self.queue_names = app.routes.consumed(named) if named else app.queues
+        self.queue_names = self.queue_names or [app.default_queue]
         self.id = self.config.name or new_worker_id()
         self.metrics = metrics or WorkerMetrics()
         self.state = WorkerState.STARTING
@@ -304,18 +306,9 @@ class Worker:
         )
         self.stop(immediate=not first)
 
-    async def run(self) -> None:
-        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
-        if self._client is None:
-            self._client = connection.async_client(self.app.url)
-        if not await wait_for_redis(self._client, self.app.url, self._stop):
-            if self._owns_client:
-                await self._client.aclose()
-            self.state = WorkerState.STOPPED
-            log.info("worker %s stopped before Redis answered", self.id)
-            return
-        await self.app.hooks.run("worker_start")  # app.on("worker_start"): set-up per process
-        await find_shards(self.app, self._client, self.queue_names)
+    async def _make_pumps(self) -> None:
+        """A pump per queue (per shard of a sharded one); the rates of tasks' queues of
+        their own (``@app.task(rate=...)``) set."""
         for name in self.queue_names:
             for queue in self.app.shard_names(name):  # one pump per shard
                 source = self.app.aqueue(queue, client=self._client)
@@ -328,6 +321,23 @@ class Worker:
                     lease=self.lease,
                     burst=self.config.burst,
                 )
+        for name, (_, rate) in self.app.routes.rated.items():  # @app.task(rate=...)
+            if name in self.pumps:
+                await self.pumps[name].queue.configure(rate=rate)
+
+    async def run(self) -> None:
+        """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
+        if self._client is None:
+            self._client = connection.async_client(self.app.url)
+        if not await wait_for_redis(self._client, self.app.url, self._stop):
+            if self._owns_client:
+                await self._client.aclose()
+            self.state = WorkerState.STOPPED
+            log.info("worker %s stopped before Redis answered", self.id)
+            return
+        await self.app.hooks.run("worker_start")  # app.on("worker_start"): set-up per process
+        await find_shards(self.app, self._client, self.queue_names)
+        await self._make_pumps()
         queues = {name: pump.queue for name, pump in self.pumps.items()}
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
