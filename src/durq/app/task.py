@@ -395,6 +395,11 @@ class Task(Generic[P, R]):
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
         return self._check.problem(args, kwargs)
 
+    def types_problem(self, args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:
+        """Why an argument's value does not fit its type hint, or None (for arguments
+        that fit the signature; None too when the task opted out: ``check_types``)."""
+        return None if self._types is None else self._types.problem(args, kwargs)
+
     def _types_problem(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         """Why an argument's value does not fit its type hint, or None; a value that is
         not JSON data at all raises NotSerializable first, as it would without hints."""
