@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test coverage check docs demo bench screenshots clean ci test-redispy
+.PHONY: venv install test test-fast coverage check docs demo bench screenshots clean ci test-redispy
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -18,15 +18,33 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
 
+# The suite runs on two pytest-xdist workers, each with its own session servers; the
+# `fault` tests form one group (tests/conftest.py), run in turn on one worker while the
+# other takes the light tests. The `serial` tests (server time, measured by SLOWLOG) run
+# afterwards, alone. Exit status 5 is pytest's "no test selected" (ARGS may pick a
+# folder without serial tests, or with only those). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
+
+PYTEST ?= $(BIN)/python -m pytest
 test: $(STAMP)
-	$(BIN)/python -m pytest $(ARGS)
+	@a=0; b=0; \
+	$(PYTEST) $(PARALLEL) -m "not serial" $(ARGS) || a=$$?; \
+	$(PYTEST) -m serial $(ARGS) || b=$$?; \
+	[ $$a -eq 0 -o $$a -eq 5 ] && [ $$b -eq 0 -o $$b -eq 5 ] && [ $$a -eq 0 -o $$b -eq 0 ]
+
+# The daily loop: one server flavor (Valkey), without the fault, slow, browser, Cluster
+# and Django 6 tests (`make test` and CI run them all). Under two minutes.
+FAST = not fault and not slow and not serial and not browser and not cluster and not django6
+test-fast: $(STAMP)
+	DURQ_TEST_SERVERS=valkey $(BIN)/python -m pytest $(PARALLEL) -m "$(FAST)" $(ARGS)
 
 # `make test` under coverage.py, with the Python processes the tests start (workers, the
 # CLI; [tool.coverage] in pyproject.toml), then the report of src/durq, which fails
 # under its floor. CI runs this in place of `make test`.
 coverage: $(STAMP)
 	$(BIN)/python -m coverage erase
-	$(BIN)/python -m coverage run -m pytest $(ARGS)
+	$(MAKE) test PYTEST="$(BIN)/python -m coverage run -m pytest"
 	$(BIN)/python -m coverage combine -q
 	$(BIN)/python -m coverage report
 

@@ -20,10 +20,12 @@ FILES = (
     "__init__.py",
     "admin.py",
     "driver.py",
+    "durable.py",
     "namespace.py",
     "queue.py",
     "retry.py",
     "sharded.py",
+    "sharded_admin.py",
     "topic.py",
 )
 
@@ -36,7 +38,9 @@ RULES: list[tuple[str, str]] = [
     (r"\bAsyncRedis\b", "Redis"),
     (r"\bAsyncQueue\b", "Queue"),
     (r"\bAsyncQueueAdmin\b", "QueueAdmin"),
+    (r"\bAsyncQueueDurable\b", "QueueDurable"),
     (r"\bAsyncShardedQueue\b", "ShardedQueue"),
+    (r"\bAsyncShardedQueueAdmin\b", "ShardedQueueAdmin"),
     (r"\bAsyncDriver\b", "Driver"),
     (r"\bAsyncNamespace\b", "Namespace"),
     (r"\bAsyncTopic\b", "Topic"),

@@ -7,6 +7,7 @@ get a private one from ``make_server``.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,13 @@ from helpers import (
 )
 
 _FIXTURE_BY_FLAVOR = {"valkey": "valkey_server", "redis": "redis62_server"}
+
+# pytest-xdist's workers start with COLUMNS=80 in their environment: the CLI's consoles,
+# made when durq.cli is first imported, would take it for every later test's terminal
+# width (tests/cli/support.py sets COLUMNS per call, as a serial run sees it)
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 def _session_server(flavor: str) -> Iterator[RedisServer]:
@@ -90,6 +98,27 @@ def make_server() -> Iterator[Callable[..., RedisServer]]:
     yield make
     for server in reversed(started):
         server.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what ``make test-fast`` leaves out by what a test needs (``browser``: the
+    Chromium fixture; ``cluster``: the session's local Cluster; ``django6``: the Django 6
+    venv), and put every ``fault`` test in one xdist group: under ``make test``'s two
+    workers they run one after another on one worker, as they did alone, while the
+    other worker takes the light tests (the ``serial`` ones, which measure server time,
+    run after them, alone: see the Makefile)."""
+    for item in items:
+        needs = set(getattr(item, "fixturenames", ()))
+        if "browser" in needs:
+            item.add_marker(pytest.mark.browser)
+        if "cluster" in needs:
+            item.add_marker(pytest.mark.cluster)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("django_env") == "django6":
+            item.add_marker(pytest.mark.django6)
+        if item.get_closest_marker("fault") is not None:
+            item.add_marker(pytest.mark.xdist_group("fault"))
 
 
 def pytest_report_header(config: pytest.Config) -> str:

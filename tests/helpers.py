@@ -20,11 +20,12 @@ from durq.dev.server import FLAVORS, RedisServer, ServerNotFound, find_server_bi
 ENV_TEST_SLACK = "DURQ_TEST_SLACK"
 """Environment variable overriding :data:`SLACK` (seconds), e.g. on a slow CI machine."""
 
-SLACK = float(os.environ.get(ENV_TEST_SLACK, "0.6"))
+SLACK = float(os.environ.get(ENV_TEST_SLACK, "1.5"))
 """Seconds a timing assertion allows beyond the time it checks, for scheduling noise
 (processes, threads, event loops) on a loaded machine. Only upper bounds ("soon enough")
 add it; lower bounds ("never early") are promises and get none, and so do bounds a
-document promises (e.g. resuming within 10 s)."""
+document promises (e.g. resuming within 10 s). 1.5 s: CI's busy 2-core machine, running
+the suite on two workers, has taken a 0.2 s wait past 0.9 s."""
 
 ENV_TEST_SERVERS = "DURQ_TEST_SERVERS"
 """Comma list of flavors to test against, e.g. ``valkey`` or ``valkey,redis``."""

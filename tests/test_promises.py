@@ -27,6 +27,9 @@ PAGES = (
     "docs/flow-control.md",
     "docs/schedules.md",
     "docs/workflows.md",
+    "docs/process-pool.md",
+    "docs/deployment.md",
+    "docs/durable.md",
 )
 NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)(?:::(\w+))?(\[[^`\]]*\])?`( \(xfail\))?")
 PENDING = re.compile(r"\(pending: issue 30 bug (\d+)\)")

@@ -17,6 +17,7 @@ from durq._sync.sharded import ShardedQueue
 from durq._sync.topic import Topic
 from durq._version import __version__
 from durq.app.app import App
+from durq.app.durable import sleep, sleep_until, step, step_key, wait_for
 from durq.app.handle import JobHandle
 from durq.app.schedule_control import SyncReport
 from durq.app.schedule_spec import Schedule, ScheduleInfo
@@ -54,6 +55,9 @@ from durq.errors import (
     RateLimited,
     RedisUnavailable,
     Retry,
+    StepError,
+    TimeLimitExceeded,
+    WaitTimeout,
     WorkflowFailed,
 )
 from durq.limits import FlowInfo, ParkedGroup, Rate
@@ -70,8 +74,10 @@ from durq.models import (
     LibraryInfo,
     Message,
     Outcome,
+    Parked,
     Progress,
     QueueStats,
+    StoredStep,
     Trust,
 )
 from durq.redaction import Redact
@@ -87,6 +93,7 @@ __all__ = [
     "JobHandle",
     "Retry",
     "Task",
+    "TimeLimitExceeded",
     "current_job",
     # periodic jobs
     "Schedule",
@@ -108,6 +115,16 @@ __all__ = [
     "chain",
     "group",
     "step_error",
+    # durable steps
+    "step",
+    "sleep",
+    "sleep_until",
+    "wait_for",
+    "step_key",
+    "StepError",
+    "WaitTimeout",
+    "StoredStep",
+    "Parked",
     # queues
     "AsyncQueue",
     "Queue",

@@ -1,3 +1,3 @@
 """The version of durq, read by the build backend and by `durq --version`."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"

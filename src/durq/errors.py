@@ -15,14 +15,17 @@ equal).
     ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
     ├── RedisUnavailable (also redis-py's ConnectionError): Redis did not answer for as
     │   long as durq retries (``enqueue_retry_for``)
-    └── JobFailed: the job whose result was awaited was dead-lettered
-        ├── Cancelled: it was cancelled
-        ├── Expired: it was not started by its expiry time
-        └── WorkflowFailed: the workflow whose result was awaited failed
+    ├── WaitTimeout: durq.wait_for's deadline passed with no signal (inside a task)
+    ├── JobFailed: the job whose result was awaited was dead-lettered
+    │   ├── Cancelled: it was cancelled
+    │   ├── Expired: it was not started by its expiry time
+    │   └── WorkflowFailed: the workflow whose result was awaited failed
+    └── TimeLimitExceeded: raised inside a sync task of the process pool past its timeout
 
     Exception (raised by a task, caught by the worker)
     ├── Retry: run the job again after a delay (the attempt counts)
     ├── Fail: dead-letter the job at once
+    │   └── StepError (also a DurqError): a durable step misused: no retry
     └── RateLimited: give the job back and pause its group or queue (no attempt counts)
 
 Other connection problems surface as redis-py's ``redis.exceptions.ConnectionError``
@@ -56,6 +59,9 @@ __all__ = [
     "RateLimited",
     "RedisUnavailable",
     "Retry",
+    "StepError",
+    "TimeLimitExceeded",
+    "WaitTimeout",
     "WorkflowFailed",
 ]
 
@@ -169,6 +175,19 @@ class RedisUnavailable(DurqError, RedisConnectionError):
         )
 
 
+class WaitTimeout(DurqError):
+    """Raised inside a task by ``durq.wait_for`` when its deadline passed with no signal.
+    The timeout is recorded with the job: a later run of the task (a retry, a resume)
+    gets this same exception at the same wait, and a signal that comes later changes
+    nothing (docs/durable.md)."""
+
+    def __init__(self, signal: str, name: str, deadline: float | None) -> None:
+        self.signal = signal
+        self.name = name
+        self.deadline = deadline
+        super().__init__(f"wait {name!r}: no signal {signal!r} came by its deadline")
+
+
 class JobFailed(DurqError):
     """The job whose result was awaited ended in the dead letters."""
 
@@ -225,6 +244,14 @@ class Fail(Exception):
         self.reason = reason
 
 
+class StepError(Fail, DurqError):
+    """A durable step was misused: a name used twice in one run, a name that holds
+    another kind of record (a sleep where a step was), a step's result that JSON cannot
+    hold, a step inside a step, more steps than a job may store. Running the job again
+    would do the same, so the worker dead-letters it at once, with this reason (its
+    stored steps kept: replayed once the code is fixed, it resumes where it stopped)."""
+
+
 class RateLimited(Exception):
     """Raise from a task when an upstream says "slow down" (an HTTP 429, a quota error).
 
@@ -251,3 +278,19 @@ class RateLimited(Exception):
         super().__init__(f"rate limited: retry after {retry_after:g} s ({scope})")
         self.retry_after = float(retry_after)
         self.scope = scope
+
+
+# -- raised inside a task by the worker
+
+
+class TimeLimitExceeded(DurqError):
+    """Raised inside a sync task that runs in the process pool (``durq worker --pool
+    process``, ``@app.task(pool="process")``) when it passes its ``timeout``: the worker
+    signals the child process, whose Python code gets this exception at its next
+    bytecode (a call blocked in C code gets it when the call returns).
+
+    Catch it to clean up, briefly: ``kill_grace`` seconds after the timeout (3 by
+    default) the child is killed with SIGKILL and replaced, whatever it does. Either way
+    the job fails with the reason ``timeout`` and is retried or dead-lettered by its
+    policy, as in Celery's ``soft_time_limit``/``time_limit`` pair.
+    """

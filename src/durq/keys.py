@@ -20,6 +20,7 @@ heartbeat).
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 from functools import cache, cached_property
 
@@ -39,6 +40,7 @@ __all__ = [
     "check_namespace",
     "check_queue_name",
     "check_shards",
+    "shard_index",
     "shard_name",
     "shard_tag",
     "split_shard",
@@ -131,6 +133,12 @@ def check_shards(name: str, shards: int) -> int:
         raise InvalidArgument(f"a queue with '/' shares its parent's slot: {name!r} cannot "
                               "be sharded")  # fmt: skip
     return shards
+
+
+def shard_index(key: str, shards: int) -> int:
+    """The shard of a routing key (a group, a dedup key, a job id or a schedule's name):
+    CRC-32, so every client and language agrees."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
 
 
 def shard_name(name: str, index: int) -> str:

@@ -26,10 +26,12 @@ __all__ = [
     "LibraryInfo",
     "Message",
     "Outcome",
+    "Parked",
     "Progress",
     "QueueStats",
     "ScheduleInfo",
     "StepInfo",
+    "StoredStep",
     "Trust",
     "WorkflowInfo",
 ]
@@ -46,6 +48,7 @@ class JobState(str, Enum):
     SUPERSEDED = "superseded"  #: replaced by a newer job with the same key before it started
     CANCELLED = "cancelled"  #: cancelled (``Queue.cancel``): it never runs (again)
     EXPIRED = "expired"  #: not started by its expiry time (``expires``): it never runs
+    HELD = "held"  #: waits for a worker that runs its task at its version (deploys)
 
 
 class EnqueueStatus(str, Enum):
@@ -241,6 +244,39 @@ class Progress:
     at: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StoredStep:
+    """What a job's runs stored under one name (durable steps, docs/durable.md;
+    ``Queue.steps``).
+
+    ``kind``: ``step``, ``sleep`` or ``wait``. ``state``: a step is ``done``; a sleep
+    ``asleep`` (its end is still to come) or ``slept``; a wait ``waiting``, ``signalled``
+    or ``timed out``. ``at``: when it was recorded (server time); ``until``: a sleep's
+    end, a wait's deadline (None: none); ``seconds`` and ``tries``: a step's run time and
+    runs (its own retries); ``signal``: a wait's signal; ``value``: a step's result or
+    the payload a wait received (JSON data).
+    """
+
+    name: str
+    kind: str
+    state: str
+    at: float | None = None
+    until: float | None = None
+    seconds: float | None = None
+    tries: int | None = None
+    signal: str | None = None
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """The jobs of a queue parked by durable steps now: ``asleep`` (``durq.sleep``) and
+    ``waiting`` (``durq.wait_for``); ``Queue.parked``."""
+
+    asleep: int = 0
+    waiting: int = 0
+
+
 class Outcome(str, Enum):
     """What a call did to one job, for the batch methods of the queues
     (``release_many``, ``requeue``, ``requeue_many``, ``extend_many``, ``defer_many``)."""
@@ -353,11 +389,14 @@ class QueueStats:
     ticks_fired: int = 0
     ticks_skipped: int = 0
     ticks_missed: int = 0
+    #: jobs waiting for a worker that runs their task at their version (deploys: the
+    #: holding area, docs/deployment.md)
+    held: int = 0
 
     @property
     def size(self) -> int:
-        """Jobs not yet finished: pending + delayed + active."""
-        return self.pending + self.delayed + self.active
+        """Jobs not yet finished: pending + delayed + active + held."""
+        return self.pending + self.delayed + self.active + self.held
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,11 @@ def test_stats_shows_a_row_per_queue_with_its_sizes_and_totals(
     result = run("stats", queue_name, "--no-rate", "--url", redis_url)
     assert result.exit_code == 0, result.output
     header = _row(result.output, "queue")
-    assert header[:5] == ["queue", "pending", "delayed", "active", "dead"]
+    assert header[:6] == ["queue", "pending", "delayed", "active", "held", "dead"]
     row = dict(zip(header, _row(result.output, queue_name), strict=True))
     assert row == {
-        "queue": queue_name, "pending": "3", "delayed": "1", "active": "0", "dead": "1",
+        "queue": queue_name, "pending": "3", "delayed": "1", "active": "0", "held": "0",
+        "dead": "1",
         "enqueued": "6", "completed": "1", "failed": "1", "retried": "0",
         "dead-lettered": "1", "reclaimed": "0",
     }  # fmt: skip
@@ -72,7 +73,7 @@ def test_stats_on_a_narrow_terminal_keeps_queue_names_and_numbers_whole(
     assert "…" not in result.output
     # split in two tables, each with the queue's row: sizes, then totals
     assert result.output.count(long_name) == 2
-    assert _row(result.output, long_name)[1:] == ["12", "0", "0", "0"]
+    assert _row(result.output, long_name)[1:] == ["12", "0", "0", "0", "0"]
     assert "since each queue was created" in result.output
 
 

@@ -30,10 +30,12 @@ from workflows.test_group_slots import test_a_workflow_that_ends_early_gives_its
 from workflows.test_resubmit import (
     test_a_report_of_an_earlier_run_changes_nothing,
     test_a_workflow_id_runs_again_once_its_summary_expired,
+    test_a_workflow_id_submitted_again_with_its_steps_in_other_queues_changes_nothing,
 )
 from workflows.test_sharded import (
     sapp,
     test_a_step_with_a_group_goes_to_its_group_s_shard,
+    test_a_workflow_id_has_one_home_whichever_shards_its_steps_go_to,
     test_a_workflow_on_a_sharded_queue_registers_it_by_its_name,
 )
 from workflows.test_start_entries import (
@@ -52,7 +54,9 @@ __all__ = [
     "test_a_step_that_expires_before_it_starts_never_runs",
     "test_a_step_with_a_group_goes_to_its_group_s_shard",
     "test_a_workflow_on_a_sharded_queue_registers_it_by_its_name",
+    "test_a_workflow_id_has_one_home_whichever_shards_its_steps_go_to",
     "test_a_workflow_id_runs_again_once_its_summary_expired",
+    "test_a_workflow_id_submitted_again_with_its_steps_in_other_queues_changes_nothing",
     "test_a_workflow_that_ends_early_gives_its_group_slot_back",
     "wapp",
 ]

@@ -10,14 +10,14 @@ from typing import Any
 
 import redis
 
-from durq import Queue, Topic
+from durq import Queue, ShardedQueue, Topic
 
 
 class Blocking:
     """A blocking ``Queue`` seen through the AsyncQueue API: every method is the real
     blocking call, run inline, with its result handed back by a coroutine."""
 
-    def __init__(self, queue: Queue | Topic) -> None:
+    def __init__(self, queue: Queue | ShardedQueue | Topic) -> None:
         self.sync = queue
 
     def __getattr__(self, name: str) -> Any:

@@ -32,7 +32,9 @@ async def test_connections_closed_by_the_pool_while_in_use_are_retried(
     # idle connections on a Sentinel switch); calls that were using or opening one at
     # that moment reconnect and retry instead of failing with an AttributeError
     server = make_server()
-    async with AsyncQueue(queue_name, server.url) as queue:
+    # retried for up to a minute, not the default 10 s: a thousand callers reconnecting
+    # at once on a busy machine can take longer than that, and how long is not the point
+    async with AsyncQueue(queue_name, server.url, enqueue_retry_for=60) as queue:
         pool = queue.client.connection_pool
 
         async def enqueue(i: int) -> None:

@@ -1,4 +1,4 @@
-"""The driver's RESP packing: a script call's head is packed once and kept, and
+"""The drivers' RESP packing: a script call's head is packed once and kept, and
 every command packs to the bytes hiredis makes of it whole."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import hiredis
 
-from durq._sync import driver
+from durq.transport import packing
 
 # hiredis's stubs take a tuple of one argument type
 pack_command: Any = hiredis.pack_command
@@ -27,21 +27,21 @@ def test_packed_commands_are_the_bytes_of_the_whole_command() -> None:
     ]
     for _ in range(2):  # the second time from the kept heads
         for command in commands:
-            assert driver._pack([command]) == [pack_command(command)]
-    assert driver._pack(commands) == [b"".join(pack_command(c) for c in commands)]
+            assert packing.pack([command]) == [pack_command(command)]
+    assert packing.pack(commands) == [b"".join(pack_command(c) for c in commands)]
 
 
 def test_a_call_that_moves_to_evalsha_packs_its_own_head() -> None:
     args = ("id", b"data", 20, 1)
     fcall = ("FCALL", "durq_enqueue_single", 17, *KEYS, *args)
     evalsha = ("EVALSHA", "c" * 40, 17, *KEYS, *args)
-    assert driver._pack([fcall]) == [pack_command(fcall)]
-    assert driver._pack([evalsha]) == [pack_command(evalsha)]
-    assert driver._pack([fcall]) == [pack_command(fcall)]
+    assert packing.pack([fcall]) == [pack_command(fcall)]
+    assert packing.pack([evalsha]) == [pack_command(evalsha)]
+    assert packing.pack([fcall]) == [pack_command(fcall)]
 
 
 def test_the_kept_heads_are_bounded() -> None:
-    for i in range(driver._HEADS_MAX + 10):
+    for i in range(packing.HEADS_MAX + 10):
         command = ("EVALSHA", f"{i:040d}", 1, "k", "v")
-        assert driver._pack([command]) == [pack_command(command)]
-    assert len(driver._HEADS) <= driver._HEADS_MAX
+        assert packing.pack([command]) == [pack_command(command)]
+    assert len(packing._HEADS) <= packing.HEADS_MAX

@@ -4,11 +4,11 @@ in the tests' producers.
 Every task appends lines to the run's ledger (the file named by ``$DURQ_FAULT_LEDGER``)
 with one ``os.write`` on an ``O_APPEND`` descriptor: a line is in the file the moment
 the call returns, so it survives a SIGKILL of the worker a microsecond later, and lines
-of concurrent processes never interleave. Line formats are in ``faults.harness``.
+of concurrent processes never interleave. Line formats are in ``faults.ledger``.
 
 Tasks return ``"<pid> <lease token>"``, stored as their result (``result=True``): the
 result of a job is written by the release the queue accepted, so it says which delivery
-the queue counted as the completion (the zombie check of ``faults.harness.check``).
+the queue counted as the completion (the zombie check of ``faults.checker.check``).
 """
 
 from __future__ import annotations

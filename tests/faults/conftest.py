@@ -1,5 +1,6 @@
-"""Fixtures of the fault-injection tests: a private server per test, worker fleets,
-ledgers, and the session's results file (its lines are printed in the terminal summary).
+"""Fixtures of the fault-injection tests: a case's scene (a private server, its queue,
+ledger and worker fleet: ``faults.scene``), and the session's results file (its lines are
+printed in the terminal summary).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from redis.retry import Retry
 
 import durq
 from durq.dev.server import RedisServer
-from faults.harness import RECORDED, Fleet
+from faults.checker import RECORDED
+from faults.harness import Fleet
+from faults.scene import Scene
 
 
 @pytest.fixture(scope="session")
@@ -38,38 +41,35 @@ def fault_queue() -> str:
 
 
 @pytest.fixture
-def fleet_factory(tmp_path: Path, ledger: Path, fault_queue: str) -> Iterator[Callable[..., Fleet]]:
-    """``(url, **Fleet options) -> Fleet``; every worker left is killed at teardown."""
-    fleets: list[Fleet] = []
-
-    def make(url: str, **options: Any) -> Fleet:
-        fleet = Fleet(tmp_path, url, fault_queue, ledger, **options)
-        fleets.append(fleet)
-        return fleet
-
-    yield make
-    for fleet in fleets:
-        fleet.close()
-
-
-@pytest.fixture
-def observe(
+def scene(
+    make_server: Callable[..., RedisServer],
+    ledger: Path,
     fault_queue: str,
-) -> Iterator[Callable[[RedisServer], tuple[durq.Queue, redis.Redis]]]:
-    """``(server) -> (Queue, raw client)`` to read the test's queue after the faults."""
-    opened: list[tuple[durq.Queue, redis.Redis]] = []
+    tmp_path: Path,
+    results_file: Path,
+) -> Iterator[Callable[..., Scene]]:
+    """``(flavor=None, *, concurrency, lease, **RedisServer options) -> Scene``: the
+    case's private server started, its queue and raw client, a fleet of workers with
+    these options (none started yet); every worker left is killed at teardown."""
+    made: list[Scene] = []
 
-    def make(server: RedisServer) -> tuple[durq.Queue, redis.Redis]:
+    def make(
+        flavor: str | None = None, *, concurrency: int, lease: float, **server_options: Any
+    ) -> Scene:
+        server = make_server(flavor, **server_options)
         client = redis.Redis.from_url(
             server.url, socket_timeout=10, socket_connect_timeout=5, retry=Retry(NoBackoff(), 0)
         )
+        fleet = Fleet(tmp_path, server.url, fault_queue, ledger, concurrency=concurrency,
+                      lease=lease)  # fmt: skip
         queue = durq.Queue(fault_queue, client=client)
-        opened.append((queue, client))
-        return queue, client
+        made.append(Scene(server, queue, client, ledger, fleet, tmp_path, results_file))
+        return made[-1]
 
     yield make
-    for _, client in opened:
-        client.close()
+    for done in made:
+        done.fleet.close()
+        done.client.close()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -14,7 +14,7 @@ import redis
 
 import durq
 from durq.models import Job
-from faults.harness import check
+from faults.checker import check
 from faults.producer import LedgerFile
 
 pytestmark = pytest.mark.fault

@@ -14,25 +14,13 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Producer,
-    Report,
-    assert_clean,
-    check,
-    drain,
-    jitter,
-    kill_recovery,
-    read_ledger,
-    record_results,
-)
+from faults.checker import kill_recovery
+from faults.harness import jitter
+from faults.ledger import read_ledger
+from faults.scene import Scene
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -45,29 +33,18 @@ TIME_LIMIT = 100.0  # under the suite's per-test timeout (120 s)
 
 
 def test_f1_workers_killed_at_random_moments_lose_nothing(
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
     seed = int(os.environ.get("DURQ_FAULT_SEED", time.time_ns() % 1_000_000))
     rng = random.Random(seed)
-    server = make_server()
-    queue, client = observe(server)
-    fleet = fleet_factory(server.url, concurrency=CONCURRENCY, lease=LEASE)
-    slots = [fleet.spawn() for _ in range(WORKERS)]
-    fleet.wait_ready(slots)
+    s = scene(concurrency=CONCURRENCY, lease=LEASE)
+    queue, fleet = s.queue, s.fleet
+    slots = s.workers(WORKERS)
 
     began = time.monotonic()
     # 20,000 jobs over ~12 s (the workers keep up), each a few ms of asyncio sleep, so
     # that kills find jobs in every stage: fetched, running, finished but not acked
-    producer = Producer(
-        server.url,
-        fault_queue,
-        ledger,
+    producer = s.producer(
         range(JOBS),
         batch=100,
         pause=0.06,
@@ -84,12 +61,12 @@ def test_f1_workers_killed_at_random_moments_lose_nothing(
         kills += 1
         slots[slot] = fleet.spawn()
     producer.finish()
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     elapsed = time.monotonic() - began
     fleet.stop()
 
-    report: Report = check("F1", ledger, queue, client)
-    delays, unexplained = kill_recovery(read_ledger(ledger).runs, fleet.killed_pids())
+    report = s.check("F1")
+    delays, unexplained = kill_recovery(read_ledger(s.ledger).runs, fleet.killed_pids())
     bound = CONCURRENCY * kills
     report.refused_acks = fleet.grep("refused") + fleet.grep("lease lost")
     report.figures.update(
@@ -104,10 +81,8 @@ def test_f1_workers_killed_at_random_moments_lose_nothing(
         jobs_per_s=round(JOBS / elapsed),
         seed=seed,
     )
-    record_results(tmp_path, report, results_file)
-    assert_clean(
+    s.verdict(
         report,
-        fleet.outputs,
         f"only {report.jobs} of {JOBS} enqueued" if report.jobs != JOBS else "",
         f"dead-lettered: {report.dead}" if report.dead else "",
         f"duplicates {report.duplicated} > {bound}" if report.duplicated > bound else "",

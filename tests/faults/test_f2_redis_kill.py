@@ -13,19 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Producer,
-    assert_clean,
-    check,
-    drain,
-    read_ledger,
-    record_results,
-)
+from faults.ledger import read_ledger
+from faults.scene import Scene
 from helpers import FLAVOR_IDS, eventually, flavor_params
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
@@ -55,26 +45,15 @@ def _resumed(ledger: Path, since: float, producers: list[str], pids: list[int]) 
 @pytest.mark.parametrize("flavor", flavor_params())
 def test_f2_redis_killed_and_restarted_with_appendfsync_always_loses_no_acknowledged_job(
     flavor: str,
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
     rng = random.Random()
-    server = make_server(flavor, appendonly=True, appendfsync="always")
-    queue, client = observe(server)
-    fleet = fleet_factory(server.url, concurrency=CONCURRENCY, lease=1.0)
-    workers = [fleet.spawn() for _ in range(WORKERS)]
-    fleet.wait_ready(workers)
+    s = scene(flavor, concurrency=CONCURRENCY, lease=1.0, appendonly=True, appendfsync="always")
+    server, fleet = s.server, s.fleet
+    workers = s.workers(WORKERS)
     names = [f"p{i}" for i in range(PRODUCERS)]
     producers = [
-        Producer(
-            server.url,
-            fault_queue,
-            ledger,
+        s.producer(
             range(i * 1_000_000, (i + 1) * 1_000_000),
             name=name,
             batch=5,
@@ -99,7 +78,7 @@ def test_f2_redis_killed_and_restarted_with_appendfsync_always_loses_no_acknowle
         downtimes.append(back - killed_at)
 
         def everyone_resumed(since: float = back) -> dict[str, float] | None:
-            found = _resumed(ledger, since, names, pids)
+            found = _resumed(s.ledger, since, names, pids)
             return found if len(found) == everyone else None
 
         resumed = eventually(
@@ -113,11 +92,11 @@ def test_f2_redis_killed_and_restarted_with_appendfsync_always_loses_no_acknowle
         p.stop()
     for p in producers:
         p.finish()
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     assert all(w.alive() for w in workers), fleet.outputs()
     fleet.stop()
 
-    report = check(f"F2-{FLAVOR_IDS[flavor]}", ledger, queue, client)
+    report = s.check(f"F2-{FLAVOR_IDS[flavor]}")
     report.refused_acks = fleet.grep("refused") + fleet.grep("lease lost")
     report.figures.update(
         kills=KILLS,
@@ -130,13 +109,11 @@ def test_f2_redis_killed_and_restarted_with_appendfsync_always_loses_no_acknowle
         appendfsync="always",
         server=f"{server.flavor} {'.'.join(map(str, server.version))}",
     )
-    record_results(tmp_path, report, results_file)
     # a run is repeated only if its release was lost with the server: at most the jobs
     # each worker had in hand at each kill
     bound = WORKERS * CONCURRENCY * KILLS
-    assert_clean(
+    s.verdict(
         report,
-        fleet.outputs,
         f"dead-lettered: {report.dead}" if report.dead else "",
         f"duplicates {report.duplicated} > {bound}" if report.duplicated > bound else "",
     )

@@ -13,23 +13,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Producer,
-    assert_clean,
-    check,
-    drain,
-    read_ledger,
-    record_results,
-)
+from faults.harness import Producer
+from faults.ledger import read_ledger
 from faults.proxy import ChaosProxy
+from faults.scene import Scene
 from helpers import eventually
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
@@ -48,25 +38,18 @@ def proxies() -> Iterator[list[ChaosProxy]]:
 
 
 def test_f3_connections_cut_mid_command_create_no_duplicates_and_lose_nothing(
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
     proxies: list[ChaosProxy],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
     rng = random.Random()
-    server = make_server()
-    queue, client = observe(server)
+    s = scene(concurrency=8, lease=1.0)
+    server, fleet = s.server, s.fleet
 
     def proxy(name: str) -> ChaosProxy:
         p = ChaosProxy(server.host, server.port, name).start()
         proxies.append(p)
         return p
 
-    fleet = fleet_factory(server.url, concurrency=8, lease=1.0)
     worker_proxies = [proxy(f"w{i}") for i in range(2)]
     workers = [fleet.spawn(url=p.url) for p in worker_proxies]
     fleet.wait_ready(workers)
@@ -74,8 +57,8 @@ def test_f3_connections_cut_mid_command_create_no_duplicates_and_lose_nothing(
     producers = [
         Producer(
             p.url,
-            fault_queue,
-            ledger,
+            s.name,
+            s.ledger,
             range(i * 1_000_000, (i + 1) * 1_000_000),
             name=p.name,
             batch=4,
@@ -104,7 +87,7 @@ def test_f3_connections_cut_mid_command_create_no_duplicates_and_lose_nothing(
     pids = [w.pid for w in workers]
 
     def resumed() -> bool:
-        view = read_ledger(ledger)
+        view = read_ledger(s.ledger)
         started = {r.pid for r in view.runs if r.kind == "START" and r.time > healed}
         enqueued = {e.producer for e in view.enqs if e.kind == "ENQ_OK" and e.time > healed}
         return started >= set(pids) and enqueued >= {p.name for p in producer_proxies}
@@ -115,12 +98,12 @@ def test_f3_connections_cut_mid_command_create_no_duplicates_and_lose_nothing(
         producer.stop()
     for producer in producers:
         producer.finish()
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     assert all(w.alive() for w in workers), fleet.outputs()
     fleet.stop()
 
-    report = check("F3", ledger, queue, client)
-    report.refused_acks, false_alarms = fleet.fencing_alarms(read_ledger(ledger))
+    report = s.check("F3")
+    report.refused_acks, false_alarms = fleet.fencing_alarms(read_ledger(s.ledger))
     report.figures.update(
         cuts=sum(p.resets for p in proxies),
         dropped_replies=sum(p.dropped for p in proxies),
@@ -132,14 +115,13 @@ def test_f3_connections_cut_mid_command_create_no_duplicates_and_lose_nothing(
         resent_acks=fleet.grep("sent again after a lost reply"),
         resume_s=round(resume_s, 2),
     )
-    record_results(tmp_path, report, results_file)
-    assert_clean(
+    s.verdict(
         report,
-        lambda: f"{proxies}\n{fleet.outputs()}",
         # a refusal logged as a lost lease must be one: the job was handed out again
         f"false lease-lost warnings: {false_alarms[:3]}" if false_alarms else "",
         f"dead-lettered: {report.dead}" if report.dead else "",
         # the producers' replies were dropped 8 times: some retry must have found its
         # job already enqueued, or the idempotency was not exercised
         "no enqueue retry found its job already there" if report.enq_exists == 0 else "",
+        logs=lambda: f"{proxies}\n{fleet.outputs()}",
     )

@@ -12,22 +12,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Producer,
-    assert_clean,
-    check,
-    drain,
-    read_ledger,
-    record_results,
-)
+from faults.ledger import read_ledger
+from faults.scene import Scene
 from helpers import eventually
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
@@ -40,26 +29,15 @@ CONCURRENCY = 8
 
 
 def test_f4_redis_paused_longer_than_the_lease_accepts_no_double_completion(
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
     rng = random.Random()
-    server = make_server()
-    queue, client = observe(server)
-    fleet = fleet_factory(server.url, concurrency=CONCURRENCY, lease=LEASE)
-    workers = [fleet.spawn() for _ in range(WORKERS)]
-    fleet.wait_ready(workers)
+    s = scene(concurrency=CONCURRENCY, lease=LEASE)
+    server, fleet = s.server, s.fleet
+    workers = s.workers(WORKERS)
     # jobs of 0-400 ms: when the server freezes, most workers hold running jobs that
     # finish during the pause, their releases waiting on the frozen server
-    producer = Producer(
-        server.url,
-        fault_queue,
-        ledger,
+    producer = s.producer(
         range(1_000_000),
         batch=5,
         pause=0.02,
@@ -77,7 +55,7 @@ def test_f4_redis_paused_longer_than_the_lease_accepts_no_double_completion(
         back = time.time()
 
         def everyone_resumed(since: float = back) -> bool:
-            view = read_ledger(ledger)
+            view = read_ledger(s.ledger)
             started = {r.pid for r in view.runs if r.kind == "START" and r.time > since}
             enqueued = any(e.kind == "ENQ_OK" and e.time > since for e in view.enqs)
             return started >= pids and enqueued
@@ -87,12 +65,12 @@ def test_f4_redis_paused_longer_than_the_lease_accepts_no_double_completion(
         time.sleep(rng.uniform(1.0, 2.0))
     producer.stop()
     producer.finish()
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     crashed = [w for w in workers if not w.alive()]
     fleet.stop()
 
-    report = check("F4", ledger, queue, client)
-    report.refused_acks, false_alarms = fleet.fencing_alarms(read_ledger(ledger))
+    report = s.check("F4")
+    report.refused_acks, false_alarms = fleet.fencing_alarms(read_ledger(s.ledger))
     report.figures.update(
         pauses=PAUSES,
         dup_bound=WORKERS * CONCURRENCY * PAUSES,
@@ -103,11 +81,9 @@ def test_f4_redis_paused_longer_than_the_lease_accepts_no_double_completion(
         resent_acks=fleet.grep("sent again after a lost reply"),
         resume_s=round(max(resumes), 2),
     )
-    record_results(tmp_path, report, results_file)
     bound = WORKERS * CONCURRENCY * PAUSES
-    assert_clean(
+    s.verdict(
         report,
-        fleet.outputs,
         # a refusal logged as a lost lease must be one: the job was handed out again
         f"false lease-lost warnings: {false_alarms[:3]}" if false_alarms else "",
         f"workers crashed: {crashed}" if crashed else "",

@@ -15,24 +15,12 @@ from the server's TIME inside its scripts, so:
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Run,
-    assert_clean,
-    check,
-    drain,
-    read_ledger,
-    record_results,
-    run_producer,
-    skewed,
-)
+from faults.harness import run_producer, skewed
+from faults.ledger import Run, read_ledger
+from faults.scene import Scene
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -45,39 +33,32 @@ LATE_BOUND = 1.0  # seconds after its due time (server clock) a delayed job may 
 
 
 def test_f5_client_clocks_300s_off_change_nothing(
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
     envs = {offset: skewed(offset) for offset in OFFSETS}  # skips without libfaketime
-    server = make_server()
-    queue, client = observe(server)
-    fleet = fleet_factory(server.url, concurrency=20, lease=LEASE)
+    s = scene(concurrency=20, lease=LEASE)
+    fleet = s.fleet
     workers = {fleet.spawn(env=envs[o], label=f"{o:+d}s/{i}"): o for o in OFFSETS for i in (0, 1)}
     fleet.wait_ready(workers)
 
     # phase 1: long jobs, enqueued by skewed producers, run by skewed workers
     for i, offset in enumerate(OFFSETS):
         first = str(i * 10_000)
-        run_producer(server.url, fault_queue, ledger, "--name", f"p{offset:+d}", "--first",
+        run_producer(s.url, s.name, s.ledger, "--name", f"p{offset:+d}", "--first",
                      first, "--count", str(LONG_JOBS), "--batch", "10", "--seconds", "1,7",
                      env=envs[offset])  # fmt: skip
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     # phase 2: delayed jobs, due DELAY s after their enqueue on the server's clock
     for i, offset in enumerate(OFFSETS):
         first = str(100_000 + i * 10_000)
-        run_producer(server.url, fault_queue, ledger, "--name", f"d{offset:+d}", "--first",
+        run_producer(s.url, s.name, s.ledger, "--name", f"d{offset:+d}", "--first",
                      first, "--count", str(DELAYED_JOBS), "--batch", "5", "--seconds", "0",
                      "--delay", str(DELAY), env=envs[offset])  # fmt: skip
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     fleet.stop()
 
-    report = check("F5", ledger, queue, client)
-    view = read_ledger(ledger)
+    report = s.check("F5")
+    view = read_ledger(s.ledger)
     starts = view.of("START")
     first_start: dict[str, Run] = {}
     for r in starts:
@@ -110,10 +91,8 @@ def test_f5_client_clocks_300s_off_change_nothing(
         late_max_s=round(max(late), 3),
         clients=len(skews),
     )
-    record_results(tmp_path, report, results_file)
-    assert_clean(
+    s.verdict(
         report,
-        fleet.outputs,
         f"dead-lettered: {report.dead}" if report.dead else "",
         f"duplicates without faults: {report.duplicated}" if report.duplicated else "",
         f"leases reclaimed early: {report.stats_reclaimed}" if report.stats_reclaimed else "",

@@ -19,22 +19,11 @@ Three ways to hang, two workers each (lease 1 s):
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Producer,
-    assert_clean,
-    check,
-    drain,
-    read_ledger,
-    record_results,
-)
+from faults.ledger import read_ledger
+from faults.scene import Scene
 from helpers import eventually
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
@@ -57,22 +46,14 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_f6_a_hung_worker_does_not_keep_its_job(
     case: str,
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
     task, seconds, (low, high), ends, count = CASES[case]
-    server = make_server()
-    queue, client = observe(server)
-    fleet = fleet_factory(server.url, concurrency=2, lease=LEASE)
-    workers = [fleet.spawn() for _ in range(count)]
-    fleet.wait_ready(workers)
+    s = scene(concurrency=2, lease=LEASE)
+    fleet, ledger = s.fleet, s.ledger
+    workers = s.workers(count)
 
-    hung = Producer(server.url, fault_queue, ledger, [0], seconds=lambda _: seconds, task=task)
+    hung = s.producer([0], seconds=lambda _: seconds, task=task)
     hung.start()
     hung.finish()
 
@@ -87,8 +68,7 @@ def test_f6_a_hung_worker_does_not_keep_its_job(
         eventually(lambda: len([r for r in read_ledger(ledger).of("DONE") if r.seq == 0]) == 2,
                    seconds + 5, fleet.outputs)  # fmt: skip
     # the workers go on working, the hung one included
-    after = Producer(server.url, fault_queue, ledger, range(1, 41), batch=10,
-                     seconds=lambda _: 0.1)  # fmt: skip
+    after = s.producer(range(1, 41), batch=10, seconds=lambda _: 0.1)
     after.start()
     after.finish()
     pids = {w.pid for w in workers}
@@ -97,7 +77,7 @@ def test_f6_a_hung_worker_does_not_keep_its_job(
         10,
         fleet.outputs,
     )
-    drain(queue, 30, fleet.outputs)
+    s.drain()
     crashed = [w for w in workers if not w.alive()]
     stop_s = fleet.stop()
     hung_worker = next(w for w in workers if w.pid == first.pid)
@@ -105,7 +85,7 @@ def test_f6_a_hung_worker_does_not_keep_its_job(
         1 for line in hung_worker.output().splitlines() if "refused" in line or "lease lost" in line
     )
 
-    report = check(f"F6-{case}", ledger, queue, client)
+    report = s.check(f"F6-{case}")
     report.refused_acks = refused
     report.figures.update(
         hung_task=task,
@@ -116,10 +96,8 @@ def test_f6_a_hung_worker_does_not_keep_its_job(
         refused_late_release=refused,
         stop_s=round(stop_s, 2),
     )
-    record_results(tmp_path, report, results_file)
-    assert_clean(
+    s.verdict(
         report,
-        fleet.outputs,
         f"workers crashed: {crashed}" if crashed else "",
         f"dead-lettered: {report.dead}" if report.dead else "",
         f"recovered after {recovery:.2f} s, outside [{low:.2f}, {high:.2f}]"

@@ -20,20 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 
-import durq
-from durq.dev.server import RedisServer
-from faults.harness import (
-    Fleet,
-    Producer,
-    assert_clean,
-    check,
-    drain,
-    kill_recovery,
-    read_ledger,
-    record_results,
-)
+from faults.checker import kill_recovery
+from faults.harness import Fleet
+from faults.ledger import read_ledger
+from faults.scene import Scene
 from helpers import FLAVOR_IDS, eventually, flavor_params
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
@@ -69,19 +60,11 @@ def _refused_acks(fleet: Fleet) -> int:
 @pytest.mark.parametrize("flavor", flavor_params())
 def test_f7_at_maxmemory_every_job_runs_once_except_those_a_kill_interrupts(
     flavor: str,
-    make_server: Callable[..., RedisServer],
-    fleet_factory: Callable[..., Fleet],
-    observe: Callable[[RedisServer], tuple[durq.Queue, redis.Redis]],
-    ledger: Path,
-    fault_queue: str,
-    tmp_path: Path,
-    results_file: Path,
+    scene: Callable[..., Scene],
 ) -> None:
-    server = make_server(flavor)
-    queue, client = observe(server)
-    fleet = fleet_factory(server.url, concurrency=CONCURRENCY, lease=LEASE)
-    workers = [fleet.spawn() for _ in range(WORKERS)]
-    fleet.wait_ready(workers)
+    s = scene(flavor, concurrency=CONCURRENCY, lease=LEASE)
+    server, client, fleet, ledger = s.server, s.client, s.fleet, s.ledger
+    workers = s.workers(WORKERS)
     used = int(client.info("memory")["used_memory"])
     client.config_set("maxmemory-policy", "noeviction")
     client.config_set("maxmemory", used + HEADROOM)
@@ -89,10 +72,7 @@ def test_f7_at_maxmemory_every_job_runs_once_except_those_a_kill_interrupts(
     # extensions), enqueued 50 at a time, so the backlog grows by thousands a second; a
     # task that stores no result, as most do
     producers = [
-        Producer(
-            server.url,
-            fault_queue,
-            ledger,
+        s.producer(
             range(i * 1_000_000, (i + 1) * 1_000_000),
             name=f"p{i}",
             batch=50,
@@ -119,10 +99,10 @@ def test_f7_at_maxmemory_every_job_runs_once_except_those_a_kill_interrupts(
         p.finish()
     at_limit_info = client.info("memory")
     client.config_set("maxmemory", 0)
-    drain(queue, 60, fleet.outputs)
+    s.drain(60)
     fleet.stop()
 
-    report = check(f"F7-{FLAVOR_IDS[flavor]}", ledger, queue, client, results=False)
+    report = s.check(f"F7-{FLAVOR_IDS[flavor]}", results=False)
     view = read_ledger(ledger)
     done = view.of("DONE")
     _, unexplained = kill_recovery(view.runs, fleet.killed_pids())
@@ -140,10 +120,8 @@ def test_f7_at_maxmemory_every_job_runs_once_except_those_a_kill_interrupts(
         lease_s=LEASE,
         server=f"{server.flavor} {'.'.join(map(str, server.version))}",
     )
-    record_results(tmp_path, report, results_file)
-    assert_clean(
+    s.verdict(
         report,
-        fleet.outputs,
         "the server never refused an enqueue" if not report.failed_enqueues else "",
         # at the limit, acknowledgements and extensions are applied, fetches refused
         f"{report.figures['refused_acks']} refused acknowledgements or extensions"

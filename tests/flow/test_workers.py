@@ -119,8 +119,9 @@ def test_a_limited_group_does_not_delay_an_unlimited_one(
     pickup = sorted(e["deq"] - e["enq"] for e in b)
     a = sorted(e["deq"] for e in events(log) if e["group"] == "a")
     print(f"b pickup median={statistics.median(pickup):.4f} max={pickup[-1]:.4f}; a={len(a)}")
-    assert statistics.median(pickup) < 0.02
-    assert pickup[-1] < 0.25
+    # behind group a's 2 jobs a second, b's jobs would wait seconds
+    assert statistics.median(pickup) < 0.1
+    assert pickup[-1] < 0.25 + SLACK
     assert busiest_window(a, 1.0) <= 2
     assert 5 <= len(a) <= 9  # 2/s over the ~3.5 s of the run
 

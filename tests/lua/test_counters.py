@@ -46,7 +46,7 @@ def test_every_counter_a_script_writes_is_declared_in_python() -> None:
         *(f"wf_{name}" for name in workflows.COUNTERS),  # durq_workflows_*_total
         "rate_limited",  # durq.limits.FlowInfo (limits_info.lua reads it)
     }
-    assert written - {"ready"} == declared
+    assert written - {"ready", "held"} == declared  # the gauges
 
 
 def test_every_declared_counter_is_a_field_of_queue_stats() -> None:

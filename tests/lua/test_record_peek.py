@@ -62,7 +62,7 @@ def test_peek_and_decode_accept_and_read_the_same(server: RedisServer) -> None:
     ]
     bad = [
         _record(state=0),
-        _record(state=9),
+        _record(state=10),
         b"\x02" + _record()[1:],  # another version
         _record(key=b"kkk", payload=b"")[:-1],  # the key runs past the end
         _record()[:34],  # no key length byte

@@ -33,12 +33,15 @@ from durq import Message, Queue, Rate, Topic
 from durq.cron import timing_of
 from durq.dev.server import RedisServer
 from durq.payloads import encode_result
+from durq.protocol import holding, scaling
 from durq.protocol import schedules as schedule_ops
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
 from helpers import flavor_params, start_server
 
 SLOW_US = 10_000
 ATTEMPTS = 3
+
+pytestmark = pytest.mark.serial  # server time: measured alone (see the Makefile)
 
 
 @pytest.fixture(scope="module", params=flavor_params())
@@ -322,5 +325,42 @@ def test_a_large_group_completing_into_its_callback(server: RedisServer, raw: An
         while jobs := q.dequeue_many(1000):
             q.release_many(jobs, results=[encode_result(j.payload[1][0]) for j in jobs])
         app.close()
+
+    bounded(raw, scenario)
+
+
+# -- the holding area and the scaling reading -------------------------------------------
+
+
+def test_thousands_of_held_jobs_held_brought_back_and_swept(server: RedisServer, raw: Any) -> None:
+    """Jobs held (hold.lua) in batches over many capabilities, brought back at the most
+    a call takes (unhold.lua), the rest dead-lettered by the sweep after the grace
+    (caps.lua, at its per-call bounds); the scaling reading over thousands of groups
+    (scaling.lua)."""
+    n = 2000
+
+    def scenario(name: str) -> None:
+        with Queue(name, server.url) as q:
+            q.enqueue_many([Message(i, group=f"g{i}") for i in range(n)])
+            q._run(scaling.load(q.keys))
+            caps = [f"task{i}@2" for i in range(50)]
+            held = 0
+            while held < n:
+                jobs = q.dequeue_many(1000)
+                items = [(job, caps[i % len(caps)]) for i, job in enumerate(jobs)]
+                q._run(holding.hold(q.keys, items, 600.0, "w"))
+                held += len(jobs)
+            assert q.stats().held == n
+            back, left = q._run(holding.unhold(q.keys, caps, holding.MAX_UNHOLD))
+            assert back == holding.MAX_UNHOLD and left
+            assert drain(q) == holding.MAX_UNHOLD
+            time.sleep(0.01)
+            swept = 0
+            while swept < n - holding.MAX_UNHOLD:
+                dead, _ = q._run(holding.publish(q.keys, ["other"], 0.001))
+                assert dead > 0
+                swept += dead
+            assert q.stats().held == 0
+            q._run(scaling.load(q.keys))
 
     bounded(raw, scenario)

@@ -10,16 +10,19 @@
   the model says;
 - the schedules stored in each queue, their state and counts, are the model's.
 
-Two things the documents leave open are observed rather than predicted: which ready
-jobs past their expiry a dequeue reached on its way (``sync_doomed``), and which
-over-rate groups it parked (``sync_parked``).
+What the documents leave open is observed rather than predicted: which doomed ready
+jobs (past their expiry, or guarded by their workflow's stop) a dequeue reached on its
+way (``sync_doomed``), which over-rate groups it parked (``sync_parked``), and how far
+its budget of server time took its upkeep (``delayed_left``, ``follow_schedules``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from durq.protocol import admin
 from durq.protocol import schedules as ops
+from durq.protocol import workflows as wf_ops
 from durq.protocol.record import STATE_NAMES, parse_record
 from model.fanin import Workflows
 from model.periodic import Schedules
@@ -43,24 +46,34 @@ def _zset(world: World, key: str) -> dict[str, int]:
     return {_text(m): int(s) for m, s in rows}
 
 
-def records(world: World, prefix: str) -> dict[str, str]:
-    """Job id -> the state its record holds."""
+def _states(found: dict[Any, bytes]) -> dict[str, str]:
     out = {}
-    found: Any = world.raw.hgetall(prefix + "jobs")
     for job_id, raw in found.items():
         rec = parse_record(raw)
         out[_text(job_id)] = STATE_NAMES[rec.state] if rec else "unreadable"
     return out
 
 
-def ready_order(world: World, prefix: str, group: str, states: dict[str, str]) -> list[str]:
-    """Group ``group``'s ready jobs in the order dequeue hands them out (lib/group_pop):
-    higher priorities, the default list, lower priorities; stale ids left out."""
-    lst = f"{prefix}g:{group}" if group else f"{prefix}pending"
-    zs = f"{prefix}gp:{group}" if group else f"{prefix}prio"
-    scored = sorted((s, i) for i, s in _zset(world, zs).items())
-    fifo = [_text(i) for i in world.raw.lrange(lst, 0, -1)]
-    ids = [i for s, i in scored if s < 0] + fifo + [i for s, i in scored if s >= 0]
+def records(world: World, prefix: str) -> dict[str, str]:
+    """Job id -> the state its record holds."""
+    found: Any = world.raw.hgetall(prefix + "jobs")
+    return _states(found)
+
+
+def _ready_keys(prefix: str, group: str) -> tuple[str, str]:
+    """Group ``group``'s FIFO list and its priority set."""
+    if group:
+        return f"{prefix}g:{group}", f"{prefix}gp:{group}"
+    return f"{prefix}pending", f"{prefix}prio"
+
+
+def ready_order(rows: Any, fifo: Any, states: dict[str, str]) -> list[str]:
+    """A group's ready jobs in the order dequeue hands them out (lib/groups/pop.lua),
+    from its priority set's ``rows`` and its list ``fifo``: higher priorities, the
+    default list, lower priorities; stale ids left out."""
+    scored = sorted((int(s), _text(i)) for i, s in rows)
+    ids = [i for s, i in scored if s < 0] + [_text(i) for i in fifo]
+    ids += [i for s, i in scored if s >= 0]
     seen: set[str] = set()
     out = []
     for job_id in ids:
@@ -75,10 +88,68 @@ def _expect(what: str, seen: Any, expected: Any, unit: str) -> None:
         raise ModelError(f"{unit}: {what}: the server holds {seen!r}, the model {expected!r}")
 
 
-def check_unit(world: World, unit: str, m: Ops, now: int) -> None:
-    front = world.fronts[unit]
-    prefix = front.keys.prefix
-    states = records(world, prefix)
+def _scores(rows: Any) -> dict[str, int]:
+    return {_text(m): int(s) for m, s in rows}
+
+
+class Reads:
+    """The reads of one check after a step, sent together: raw commands in one
+    pipeline, durq's script calls (stats, outbox stats, schedule pages) in another. On
+    a frozen server every round trip costs a clock read from a file (model/clock.py),
+    and the check runs after every step: two round trips, not forty."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.pipe = world.raw.pipeline(transaction=False)
+        self.ops: list[Any] = []
+        self.raw: list[Any] = []
+        self.scripts: list[Any] = []
+
+    def command(self, name: str, *args: Any, **options: Any) -> int:
+        """Queue a raw read; returns where its reply will be."""
+        getattr(self.pipe, name)(*args, **options)
+        return len(self.pipe) - 1
+
+    def op(self, op: Any) -> int:
+        """Queue a protocol op whose first request is a script call."""
+        self.ops.append(op)
+        return len(self.ops) - 1
+
+    def send(self) -> None:
+        self.raw = self.pipe.execute()
+        front = next(iter(self.world.fronts.values()))  # every unit is on this server
+        self.scripts = front._run_all(self.ops) if self.ops else []
+        for reply in self.scripts:
+            if isinstance(reply, Exception):
+                raise reply
+
+
+UNIT_KEYS = 6 + 2 * len(GROUPS)  # the raw reads of one unit (read_unit)
+
+
+def read_unit(reads: Reads, unit: str) -> tuple[int, int]:
+    """Queue every key of ``unit`` that check_unit compares, and its stats()."""
+    keys = reads.world.fronts[unit].keys
+    prefix = keys.prefix
+    first = reads.command("hgetall", prefix + "jobs")
+    for name in ("active", "delayed", "dead"):
+        reads.command("zrange", prefix + name, 0, -1, withscores=True)
+    for group in GROUPS:
+        fifo_key, prio_key = _ready_keys(prefix, group)
+        reads.command("zrange", prio_key, 0, -1, withscores=True)
+        reads.command("lrange", fifo_key, 0, -1)
+    reads.command("hgetall", prefix + "gactive")
+    last = reads.command("hgetall", prefix + "keys")
+    assert last - first + 1 == UNIT_KEYS
+    return first, reads.op(admin.stats(keys))
+
+
+def check_unit(reads: Reads, at: tuple[int, int], unit: str, m: Ops) -> None:
+    first, stats_at = at
+    jobs, active, delayed, dead, *rest = reads.raw[first : first + UNIT_KEYS]
+    per_group, (gactive, dedup) = rest[: 2 * len(GROUPS)], rest[2 * len(GROUPS) :]
+    stats = reads.scripts[stats_at]
+    states = _states(jobs)
     for job in m.jobs.values():
         if job.state in (*LIVE, DEAD):
             _expect(f"the state of {job.id}", states.get(job.id), job.state, unit)
@@ -87,23 +158,23 @@ def check_unit(world: World, unit: str, m: Ops, now: int) -> None:
             known = getattr(m.jobs.get(job_id), "state", None)
             raise ModelError(f"{unit}: {job_id} is {state} on the server, {known} in the model")
     by_state = {s: {j.id: j for j in m.in_state(s)} for s in (ACTIVE, DELAYED, DEAD)}
-    _expect("active leases", _zset(world, prefix + "active"),
+    _expect("active leases", _scores(active),
             {i: j.deadline for i, j in by_state[ACTIVE].items()}, unit)  # fmt: skip
-    _expect("delayed jobs", _zset(world, prefix + "delayed"),
+    _expect("delayed jobs", _scores(delayed),
             {i: j.due for i, j in by_state[DELAYED].items()}, unit)  # fmt: skip
-    _expect("dead letters", set(_zset(world, prefix + "dead")), set(by_state[DEAD]), unit)
+    _expect("dead letters", set(_scores(dead)), set(by_state[DEAD]), unit)
     ready = 0
-    for group in GROUPS:
-        order = ready_order(world, prefix, group, states)
+    for i, group in enumerate(GROUPS):
+        order = ready_order(per_group[2 * i], per_group[2 * i + 1], states)
         _expect(f"the ready order of group {group!r}", order,
                 m.order_of(group).order(), unit)  # fmt: skip
         ready += len(order)
-    slots = {_text(g): int(n) for g, n in world.raw.hgetall(prefix + "gactive").items()}
+    slots = {_text(g): int(n) for g, n in gactive.items()}
     _expect("group slots", slots,
             {g: n for g in GROUPS if (n := m.slots_held(g))}, unit)  # fmt: skip
-    keys = {_text(k): _text(v) for k, v in world.raw.hgetall(prefix + "keys").items()}
+    keys = {_text(k): _text(v) for k, v in dedup.items()}
     _expect("dedup keys", keys, m.keys, unit)
-    check_stats(front.stats(), m, ready, unit)
+    check_stats(stats, m, ready, unit)
 
 
 def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
@@ -115,34 +186,81 @@ def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
     _expect("stats() counters", seen, {name: m.count[name] for name in COUNTERS}, unit)
 
 
-def check_schedules(world: World, unit: str, model: Schedules) -> None:
-    front = world.fronts[unit]
-    _, stored = front._run(ops.list_page(front.keys, 0, 100))
+def _marks(world: World, unit: str, name: str) -> tuple[int, int]:
+    """Schedule ``name``'s watermark and catch-up mark (lib/sched_keys.lua)."""
+    prefix = world.fronts[unit].keys.prefix
+    wm, cu = world.raw.hmget(f"{prefix}sch:{name}", "wm", "cu")
+    return int(wm or 0), int(cu or 0)
+
+
+def read_schedules(reads: Reads, unit: str, model: Schedules) -> tuple[int, int]:
+    keys = reads.world.fronts[unit].keys
+    first = len(reads.pipe)
+    for name in model.by_name:
+        reads.command("hmget", f"{keys.prefix}sch:{name}", "wm", "cu")
+    return first, reads.op(ops.list_page(keys, 0, 100))
+
+
+def check_schedules(reads: Reads, at: tuple[int, int], unit: str, model: Schedules) -> None:
+    first, page_at = at
+    _, stored = reads.scripts[page_at]
     seen = {s.name: (s.state == "paused", s.fired, s.skipped, s.missed) for s in stored}
     expected = {n: (s.paused, s.fired, s.skipped, s.missed) for n, s in model.by_name.items()}
-    for name, fired in model.retired.items():
-        if name in seen and name not in expected:  # moved away: kept, but it fires no more
-            _expect(
-                f"ticks fired by {name}, moved to another queue", seen.pop(name)[1], fired, unit
-            )
     _expect("schedules (paused, fired, skipped, missed)", seen, expected, unit)
+    marks = reads.raw[first : first + len(model.by_name)]
+    for (name, s), (wm, cu) in zip(model.by_name.items(), marks, strict=True):
+        _expect(f"schedule {name} (watermark, catch-up)", (int(wm or 0), int(cu or 0)),
+                (s.wm, s.cu), unit)  # fmt: skip
+
+
+def follow_schedules(
+    world: World, unit: str, model: Schedules, due: list[str], now: int, max_attempts: int
+) -> bool:
+    """The schedules ``due`` when a dequeue began: whether it decided each (its policy
+    picks the ticks that fire) and how far it fired them is read from the server (its
+    budget of processor time); the model decides and fires as much. Returns whether some
+    are left for another call."""
+    left = False
+    for name in due:
+        s = model.by_name[name]
+        marks = _marks(world, unit, name)
+        if s.wm >= s.cu:
+            if marks == (s.wm, s.cu):
+                left = True  # not decided in this call: its budget was spent
+                continue
+            model.decide(s, now)
+        model.fire_upto(s, marks[0], now, max_attempts)
+        _expect(f"schedule {name} (watermark, catch-up) after a dequeue", marks, (s.wm, s.cu),
+                unit)  # fmt: skip
+        left = left or s.wm < s.cu
+    return left
+
+
+def delayed_left(world: World, unit: str, now: int) -> set[str]:
+    """The delayed jobs due at ``now`` that a dequeue left for another call."""
+    key = world.fronts[unit].keys.prefix + "delayed"
+    return {_text(i) for i in world.raw.zrangebyscore(key, "-inf", now)}
 
 
 def sync_doomed(world: World, unit: str, m: Ops, now: int) -> None:
-    """Ready jobs past their expiry end expired when a dequeue reaches them, which may
-    be on its way to another group's job: read which ended."""
+    """Doomed ready jobs (past their expiry, or guarded by their workflow's stop) end
+    when a dequeue reaches them, which may be on its way to another group's job: read
+    which ended."""
     doomed = [j for j in m.in_state(PENDING) if m.doomed(j, now)]
     if not doomed:
         return
     states = records(world, world.fronts[unit].keys.prefix)
     for job in doomed:
-        if states.get(job.id) == "expired":
-            m.expire_reached(job, now)
+        if states.get(job.id) in ("expired", "cancelled"):
+            m.doom_reached(job, now)
 
 
 def sync_parked(world: World, unit: str, m: Ops) -> None:
-    """The groups dequeue parked (over their rate when it reached them)."""
+    """The groups dequeue parked (over their rate when it reached them): once one was,
+    the queue looks at every group's limiter (lib/limits/park.lua 'parks') until every limit is
+    removed."""
     m.flow.park = _zset(world, world.fronts[unit].keys.prefix + "park")
+    m.flow.parks = m.flow.parks or bool(m.flow.park)
 
 
 def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:
@@ -156,19 +274,46 @@ def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:
         )
 
 
-def check_workflows(world: World, workflows: Workflows, now: int) -> None:
-    """Each workflow's state is the model's while its summary is kept (result_ttl after
-    it ended), and gone after; each outbox holds the entries not released yet."""
-    for wf in workflows.by_id.values():
-        prefix = world.fronts[wf.home].keys.prefix
-        state = world.raw.hget(f"{prefix}wf:{wf.id}", "state")
-        kept = workflows.summary_kept(wf, now)
-        if kept is True:
-            _expect(f"the state of workflow {wf.id}", state and _text(state), wf.state, wf.home)
-        elif kept is False:
-            _expect(f"workflow {wf.id}, {now - wf.ended_at} ms after it ended", state, None,
-                    wf.home)  # fmt: skip
-    for unit in workflows.units:
-        stats = world.fronts[unit].outbox_stats()
+def read_workflows(reads: Reads, workflows: Workflows) -> tuple[int, list[int]]:
+    fronts = reads.world.fronts
+    first = len(reads.pipe)
+    for run in workflows.by_id.values():
+        reads.command("hmget", f"{fronts[run.home].keys.prefix}wf:{run.wid}", "state", "run")
+    for front in fronts.values():
+        reads.command("hkeys", front.keys.prefix + "wfx")
+        reads.command("hmget", front.keys.prefix + "stats",
+                      *(f"wf_{n}" for n in wf_ops.COUNTERS))  # fmt: skip
+    return first, [reads.op(admin.outbox_stats(front.keys)) for front in fronts.values()]
+
+
+def check_workflows(
+    reads: Reads, at: tuple[int, list[int]], workflows: Workflows, now: int
+) -> None:
+    """Each workflow's state and run are the model's while its summary is kept
+    (result_ttl after it ended), and gone after; each outbox holds the entries not
+    released yet; the workflow counters of each home are the model's; the stop guards
+    up are the model's."""
+    first, outbox_at = at
+    runs = len(workflows.by_id)
+    replies = reads.raw[first : first + runs + 2 * len(reads.world.fronts)]
+    for run, (state, tag) in zip(workflows.by_id.values(), replies, strict=False):
+        if workflows.summary_kept(run, now):
+            _expect(f"the state and run of workflow {run.wid}",
+                    (state and _text(state), tag and _text(tag)), (run.state, run.run),
+                    run.home)  # fmt: skip
+        else:
+            _expect(f"workflow {run.wid}, {now - run.ended_at} ms after it ended", state, None,
+                    run.home)  # fmt: skip
+    for i, unit in enumerate(reads.world.fronts):
+        found, values = replies[runs + 2 * i], replies[runs + 2 * i + 1]
+        stats = reads.scripts[outbox_at[i]]
         held = stats.pending + stats.delayed + stats.active
-        _expect("outbox entries not released", held, workflows.unreleased[unit], unit)
+        _expect("outbox entries not released", held, workflows.held(unit), unit)
+        guards = {_text(k) for k in found}
+        _expect("workflow stop guards", guards, set(workflows.guards.get(unit, {})), unit)
+        counters = {n: int(v or 0) for n, v in zip(wf_ops.COUNTERS, values, strict=True)}
+        expected = workflows.counters(unit)
+        _expect("workflow counters", counters,
+                {n: expected[n] if n != "steps_cancelled" else
+                 workflows.units[unit].count["wf_steps_cancelled"] for n in counters},
+                unit)  # fmt: skip

@@ -11,43 +11,13 @@ from __future__ import annotations
 
 import os
 
-KNOWN_BUGS: set[str] = {
-    "ratelimited-undoes-cancel",  # issue 30, bug 1
-    "workflow-cancel-strands-group",  # bug 2
-    "workflow-resubmit-hangs",  # bug 3
-    "callback-twice-after-courier-crash",  # bug 4
-    "schedule-moved-fires-twice",  # bug 5
-    "timing-change-lifts-pause",  # bug 6
-    "sharded-queue-pause-one-shard",  # bug 7
-    "debounce-vs-expiry",  # bug 9
-    # found by the model (not in issue 30's list)
-    "workflow-id-unique-per-home-only",
-}
+KNOWN_BUGS: set[str] = set()
 """The gated bugs (delete a name once its fix merged): the driver avoids their triggers."""
 
-#: every switch the driver knows -> the trigger it gates (its `gated` calls: machine.py)
-TRIGGERS: dict[str, str] = {
-    # 1: rate_limited.lua gives a cancelled (CANCELLING) job back to pending
-    "ratelimited-undoes-cancel": "RateLimited on a job whose cancel was asked",
-    # 2: lib/fan_in.lua wf_flush's cancel loop frees a group slot without offering the group
-    "workflow-cancel-strands-group": "workflow steps in a group with a concurrency limit",
-    # 3: workflow_submit.lua checks only the workflow's own key
-    "workflow-resubmit-hangs": "submitting a workflow id again after its result_ttl",
-    # 4: an 'S' outbox entry is idempotent only while the step's tombstone lasts
-    "callback-twice-after-courier-crash": "an 'S' outbox entry delivered again",
-    # 5: schedule_control.py reports a stored schedule only when declared nowhere
-    "schedule-moved-fires-twice": "moving a schedule to another queue",
-    # 6: schedule_upsert.lua resets `paused` when the timing changes
-    "timing-change-lifts-pause": "changing the timing of a paused schedule",
-    # 7: rate_limited.lua pauses the shard of the job only
-    "sharded-queue-pause-one-shard": "RateLimited(scope='queue') on a sharded queue",
-    # 9: updates of a debounced job move its start past its expiry
-    "debounce-vs-expiry": "debounce together with expires",
-    # found by the model: workflow_submit.lua looks for the id in the home's slot only,
-    # and the home is where most steps live: the same id with steps placed elsewhere
-    # (a task moved to another queue between two deploys) makes a second workflow
-    "workflow-id-unique-per-home-only": "the same workflow id with its steps elsewhere",
-}
+#: every switch the driver knows -> the trigger it gates (its `gated` calls). Issue 30's
+#: bugs 1-12 and the model's finding "workflow-id-unique-per-home-only" are fixed: their
+#: switches are gone, and the driver makes their triggers.
+TRIGGERS: dict[str, str] = {}
 
 ENV = "DURQ_MODEL_BUGS"
 

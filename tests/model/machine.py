@@ -8,16 +8,16 @@ or a tick falls due exactly when the model says. A consumer that vanishes mid-jo
 handle that is never used again, or used late (its lease gone): the next dequeue after
 its lease ran out reclaims the job.
 
-Every trigger of a known bug is gated here, through ``known_bugs.gated``.
+Every trigger of a known bug is gated through ``known_bugs.gated`` (none is open).
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
 from typing import Any, Literal
 
+import orjson
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -27,17 +27,19 @@ from hypothesis.stateful import (
     rule,
 )
 
+import durq.app.workflows as workflows_api
 from durq import Job, Outcome, Rate
 from durq._sync.sharded import shard_index
 from durq.errors import InvalidArgument
 from durq.limits import shard_settings
 from durq.payloads import encode_result
+from durq.protocol import lifecycle
 from durq.protocol import limits as flow
+from durq.protocol import workflows as wf_protocol
 from durq.protocol.status import Status
 from model import invariants
 from model.clock import FrozenClock
 from model.fanin import Workflows
-from model.known_bugs import gated
 from model.limiter import RateM
 from model.periodic import SchedM, Schedules
 from model.reference import (
@@ -48,7 +50,8 @@ from model.reference import (
     ModelError,
     Ops,
 )
-from model.rules_workflows import WF_UNITS, WorkflowRules
+from model.rules_durable import DurableRules
+from model.rules_workflows import BALLAST, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
 UNITS = ("a", "b", "s~0", "s~1")
@@ -69,13 +72,14 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, RuleBasedStateMachine):
+class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
 
     def __init__(self) -> None:
         super().__init__()
+        self._reproducible()
         self.world: World = self.world_factory()
         self.clock: FrozenClock = self.world.clock
         self.units: dict[str, Ops] = {u: Ops(self.world.fronts[u].name) for u in UNITS}
@@ -87,25 +91,30 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         self.handles: list[tuple[str, Job]] = []
         self.serial = 0
         self.steps = 0
-        self.workflows = Workflows(
-            {u: self.units[u] for u in WF_UNITS}, {"a": "a", "b": "b"}, round(RESULT_TTL_S * 1000)
-        )
+        # every unit is its own Redis Cluster slot (the shards too: their outboxes carry
+        # the pauses of the sharded queue)
+        self.workflows = Workflows(self.units, {u: u for u in UNITS}, round(RESULT_TTL_S * 1000))
         self.wf_handles: dict[str, Any] = {}
-        self.wf_shapes: dict[str, tuple[str, list[str], str]] = {}
-        for u in WF_UNITS:
-            self.units[u].on_end = self._step_ended(u)
+        self.init_durable()
 
-    def _step_ended(self, unit: str) -> Callable[[JobM, str, int], None]:
-        def hook(job: JobM, state: str, now: int) -> None:
-            self.workflows.ended(unit, job, state, now)
-
-        return hook
+    def _reproducible(self) -> None:
+        """Draw the run tags and the ids of workflows without one from a counter of the
+        example, not at random: ids order the ties of the server's sorted sets, so an
+        example must replay with the same ones (hypothesis replays and shrinks by
+        prefixes). Undone in teardown."""
+        counter = iter(range(1, 1 << 32))
+        self._drawn = (wf_protocol.new_run, getattr(workflows_api, "new_ids"))  # noqa: B009
+        wf_protocol.new_run = lambda: f"{next(counter):08x}"
+        setattr(workflows_api, "new_ids", lambda n: [f"r{next(counter)}" for _ in range(n)])  # noqa: B010
 
     def teardown(self) -> None:
+        wf_protocol.new_run = self._drawn[0]
+        setattr(workflows_api, "new_ids", self._drawn[1])  # noqa: B010
         if os.environ.get("DURQ_MODEL_STATS"):
             total: Counter[str] = Counter()
             for unit in self.units.values():
                 total.update(unit.count)
+            total.update({f"entry {k}": n for k, n in self.workflows.delivered.items()})
             print(f"example: {self.steps} steps, {dict(sorted(total.items()))}")
         self.world.close()
 
@@ -142,8 +151,6 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         mode = KEYS[key] if key else ""
         if mode == "deb":
             delay = 0  # debounce sets the delay itself
-            if gated("debounce-vs-expiry"):
-                expires = None
         if expires is not None and expires <= max(delay, DEBOUNCE_MS if mode == "deb" else 0):
             expires = None  # refused at enqueue: the job could never start
         e = EnqueueM(self.new_id(), {"n": self.serial}, delay, prio, attempts, group,
@@ -167,8 +174,6 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         mode = KEYS[old.key[0]]
         if mode == "deb":
             delay = 0
-            if gated("debounce-vs-expiry"):
-                expires = None
         if expires is not None and expires <= max(delay, DEBOUNCE_MS if mode == "deb" else 0):
             expires = None
         e = EnqueueM(self.new_id(), {"n": self.serial}, delay, old.prio, old.max_attempts,
@@ -207,12 +212,15 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             "keep_last": e.mode == "keep",
         }  # fmt: skip
         front = self.world.sharded if unit.startswith("s") else self.world.fronts[unit]
+        # docs/job-control.md: debounce with an expiry needs max_wait before the expiry
+        # (a burst may move the start up to max_wait after its first enqueue)
+        refused = e.mode == "deb" and e.expires is not None and e.expires <= e.max_wait
         try:
             result = front.enqueue(e.payload, **options)
-        except InvalidArgument:
-            if e.mode == "deb" and e.expires is not None:
-                return  # refusing debounce with an expiry is one fix of issue 30's bug 9
-            raise
+        except InvalidArgument as exc:
+            assert refused, f"enqueue {e} refused: {exc}"
+            return
+        assert not refused, f"enqueue {e} accepted, with an expiry before its max_wait"
         status, ref = m.enqueue(e, self.now)
         assert (result.status.value, result.id if status != "replaced" else result.superseded) == (
             status,
@@ -229,39 +237,78 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
 
     # -- consuming ---------------------------------------------------------------------
 
-    def _before_dequeue(self, unit: str) -> None:
-        """What a dequeue does before it serves: reclaim, promote, fire ticks."""
-        m = self.units[unit]
-        m.reclaim(self.now)
-        m.promote(self.now)
-        if unit in self.schedules:
-            self.schedules[unit].fire_due(self.now, MAX_ATTEMPTS)
-        invariants.sync_parked(self.world, unit, m)
-
     @rule(unit=st.sampled_from(UNITS), n=st.sampled_from((1, 1, 2)),
           lease=st.sampled_from((LEASE_S, 4.0)))  # fmt: skip
     def dequeue(self, unit: str, n: int, lease: float) -> None:
+        """One dequeue call (a worker's fetch): its upkeep (leases run out, delayed
+        jobs due, ticks of schedules), then the jobs it hands out. How much upkeep a
+        call does is bounded by its budget of server time (lib/budget.lua, processor
+        time): the driver reads how far it got, and the model follows."""
         m = self.units[unit]
-        self._before_dequeue(unit)
+        front = self.world.fronts[unit]
+        invariants.sync_parked(self.world, unit, m)
+        leases = m.due_leases(self.now)
+        schedules = self.schedules.get(unit)
+        due = schedules.due_now(self.now) if schedules else []
+        jobs, next_ms, reclaimed = front._run(
+            lifecycle.fetch(front.keys, front.codec, n, lease)
+        )  # fmt: skip
+        assert min(len(leases), 1) <= reclaimed <= len(leases), (
+            f"{unit}: the dequeue reclaimed {reclaimed} of {len(leases)} leases run out"
+        )
+        m.reclaim(self.now, reclaimed)
+        # (after the reclaim: a keep-last job that ends there makes its follow-up due)
+        delayed = m.due_delayed(self.now)
+        left = invariants.delayed_left(self.world, unit, self.now)
+        promoted = [j for j in delayed if j.id not in left]
+        assert promoted == delayed[: len(promoted)] and (promoted or not delayed), (
+            f"{unit}: the dequeue promoted {[j.id for j in promoted]} of "
+            f"{[j.id for j in delayed]} (in order, at least one)"
+        )
+        m.promote(self.now, promoted)
+        cut = reclaimed < len(leases) or len(promoted) < len(delayed)
+        if schedules:
+            cut = invariants.follow_schedules(self.world, unit, schedules, due, self.now,
+                                              MAX_ATTEMPTS) or cut  # fmt: skip
+        assert next_ms == 0 or not cut, f"{unit}: upkeep left for later, yet next_ms={next_ms}"
         room = m.flow.begin(self.now, len(m.in_state(ACTIVE)), n)
-        jobs = self.world.fronts[unit].dequeue_many(n, lease=lease)
         assert len(jobs) <= room, f"{len(jobs)} started, flow control allows {room}"
+        m.count["dequeue calls"] += 1
+        m.count["handed out"] += len(jobs)
         for job in jobs:
             self._started(unit, m, job, round(lease * 1000))
         invariants.sync_doomed(self.world, unit, m, self.now)
-        if len(jobs) < room:
-            left = m.eligible(self.now)
-            assert not left, (
+        if len(jobs) < room and next_ms != 0:  # (0: the call was cut short by its budget)
+            left_over = m.eligible(self.now)
+            assert not left_over, (
                 f"dequeue of {n} from {unit} handed out {[j.id for j in jobs]}, but "
-                f"{sorted(left.values())} may start now (stranded?)"
+                f"{sorted(left_over.values())} may start now (stranded?)"
             )
         invariants.sync_parked(self.world, unit, m)
 
-    @rule()
-    def every_queue_dequeues(self) -> None:
-        """A worker on every queue and shard takes one job."""
+    @rule(data=st.data())
+    def a_worker_completes_one(self, data: st.DataObject) -> None:
+        """A worker of a queue with work takes one job and completes it."""
+        heads = {u: self.units[u].eligible(self.now).values() for u in UNITS}
+        busy = [u for u in UNITS if heads[u]]
+        # workflows progress: a queue whose next job may be a step, more often than not
+        steps = [u for u in busy if any(self.units[u].jobs[i].origin == "step" for i in heads[u])]
+        if steps and bool(data.draw(st.booleans())):
+            busy = steps
+        self.complete_one(data.draw(st.sampled_from(busy or list(UNITS))))
+
+    def complete_one(self, unit: str) -> None:
+        before = len(self.handles)
+        self.dequeue(unit, 1, LEASE_S)
+        if len(self.handles) > before:
+            self._release(*self.handles[-1])
+
+    @rule(lease=st.sampled_from((LEASE_S, 4.0)))
+    def every_queue_dequeues(self, lease: float) -> None:
+        """A worker on every queue and shard takes one job. (An argument keeps the rule
+        from being hypothesis's first, which it draws far more often than the others.)"""
         for unit in UNITS:
-            self.dequeue(unit, 1, LEASE_S)
+            self.dequeue(unit, 1, lease)
 
     def _started(self, unit: str, m: Ops, job: Job, lease: int) -> None:
         mj = m.jobs.get(job.id)
@@ -280,9 +327,14 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
 
     # -- the holder's calls (current or stale leases) ----------------------------------
 
+    def current_handles(self) -> bool:
+        """Whether some handle's lease is current (a call with a stale one is drawn
+        among those, one in five)."""
+        return any(self.units[u].held(j.id, j.token) for u, j in self.handles[-30:])
+
     def _pick(self, data: st.DataObject) -> tuple[str, Job, JobM | None]:
         """A handle: mostly one whose lease is current, sometimes a stale one."""
-        current = [(u, j) for u, j in self.handles if self.units[u].held(j.id, j.token)]
+        current = [(u, j) for u, j in self.handles[-30:] if self.units[u].held(j.id, j.token)]
         if current and data.draw(st.integers(0, 4)) > 0:
             unit, job = data.draw(st.sampled_from(current))
         else:
@@ -294,11 +346,20 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             f"a call with the stale lease of {job.id} answered {status.name}"
         )
 
-    @precondition(lambda self: self.handles)
+    @precondition(lambda self: self.current_handles())
     @rule(data=st.data())
     def release(self, data: st.DataObject) -> None:
-        unit, job, mj = self._pick(data)
-        result = encode_result(1) if mj is not None and mj.origin == "step" else None
+        unit, job, _ = self._pick(data)
+        self._release(unit, job)
+
+    def _release(self, unit: str, job: Job) -> None:
+        mj = self.units[unit].held(job.id, job.token)
+        self.units[unit].count["releases" if mj else "stale releases"] += 1
+        result = None
+        if mj is not None and mj.origin == "step":
+            value: object = BALLAST if self.workflows.heavy(unit, mj.id) else 1
+            mj.result_size = len(orjson.dumps(value))
+            result = encode_result(value)
         (status,) = self.world.fronts[unit].release_many([job], results=[result])
         if mj is None:
             return self._refused(unit, job, status)
@@ -307,7 +368,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             f"release {job.id}: {status.name}, expected {expected}"
         )
 
-    @precondition(lambda self: self.handles)
+    @precondition(lambda self: self.current_handles())
     @rule(data=st.data(), delay=st.sampled_from((0, 500, 3000)), dead=st.booleans())
     def requeue(self, data: st.DataObject, delay: int, dead: bool) -> None:
         unit, job, mj = self._pick(data)
@@ -320,7 +381,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             f"requeue {job.id}: {status.name}, expected {expected}"
         )
 
-    @precondition(lambda self: self.handles)
+    @precondition(lambda self: self.current_handles())
     @rule(data=st.data(), delay=st.sampled_from((0, 300)))
     def defer(self, data: st.DataObject, delay: int) -> None:
         unit, job, mj = self._pick(data)
@@ -332,7 +393,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             f"defer {job.id}: {status.name}, expected {expected}"
         )
 
-    @precondition(lambda self: self.handles)
+    @precondition(lambda self: self.current_handles())
     @rule(data=st.data(), lease=st.sampled_from((LEASE_S, 3.0)))
     def extend(self, data: st.DataObject, lease: float) -> None:
         unit, job, mj = self._pick(data)
@@ -344,18 +405,14 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             f"extend {job.id}: {status.name}, expected {expected}"
         )
 
-    @precondition(lambda self: self.handles)
+    @precondition(lambda self: self.current_handles())
     @rule(data=st.data(), pause=st.sampled_from((0, 300, 1000)),
           scope=st.sampled_from(("group", "queue")))  # fmt: skip
     def rate_limited(self, data: st.DataObject, pause: int, scope: str) -> None:
         """The task raised RateLimited(retry_after=pause, scope=scope): what a worker
         sends for it (worker/acks.py)."""
         unit, job, mj = self._pick(data)
-        if mj is not None and mj.cancel and gated("ratelimited-undoes-cancel"):
-            return
         sharded = unit.startswith("s")
-        if sharded and scope == "queue" and gated("sharded-queue-pause-one-shard"):
-            scope = "group"
         front = self.world.fronts[unit]
         scoped: Literal["group", "queue"] = "queue" if scope == "queue" else "group"
         (status,) = front._run(flow.rate_limited(front.keys, [(job, pause / 1000, scoped)]))
@@ -363,10 +420,16 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
             return self._refused(unit, job, status)
         m = self.units[unit]
         expected = m.rate_limited(mj, pause, scope, self.now)
-        if sharded and scope == "queue" and expected == "ok":
-            for other in ("s~0", "s~1"):  # docs: scope "queue" pauses the whole queue
-                if other != unit:
-                    self.units[other].flow.pause("queue", "", self.now, pause)
+        if sharded and scope == "queue" and pause > 0:
+            # docs/flow-control.md: it pauses the whole queue, the other shards through
+            # this shard's outbox ('P' entries), unless they know of a pause that ends
+            # at most a tenth of this one's length earlier (lib/queue_pause.lua)
+            till = self.now + pause
+            if till > m.qfan + pause / 10:
+                m.qfan = till
+                for other in ("s~0", "s~1"):
+                    if other != unit:
+                        self.workflows.push(unit, ("P", other, till))
         assert status.name.lower() == expected, (
             f"RateLimited of {job.id} (cancel asked: {mj.must_cancel}): {status.name}, "
             f"expected {expected}"
@@ -471,20 +534,24 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
         """The code declares a schedule (new, changed, or moved to another queue), and
         a worker's start syncs it."""
         was = self.declared.get(name)
-        if was is not None and was != unit and gated("schedule-moved-fires-twice"):
-            unit = was
-        stored = self.schedules[unit].by_name.get(name)
-        if (stored is not None and stored.every != every and gated("timing-change-lifts-pause")
-                and stored.paused != (not enabled)):  # fmt: skip
-            every = stored.every  # a runtime pause (or resume) would be undone
+        moved = was if was is not None and was != unit else None
+        old = self.schedules[moved].by_name.get(name) if moved is not None else None
         spec = self._declare(name, unit, every, catch, overlap, enabled)
-        self.world.app.sync_schedules()
-        self.schedules[unit].upsert(spec, self.now)
-        if was is not None and was != unit:
-            # issue 30, bug 5: the copy in the old queue stops firing
-            old = self.schedules[was].by_name.pop(name, None)
-            if old is not None:
-                self.schedules[was].retired[name] = old.fired
+        report = self.world.app.sync_schedules()
+        if moved is not None and old is not None:
+            # docs/schedules.md: a schedule moved to another queue fires there only: the
+            # old copy is removed, and a runtime pause (or resume) of it carries over
+            assert (self.world.fronts[moved].name, name, self.world.fronts[unit].name) in (
+                report.moved
+            ), f"{name} moved from {was} to {unit}: the sync reported {report}"
+            self.schedules[moved].remove(name)
+        status = self.schedules[unit].upsert(spec, self.now)
+        if old is not None and status == "created" and old.declared_enabled == enabled \
+                and old.paused == enabled:  # fmt: skip
+            if old.paused:
+                self.schedules[unit].pause(name)
+            else:
+                self.schedules[unit].resume(name, self.now)
         self.declared[name] = unit
 
     def _stored(self, data: st.DataObject) -> tuple[str, str] | None:
@@ -517,7 +584,7 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     # -- weights: hypothesis picks among the rules uniformly, so the common operations
     # are listed more than once (same rule, another name)
     enqueue_2 = enqueue_3 = enqueue_4 = enqueue
-    dequeue_2 = dequeue_3 = dequeue_4 = dequeue
+    dequeue_2 = dequeue_3 = dequeue
     release_2 = release_3 = release
     rate_limited_2 = rate_limited
     cancel_2 = cancel
@@ -527,18 +594,24 @@ class DurqMachine(WorkflowRules, RuleBasedStateMachine):
     configure_limits_2 = configure_limits
     declare_schedule_2 = declare_schedule
     control_schedule_2 = control_schedule
-    submit_workflow_2 = WorkflowRules.submit_workflow
-    cancel_workflow_2 = cancel_workflow_3 = WorkflowRules.cancel_workflow
-    courier_2 = WorkflowRules.courier
-    time_passes_2 = time_passes
+    submit_workflow_2 = submit_workflow_3 = WorkflowRules.submit_workflow
+    cancel_workflow_2 = WorkflowRules.cancel_workflow
+    courier_2 = courier_3 = WorkflowRules.courier
+    a_workflow_progresses_2 = WorkflowRules.a_workflow_progresses
+    time_passes_2 = time_passes_3 = time_passes_4 = time_passes
 
     # -- what must always hold ---------------------------------------------------------
 
     @invariant()
     def agree(self) -> None:
         self.steps += 1
-        for unit in UNITS:
-            invariants.check_unit(self.world, unit, self.units[unit], self.now)
-        for unit in PLAIN_UNITS:
-            invariants.check_schedules(self.world, unit, self.schedules[unit])
-        invariants.check_workflows(self.world, self.workflows, self.now)
+        reads = invariants.Reads(self.world)
+        units = {u: invariants.read_unit(reads, u) for u in UNITS}
+        schedules = {u: invariants.read_schedules(reads, u, self.schedules[u]) for u in PLAIN_UNITS}
+        workflows = invariants.read_workflows(reads, self.workflows)
+        reads.send()
+        for unit, at in units.items():
+            invariants.check_unit(reads, at, unit, self.units[unit])
+        for unit, at in schedules.items():
+            invariants.check_schedules(reads, at, unit, self.schedules[unit])
+        invariants.check_workflows(reads, workflows, self.workflows, self.now)

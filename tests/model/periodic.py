@@ -1,7 +1,16 @@
 """The reference model of periodic schedules (docs/schedules.md), ``every`` timings:
 ticks at ``anchor + k * every``, fired by a dequeue of their queue under a watermark,
 with the catch-up and overlap policies, pause, resume, remove, trigger and upserts.
-Plain Python, no IO."""
+Plain Python, no IO.
+
+A catch-up is decided at once and fired over calls (lib/schedules_due.lua): when a
+schedule is found due, its policy decides which of its due ticks fire (the others are
+missed), the watermark moves to just before the first of them and ``cu`` keeps the
+newest; they then fire oldest first, as many per dequeue as its budget of server time
+allows. How far one call got is the server's to say (its budget is processor time):
+the driver reads it and the model follows (``decide``, ``fire_upto``); which ticks fire,
+skip or are missed is the model's.
+"""
 
 from __future__ import annotations
 
@@ -23,17 +32,22 @@ class SchedM:
     paused: bool = False
     declared_enabled: bool = True
     current: str = ""
+    cu: int = 0  # the newest tick of a catch-up under way: the ticks in (wm, cu] fire
     fired: int = 0
     skipped: int = 0
     missed: int = 0
 
     def due(self) -> int | None:
-        """When its next tick is due (None: paused)."""
+        """When its next tick is due (None: paused); a catch-up under way is due."""
         if self.paused:
             return None
-        if self.wm < self.anchor:
+        return self.after(self.wm)
+
+    def after(self, t: int) -> int:
+        """Its first tick after ``t``."""
+        if t < self.anchor:
             return self.anchor
-        return self.anchor + ((self.wm - self.anchor) // self.every + 1) * self.every
+        return self.anchor + ((t - self.anchor) // self.every + 1) * self.every
 
 
 def tick_id(name: str, tick: int, suffix: str = "") -> str:
@@ -48,8 +62,6 @@ class Schedules:
         self.unit = unit
         self.by_name: dict[str, SchedM] = {}
         self.fired = fired
-        #: schedules moved away: name -> how often it had fired (it fires no more)
-        self.retired: dict[str, int] = {}
 
     def upsert(self, spec: SchedM, now: int) -> str:
         """Create or change schedule ``spec.name`` (docs: "Upserting"): the watermark
@@ -99,14 +111,15 @@ class Schedules:
         s.fired += 1
         self.unit.count["ticks_fired"] += 1
 
-    def fire_due(self, now: int, max_attempts: int) -> None:
-        """What a dequeue of the queue does first: fire the due ticks."""
+    def due_now(self, now: int) -> list[str]:
+        """The schedules due at ``now``, in the order dequeue looks at them (their next
+        tick, then their name)."""
         due = sorted((d, s.name) for s in self.by_name.values() if (d := s.due()) is not None)
-        for when, name in due:
-            if when <= now:
-                self._run(self.by_name[name], now, max_attempts)
+        return [name for when, name in due if when <= now]
 
-    def _run(self, s: SchedM, now: int, max_attempts: int) -> None:
+    def decide(self, s: SchedM, now: int) -> None:
+        """Schedule ``s`` is due with no catch-up under way: its policy decides which of
+        its due ticks fire; the others are missed (sch_decide)."""
         k_now = (now - s.anchor) // s.every
         k_wm = (s.wm - s.anchor) // s.every if s.wm >= s.anchor else -1
         n = k_now - k_wm
@@ -119,17 +132,30 @@ class Schedules:
             take = 0
         else:
             take = 1
-        ticks = [newest - i * s.every for i in range(take - 1, -1, -1)]
-        for tick in ticks:
+        s.missed += n - take
+        self.unit.count["ticks_missed"] += n - take
+        if take:
+            s.wm, s.cu = newest - take * s.every, newest  # (ticks are whole ms)
+        else:
+            s.wm = newest
+
+    def fire_upto(self, s: SchedM, wm: int, now: int, max_attempts: int) -> None:
+        """Fire (or skip, under overlap "skip") the decided ticks of ``s`` up to ``wm``,
+        oldest first (sch_catch_up)."""
+        if not s.wm <= wm <= max(s.cu, s.wm):
+            raise AssertionError(
+                f"schedule {s.name}: the watermark moved to {wm}, outside its catch-up "
+                f"({s.wm}, {s.cu}]"
+            )
+        while s.wm < wm:
+            tick = s.after(s.wm)
             current = self.unit.jobs.get(s.current)
             if s.overlap == "skip" and current is not None and current.state in LIVE:
                 s.skipped += 1
                 self.unit.count["ticks_skipped"] += 1
-                continue
-            if (s.name, tick) in self.fired:
-                raise AssertionError(f"the model fired tick {s.name}@{tick} twice")
-            self.fired.add((s.name, tick))
-            self._enqueue(s, tick_id(s.name, tick), max_attempts, now)
-        s.missed += n - len(ticks)
-        self.unit.count["ticks_missed"] += n - len(ticks)
-        s.wm = newest
+            else:
+                if (s.name, tick) in self.fired:
+                    raise AssertionError(f"the model fired tick {s.name}@{tick} twice")
+                self.fired.add((s.name, tick))
+                self._enqueue(s, tick_id(s.name, tick), max_attempts, now)
+            s.wm = tick

@@ -28,6 +28,7 @@ LIVE = (PENDING, DELAYED, ACTIVE)
 PARKED = 9007199254740991  # a keep-last follow-up's due time while its predecessor runs
 PRIO_SHIFT = 2**44
 DEFAULT_WINDOW = 60_000
+RECLAIM_MAX = 100  # leases reclaimed per dequeue call at most (dequeue.lua)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class JobM:
     ended_at: int | None = None
     origin: str = "job"  # 'job', 'tick', 'step'
     must_cancel: bool = False  # a cancel answered CANCELLED/CANCELLING: ends cancelled
+    result_size: int = 0  # the bytes of the result its holder releases it with (a step)
 
 
 @dataclass
@@ -116,6 +118,14 @@ class UnitM:
     count: Counter[str] = field(default_factory=Counter)
     #: called when a job reaches a terminal state: (job, state, now) (workflow steps)
     on_end: Callable[[JobM, str, int], None] | None = None
+    #: the kind of the workflow stop that guards a pending step from starting ('X' or
+    #: 'K'), or None (lib/wf_stop.lua: dequeue ends such a step cancelled)
+    guard: Callable[[JobM], str | None] | None = None
+    #: the end of the latest queue pause this shard sent to its siblings or received
+    #: from one (lib/queue_pause.lua 'qfan')
+    qfan: int = 0
+    #: called when dequeue ends a guarded step (before its end): unlinks it
+    on_guard: Callable[[JobM], None] | None = None
 
     # -- reads -------------------------------------------------------------------------
 
@@ -134,9 +144,15 @@ class UnitM:
         limit = self.glimit.get(group, self.group_limit)
         return limit <= 0 or self.slots_held(group) < limit
 
-    def doomed(self, job: JobM, now: int) -> bool:
-        """A ready job past its expiry: it will end expired when dequeue reaches it."""
-        return job.expires is not None and job.expires <= now
+    def doomed(self, job: JobM, now: int) -> str | None:
+        """The state a ready job ends in when dequeue reaches it instead of starting it:
+        cancelled when the stop of its workflow guards it (lib/wf_stop.lua), expired
+        past its expiry; None for a job that starts."""
+        if self.guard is not None and self.guard(job):
+            return CANCELLED
+        if job.expires is not None and job.expires <= now:
+            return EXPIRED
+        return None
 
     def head(self, group: str, now: int) -> str | None:
         for job_id in self.groups.get(group, GroupOrder()).order():
@@ -357,13 +373,19 @@ class Ops(UnitM):
 
     # -- dequeue -----------------------------------------------------------------------
 
-    def reclaim(self, now: int) -> list[str]:
-        """Leases that ran out come back (oldest deadline first), or end: cancelled
-        when a cancel was asked, dead once their attempts are used up."""
-        due = sorted(
+    def due_leases(self, now: int) -> list[JobM]:
+        """The leases that ran out, in the order dequeue reclaims them (at most
+        RECLAIM_MAX a call)."""
+        return sorted(
             (j for j in self.in_state(ACTIVE) if (j.deadline or 0) <= now),
             key=lambda j: (j.deadline, j.id),
-        )[:100]
+        )[:RECLAIM_MAX]
+
+    def reclaim(self, now: int, limit: int | None = None) -> list[str]:
+        """Leases that ran out come back (oldest deadline first), or end: cancelled
+        when a cancel was asked, dead once their attempts are used up. ``limit``: how
+        many the call reclaimed (its budget may leave the rest for the next)."""
+        due = self.due_leases(now)[:limit]
         for job in due:
             if job.cancel:
                 self.end(job, CANCELLED, now)
@@ -377,14 +399,17 @@ class Ops(UnitM):
                 self.count["reclaimed"] += 1
         return [j.id for j in due]
 
-    def promote(self, now: int) -> None:
-        """Due delayed jobs become ready (a returning one at its group's head), or end
-        expired when their expiry has passed."""
-        due = sorted(
+    def due_delayed(self, now: int) -> list[JobM]:
+        """The delayed jobs due, in the order dequeue promotes them."""
+        return sorted(
             (j for j in self.in_state(DELAYED) if (j.due or 0) <= now),
             key=lambda j: (j.due, j.id),
         )
-        for job in due:
+
+    def promote(self, now: int, jobs: list[JobM] | None = None) -> None:
+        """Due delayed jobs (``jobs``, default all) become ready (a returning one at
+        its group's head), or end expired when their expiry has passed."""
+        for job in self.due_delayed(now) if jobs is None else jobs:
             if job.expires is not None and job.expires <= now:
                 self.end(job, EXPIRED, now)
             else:
@@ -392,14 +417,13 @@ class Ops(UnitM):
                 self.make_ready(job, job.returning, now)
 
     def start(self, job: JobM, now: int, lease: int) -> None:
-        """Job ``job`` is handed out: the doomed jobs before it in its group ended
-        expired on the way."""
+        """Job ``job`` is handed out: the doomed jobs before it in its group ended on
+        the way (expired, or cancelled by their workflow's stop)."""
         order = self.order_of(job.group)
         for job_id in order.order():
             if job_id == job.id:
                 break
-            self.leave_ready(self.jobs[job_id])
-            self.end(self.jobs[job_id], EXPIRED, now)
+            self.doom_reached(self.jobs[job_id], now)
         self.leave_ready(job)
         job.state, job.due = ACTIVE, None
         job.attempts += 1
@@ -410,10 +434,16 @@ class Ops(UnitM):
             del self.keys[job.key]
         self.flow.started(job.group, now)
 
-    def expire_reached(self, job: JobM, now: int) -> None:
-        """A doomed ready job that dequeue reached: it ends expired."""
+    def doom_reached(self, job: JobM, now: int) -> None:
+        """A doomed ready job that dequeue reached: it ends expired, or cancelled as
+        its workflow's stop would end it (its link goes first: it reports nothing)."""
+        state = self.doomed(job, now)
+        if state is None:
+            raise ModelError(f"{job.id} was ended on the way, but nothing dooms it")
         self.leave_ready(job)
-        self.end(job, EXPIRED, now)
+        if state == CANCELLED and self.on_guard is not None:
+            self.on_guard(job)
+        self.end(job, state, now)
 
     # -- the holder's calls ------------------------------------------------------------
 
@@ -467,14 +497,15 @@ class Ops(UnitM):
     def rate_limited(self, job: JobM, pause: int, scope: str, now: int) -> str:
         """RateLimited: the job goes back to its group's head without using an attempt,
         and its scope pauses; a job whose cancel was asked ends cancelled, as defer and
-        requeue end it (docs/job-control.md: whatever its holder reports)."""
+        requeue end it (docs/job-control.md: whatever its holder reports), and its
+        scope pauses all the same (the upstream's answer holds)."""
+        self.flow.pause(scope, job.group, now, pause)
         if job.cancel:
             self.end(job, CANCELLED, now)
             return CANCELLED
         job.attempts = max(job.attempts - 1, 0)
         self.send_back(job, 0, now)
         self.count["rate_limited"] += 1
-        self.flow.pause(scope, job.group, now, pause)
         return OK
 
     def extend(self, job: JobM, lease: int, now: int) -> str:

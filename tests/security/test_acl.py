@@ -136,3 +136,37 @@ def test_doctor_works_for_a_worker_user_without_config_or_function_list(
     result = run("doctor", queue_name, "--url", url)
     assert result.exit_code in (0, 1), result.output
     assert "functions prune" not in result.output
+
+
+def test_the_holding_area_and_the_health_endpoint_work_with_minimal_acl_users(
+    server: RedisServer, queue_name: str
+) -> None:
+    """A worker holds a job of a task it does not run, a capable one takes it back, and
+    /scale.json reads the queue, with the documented rules only."""
+    import httpx
+
+    from deploy.apps import Ran, v1, v2
+    from helpers import eventually
+
+    admin_url = _user(server.url, "durq-admin", ADMIN, "a-secret-1")
+    from cli.support import durq as run
+
+    assert run("functions", "load", "--url", admin_url).exit_code == 0
+    producer_url = _user(server.url, "durq-producer-hold", PRODUCER, "p-secret-4")
+    worker_url = _user(server.url, "durq-worker-hold", WORKER, "w-secret-4")
+    ran = Ran()
+    producer = v2(producer_url, queue_name, ran)
+    old, new = v1(worker_url, queue_name, ran), v2(worker_url, queue_name, ran)
+    try:
+        producer.tasks["t"].enqueue(1)
+        with running_worker(old, health_port=0) as worker:
+            eventually(lambda: old.queue(queue_name).stats().held == 1, 10)
+            assert worker.health is not None
+            doc = httpx.get(f"http://127.0.0.1:{worker.health.port}/scale.json").json()
+            assert doc["held"] == 1
+        with running_worker(new):
+            eventually(lambda: ran.of("t") == [("v2", (1,))], 10)
+    finally:
+        for app in (producer, old, new):
+            app.close()
+    assert denials(server.url, "durq-producer-hold", "durq-worker-hold") == []

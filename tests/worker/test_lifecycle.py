@@ -12,7 +12,7 @@ import durq
 from durq.dev.server import RedisServer
 from durq.worker import WorkerState
 from durq.worker.cancel import cancel_and_wait
-from helpers import eventually
+from helpers import SLACK, eventually
 from worker.apps import build, record
 from worker.support import ExecLog, request_stop, running_worker
 
@@ -60,7 +60,7 @@ async def test_cancel_and_wait_ends_a_task_that_swallowed_a_cancellation() -> No
     started = time.monotonic()
     await asyncio.wait_for(cancel_and_wait(task), 5)
     assert task.cancelled()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 1.0 + SLACK  # not the task's 30 s sleep
 
 
 def test_a_job_that_runs_longer_than_its_lease_is_not_handed_out_again(

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+import durq
 from durq.dev.server import RedisServer
 from durq.transport import connection
 from durq.worker.registry import list_workers
@@ -52,6 +53,7 @@ def test_durq_workers_lists_a_live_worker_with_the_jobs_in_its_hands(
     shown = durq_cli.run("workers", "--url", server.url)
     assert shown.code == 0, shown
     assert "1 live worker" in shown.stdout
+    assert entry["version"] == durq.__version__ and durq.__version__ in shown.stdout
     assert f":{worker.pid}:" in shown.stdout
     rows = {
         cells[2]: cells for cells in map(str.split, shown.stdout.splitlines()) if len(cells) == 6

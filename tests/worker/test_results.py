@@ -10,6 +10,7 @@ import pytest
 
 import durq
 from durq import JobFailed
+from helpers import SLACK
 from worker.support import ExecLog, running_worker
 
 
@@ -106,7 +107,7 @@ def test_result_of_a_task_that_does_not_store_results_is_refused_at_once(
     started = time.monotonic()
     with pytest.raises(durq.InvalidArgument, match=r"task work does not store its result"):
         handle.result(timeout=10)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 1.0 + SLACK  # not the 10 s of the timeout
 
 
 def test_a_handle_from_a_stored_id_is_one_call_and_waits_like_the_original(

@@ -31,7 +31,7 @@ from durq.protocol.calls import Op, Pipeline, ScriptCall
 from durq.protocol.status import Status
 from workflows.support import courier
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # server time: measured alone
 
 BOUND_MS = 10.0
 SIZE = wf.MAX_NODES

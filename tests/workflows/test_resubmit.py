@@ -3,7 +3,8 @@ nothing changes (``created`` False, the handle knows the existing run); once its
 expired, the same id runs afresh: its steps get new job ids (a new run), so whatever
 its earlier steps left (dead letters, cancelled records, tombstones) does not stop
 them. Before, the new submission said ``created=True`` and then hung: no step started,
-and ``status()`` showed steps that never ran as done."""
+and ``status()`` showed steps that never ran as done. And an id has one home, wherever
+its steps are (found by the model test)."""
 
 from __future__ import annotations
 
@@ -111,3 +112,30 @@ async def test_a_report_of_an_earlier_run_changes_nothing(
         assert await front.result(second, 10) == 3
     [callback] = runs(log, "callback")
     assert callback["results"] == ["d", 1, 4]
+
+
+def _elsewhere(app: durq.App, log: str, queue: str) -> durq.Chain:
+    sq = app.tasks["square"].options(queue=queue)
+    return durq.group([sq.s(log, 1), sq.s(log, 2)]).then(
+        app.tasks["collect"].options(queue=queue).s(log)
+    )
+
+
+async def test_a_workflow_id_submitted_again_with_its_steps_in_other_queues_changes_nothing(
+    wapp: durq.App, log: str, front: Front, queue_name: str
+) -> None:
+    """Found by the model test: the id was looked for in its home only, and the home was
+    a queue of the slot holding most steps. Submitted again with its steps in another
+    queue (a task moved there between two deploys), the same id ran twice. A workflow
+    with an id lives in the App's default queue, wherever its steps are."""
+    old, new = f"{queue_name}-old", f"{queue_name}-new"  # two other slots
+    first = await front.enqueue(_elsewhere(wapp, log, old), id="moved-7")
+    again = await front.enqueue(_elsewhere(wapp, log, new), id="moved-7")
+    assert first.created and not again.created
+    assert first.queue == again.queue == wapp.default_queue and again.run == first.run
+    # it runs once, to its end, under a worker that consumes its steps' queue only:
+    # every worker delivers the outbox of the default queue, where its starts leave
+    with running_worker(wapp, queues=[old, new]):
+        assert await front.result(again, 10) == 2
+    assert [c["results"] for c in runs(log, "callback")] == [[1, 4]]
+    assert wapp.queue(new).stats().enqueued == 0

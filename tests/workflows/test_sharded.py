@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 import durq
-from durq._sync.sharded import shard_index
-from durq.keys import NamespaceKeys, shard_name
+from durq.keys import NamespaceKeys, shard_index, shard_name
 from durq.protocol.namespace import queue_names, shard_counts
 from worker.support import Durq, running_worker
 from workflows.apps import build
@@ -81,3 +80,30 @@ def test_a_workflow_on_a_sharded_queue_registers_it_by_its_name(
     assert cancelled.code == 0 and "cancelled" in cancelled.stdout, cancelled
     with running_worker(sapp, queues=[name]), pytest.raises(durq.Cancelled):
         handle.result(5)
+
+
+async def test_a_workflow_id_has_one_home_whichever_shards_its_steps_go_to(
+    sapp: durq.App, log: str, queue_name: str, redis_url: str
+) -> None:
+    """Found by the model test: steps without a group go to any shard, and the home was
+    a shard holding most of them: the same id submitted again landed in another home
+    and ran again. It lives in the App's default queue; when that queue is sharded, in
+    its shard of the id."""
+    front = Front(sapp, "async")
+    sq = sapp.tasks["square"].options(queue=f"{queue_name}-s")
+    handles = [
+        await front.enqueue(durq.group([sq.s(log, i) for i in range(3)]), id="sharded-7")
+        for _ in range(8)
+    ]
+    assert [h.created for h in handles] == [True] + [False] * 7
+    assert {(h.queue, h.run) for h in handles} == {(sapp.default_queue, handles[0].run)}
+    await sapp.aclose()
+    home = f"{queue_name}-d"
+    app = build(redis_url, default_queue=home, shards={home: SHARDS})
+    try:
+        flow = durq.chain(app.tasks["square"].options(queue=queue_name).s(log, 1))
+        first = flow.enqueue(id="sharded-8")
+        assert first.queue == shard_name(home, shard_index("sharded-8", SHARDS))
+        assert not flow.enqueue(id="sharded-8").created
+    finally:
+        app.close()

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+from redis.exceptions import ResponseError
+
 import durq
 from durq.codec import PayloadCodec
 from durq.keys import OutboxKeys
@@ -82,3 +85,34 @@ async def test_a_start_consumed_by_a_failure_starts_nothing_however_late(
     info = await front.status(handle)
     assert info is not None
     assert [s.state for s in info.steps] == ["done"] * 3 + ["cancelled", "dead"]
+
+
+async def test_a_start_that_comes_after_the_stop_of_its_steps_starts_nothing(
+    wapp: durq.App, log: str, front: Front
+) -> None:
+    """Found by the model test: a cancel sends, through the home's outbox, the consume of
+    the starts on their way ('Q') and the stop of the steps ('K'). Couriers may deliver
+    them in any order: a courier that took the start and the consume died, and another
+    delivered the stop first; the start came back before the consume. The stop found no
+    step to stop, the start then started them, and nothing ever stopped them: the steps
+    of a cancelled workflow ran. The stop now waits for the consume."""
+    t = wapp.tasks
+    home_name, far_name = wapp.default_queue, f"{wapp.default_queue}-b"  # two slots
+    home, far = wapp.queue(home_name), wapp.queue(far_name)
+    sq = t["square"].options(queue=far_name)
+    handle = await front.enqueue(durq.group([sq.s(log, 1), sq.s(log, 2)]), id="late-7")
+    assert handle.queue == home_name
+    box = OutboxKeys(home_name)
+    [start], _, _ = home._run(lifecycle.fetch(box, PayloadCodec(), 10, 30))
+    assert await front.cancel(handle) is durq.CancelStatus.CANCELLED
+    entries, _, _ = home._run(lifecycle.fetch(box, PayloadCodec(), 10, 30))
+    by_kind = {e.data[:1]: e.data for e in [start, *entries]}
+    assert sorted(by_kind) == [b"K", b"Q", b"S"]
+    # the stop first: it waits for the consume (a courier retries it with backoff)
+    with pytest.raises(ResponseError, match="waits for the consume"):
+        home._run(_apply(by_kind[b"K"]))
+    for kind in (b"S", b"Q", b"K"):  # then the start, the consume, the stop again
+        assert home._run(_apply(by_kind[kind])) == b"OK"
+    assert far.dequeue() is None, "a step of the cancelled workflow can start"
+    info = await front.status(handle)
+    assert info is not None and {s.state for s in info.steps} == {"cancelled"}

@@ -30,7 +30,7 @@ from durq.models import (
     ScheduleInfo,
     WorkflowInfo,
 )
-from durq.protocol import admin, control
+from durq.protocol import admin, control, scan
 from durq.protocol import limits as limit_ops
 from durq.protocol import schedules as schedule_ops
 from durq.protocol import workflows as workflow_ops
@@ -112,6 +112,13 @@ class AsyncQueueAdmin:
         something else); each makes calls fail with CorruptQueue until it is removed."""
         found = await self._driver.run(admin.check(self.keys))
         return found + await self._driver.run(limit_ops.check(self.keys))
+
+    async def scan_jobs(self, cursor: int = 0, count: int = 500) -> tuple[int, list[JobInfo]]:
+        """One page of the queue's job records, in no order (``durq deploy check``):
+        the cursor of the next page (0: the scan is over) and the jobs, their records
+        only (no reason, no scores). A job present throughout the scan is seen at least
+        once."""
+        return await self._driver.run(scan.scan_jobs(self.keys, cursor, count))
 
     async def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
         """The largest groups by ready jobs, or the groups named."""

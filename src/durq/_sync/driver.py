@@ -13,7 +13,6 @@ from contextlib import suppress
 from os import getpid, register_at_fork
 from typing import Any, TypeVar
 
-import hiredis
 from redis import Redis
 from redis.exceptions import (
     ConnectionError,
@@ -39,6 +38,7 @@ from durq.protocol.calls import (
 from durq.protocol.libraries import trust_library
 from durq.transport import cluster
 from durq.transport.cluster import sync_node_pool, sync_refresh
+from durq.transport.packing import pack
 from durq.transport.redispy import IDLE, SCRIPTS, SENTINELS_ASKED, sync_exchange, attached
 
 __all__ = ["Driver"]
@@ -162,45 +162,6 @@ def _refused_write(replies: Sequence[Any]) -> Any:
     return None
 
 
-def _pack(commands: Sequence[Wire]) -> list[bytes]:
-    """RESP for ``commands``, by hiredis's C packer: redis-py's own packer first converts
-    every argument in Python, which cost as much as the round trip for large batches.
-    durq only sends str, bytes, int and float arguments, which hiredis takes as they are."""
-    # a list of chunks, as send_packed_command takes them
-    if len(commands) == 1:  # most requests: no join, no copy
-        return [_pack_one(commands[0])]
-    return [b"".join([_pack_one(c) for c in commands])]
-
-
-#: the RESP of a script call's head (FCALL or EVALSHA, the function or SHA, the key
-#: count, the keys), by that head: the same for every call of one script on one queue
-_HEADS: dict[Wire, bytes] = {}
-#: a bound on _HEADS (many queues); past it the cache starts again
-_HEADS_MAX = 4096
-
-
-def _pack_one(command: Wire) -> bytes:
-    """RESP for one command. A script call's head, which is most of its bytes (17 keys
-    for a queue), is packed once and kept: RESP is an array header followed by each
-    argument on its own, so the head's bytes are the same in every call. The head is
-    the cache key itself, so a call that moves to EVALSHA (or back to FCALL) uses its
-    own head."""
-    if command[0] != "FCALL" and command[0] != "EVALSHA":
-        whole: bytes = hiredis.pack_command(tuple(command))
-        return whole
-    end: int = 3 + command[2]
-    head = command[:end]
-    packed = _HEADS.get(head)
-    if packed is None:
-        if len(_HEADS) >= _HEADS_MAX:
-            _HEADS.clear()
-        whole = hiredis.pack_command(head)
-        packed = _HEADS[head] = whole[whole.index(b"\r\n") + 2 :]
-    body = hiredis.pack_command(command[end:]) if len(command) > end else b"*0\r\n"
-    # the array header counts head and arguments; the arguments' own header goes
-    return b"".join((b"*%d\r\n" % len(command), packed, body[body.index(b"\r\n") + 2 :]))
-
-
 #: a connection kept idle longer than this goes back through redis-py's pool, whose
 #: checkout checks it (a server restart or its idle timeout may have closed it)
 IDLE_CHECK = 1.0
@@ -260,7 +221,7 @@ def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
-        replies = sync_exchange(conn, _pack(commands), len(commands))
+        replies = sync_exchange(conn, pack(commands), len(commands))
         refused = _refused_write(replies)
         if refused is not None:
             # the caller retries as after a lost connection, and reconnects to the

@@ -16,6 +16,7 @@ from redis import Redis
 
 from durq._sync.admin import QueueAdmin
 from durq._sync.driver import Driver
+from durq._sync.durable import QueueDurable
 from durq._sync.retry import retrying
 from durq.backoff import Backoff, exponential
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
@@ -35,13 +36,13 @@ from durq.protocol.lifecycle import Leased
 from durq.protocol.status import OUTCOMES, Status, outcomes
 from durq.transport import connection
 
-__all__ = ["Queue"]
+__all__ = ["Queue", "Reason", "per_job"]
 
 T = TypeVar("T")
 Reason = str | Mapping[str, Any] | None
 
 
-def _per_job(name: str, value: Any, count: int) -> list[Any]:
+def per_job(name: str, value: Any, count: int) -> list[Any]:
     """A value for each of ``count`` jobs: one value for all, or a sequence of values."""
     if isinstance(value, (list, tuple)):
         if len(value) != count:
@@ -59,7 +60,7 @@ def _raise_for(outcome: Outcome, job_id: str) -> None:
         raise LeaseLost(job_id, ": its record is unreadable")
 
 
-class Queue(QueueAdmin):
+class Queue(QueueAdmin, QueueDurable):
     """A durq queue, used from blocking code.
 
     Args:
@@ -350,9 +351,9 @@ class Queue(QueueAdmin):
     ) -> list[Outcome]:
         """Requeue many failed jobs in one round trip. ``reason``, ``delay`` and ``dead``
         are one value for all jobs or a sequence with one entry per job."""
-        reasons = _per_job("reason", reason, len(jobs))
-        delays = _per_job("delay", delay, len(jobs))
-        deads = _per_job("dead", dead, len(jobs))
+        reasons = per_job("reason", reason, len(jobs))
+        delays = per_job("delay", delay, len(jobs))
+        deads = per_job("dead", dead, len(jobs))
         items = [
             (
                 j,
@@ -393,7 +394,7 @@ class Queue(QueueAdmin):
         self, jobs: Sequence[Leased], delay: float | Sequence[float] = 0
     ) -> list[Outcome]:
         """Defer many jobs in one round trip; ``delay`` is one value or one per job."""
-        delays = _per_job("delay", delay, len(jobs))
+        delays = per_job("delay", delay, len(jobs))
         return outcomes(
             self._driver.run(lifecycle.defer(self.keys, list(zip(jobs, delays, strict=True))))
         )

@@ -13,50 +13,42 @@ another count is refused, and tools (``durq stats``, workers) read it from there
 
 from __future__ import annotations
 
+import datetime
 import time
-import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
 from dataclasses import replace as with_changes
 from typing import Any, TypeVar
 
 from redis import Redis
 
-from durq._sync.queue import Queue
+from durq._sync.queue import Queue, Reason, per_job
+from durq._sync.sharded_admin import ShardedQueueAdmin
+from durq.backoff import Backoff
+from durq.codec import PayloadCodec
+from durq.durability import Durability
 from durq.errors import InvalidArgument
-from durq.keys import NamespaceKeys, check_shards, shard_name, split_shard
-from durq.limits import FlowInfo, merge_flow, shard_settings
+from durq.keys import NamespaceKeys, check_shards, shard_index, shard_name, split_shard
 from durq.models import (
-    CancelResult,
-    CancelStatus,
     EnqueueResult,
-    GroupInfo,
     Job,
-    JobInfo,
     Message,
     Outcome,
-    QueueStats,
 )
 from durq.protocol import namespace
-from durq.protocol.args import job_ids, new_ids
+from durq.protocol.args import new_ids
 from durq.protocol.calls import Op
+from durq.protocol.durable import check_signal_name
 from durq.protocol.lifecycle import Leased
 from durq.transport import connection
 
-__all__ = ["ShardedQueue"]
+__all__ = ["ShardedQueue", "shard_index"]  # shard_index: from durq.keys, where it lives
 
 T = TypeVar("T")
 #: the longest block on one shard's wake marker while ``dequeue`` waits on all of them
 _TURN = 0.05
 
 
-def shard_index(key: str, shards: int) -> int:
-    """The shard of a routing key (a group, a dedup key or a job id): CRC-32, so every
-    client and language agrees."""
-    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % shards
-
-
-class ShardedQueue:
+class ShardedQueue(ShardedQueueAdmin):
     """A queue of ``shards`` shards, with the API of ``Queue``.
 
     Args:
@@ -100,6 +92,43 @@ class ShardedQueue:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} shards={self.shard_count}>"
 
+    # the options every shard shares, as Queue has them (its keys are per shard)
+
+    @property
+    def codec(self) -> PayloadCodec:
+        """The payload codec (``serializer``, ``max_payload_bytes``)."""
+        return self.shards[0].codec
+
+    @property
+    def lease(self) -> float:
+        """The default lease of ``dequeue``, in seconds."""
+        return self.shards[0].lease
+
+    @property
+    def max_attempts(self) -> int:
+        """The default attempts before a job is dead-lettered."""
+        return self.shards[0].max_attempts
+
+    @property
+    def backoff(self) -> Backoff:
+        """The default retry delay of ``requeue``."""
+        return self.shards[0].backoff
+
+    @property
+    def result_ttl(self) -> float:
+        """How long results passed to ``release`` are kept, in seconds."""
+        return self.shards[0].result_ttl
+
+    @property
+    def enqueue_retry_for(self) -> float:
+        """How long ``enqueue`` keeps retrying through connection errors, in seconds."""
+        return self.shards[0].enqueue_retry_for
+
+    @property
+    def durability(self) -> Durability | None:
+        """What an enqueue waits for before it returns (``durq.Durability``)."""
+        return self.shards[0].durability
+
     def close(self) -> None:
         """Close the connections, if the queue created its own client."""
         if self._owns_client:
@@ -140,18 +169,41 @@ class ShardedQueue:
 
     # -- producing ------------------------------------------------------------------
 
-    def enqueue(self, payload: Any, **options: Any) -> EnqueueResult:
+    def enqueue(
+        self,
+        payload: Any,
+        *,
+        id: str | None = None,
+        delay: float = 0,
+        priority: int = 0,
+        max_attempts: int | None = None,
+        group: str | None = None,
+        key: str | None = None,
+        replace: bool = False,
+        expires: float | datetime.datetime | None = None,
+        ttl: float | None = None,
+        debounce: float | None = None,
+        max_wait: float | None = None,
+        keep_last: bool = False,
+    ) -> EnqueueResult:
         """Add one job (options as for ``Queue.enqueue``); ``result.queue`` names
         the shard it went to."""
-        return (self.enqueue_many([Message(payload, **options)]))[0]
+        message = Message(
+            payload, id, delay, priority, max_attempts, group, key, replace,
+            expires, ttl, debounce, max_wait, keep_last,
+        )  # fmt: skip
+        return (self.enqueue_many([message]))[0]
 
     def enqueue_many(
         self,
         payloads: Iterable[Any],
         *,
+        delay: float = 0,
+        priority: int = 0,
+        max_attempts: int | None = None,
         group: str | None = None,
         key: str | None = None,
-        **options: Any,
+        replace: bool = False,
     ) -> list[EnqueueResult]:
         """Add many jobs, one round trip per shard they go to (options as for
         ``Queue.enqueue_many``); results in order."""
@@ -160,9 +212,11 @@ class ShardedQueue:
             return []
         fresh = iter(new_ids(sum(1 for m in messages if m.id is None)))
         messages = [m if m.id is not None else with_changes(m, id=next(fresh)) for m in messages]
+        options: dict[str, Any] = {"delay": delay, "priority": priority, "group": group}
+        options.update(max_attempts=max_attempts, key=key, replace=replace)
         if not self._registered:
             # checked before the name is recorded: bad input registers nothing
-            self.shards[0]._enqueue_op(messages, [], group=group, key=key, **options).close()
+            self.shards[0]._enqueue_op(messages, [], **options).close()
             self.register()
         by_shard: dict[int, list[int]] = {}
         for i, m in enumerate(messages):
@@ -170,9 +224,31 @@ class ShardedQueue:
         results: list[Any] = [None] * len(messages)
         for index, positions in by_shard.items():
             shard = self.shards[index]
-            done = shard.enqueue_many(
-                [messages[i] for i in positions], group=group, key=key, **options
-            )
+            done = shard.enqueue_many([messages[i] for i in positions], **options)
+            for i, result in zip(positions, done, strict=True):
+                results[i] = with_changes(result, queue=shard.name)
+        return results
+
+    def enqueue_encoded(
+        self, jobs: Sequence[tuple[str, int, bytes]], *, max_attempts: int | None = None
+    ) -> list[EnqueueResult]:
+        """Add plain jobs whose payloads are encoded already (see
+        ``Queue.enqueue_encoded``), each to the shard of its id, one round trip per
+        shard; results in order, ``result.queue`` naming the shard."""
+        if not jobs:
+            return []
+        for _id, _codec, data in jobs:
+            self.codec.check_size(data)  # nothing is enqueued if one is too large
+        if not self._registered:
+            self.register()
+        by_shard: dict[int, list[int]] = {}
+        for i, job in enumerate(jobs):
+            by_shard.setdefault(shard_index(job[0], self.shard_count), []).append(i)
+        results: list[Any] = [None] * len(jobs)
+        for index, positions in by_shard.items():
+            shard = self.shards[index]
+            mine = [jobs[i] for i in positions]
+            done = shard.enqueue_encoded(mine, max_attempts=max_attempts)
             for i, result in zip(positions, done, strict=True):
                 results[i] = with_changes(result, queue=shard.name)
         return results
@@ -237,17 +313,32 @@ class ShardedQueue:
         return self._per_shard(jobs, call)
 
     def requeue(
-        self, job: Job, *, reason: Any = None, delay: float | None = None, dead: bool = False
+        self, job: Job, *, reason: Reason = None, delay: float | None = None, dead: bool = False
     ) -> Outcome:
         """The job failed (see ``Queue.requeue``)."""
         return self.shard_of(job).requeue(job, reason=reason, delay=delay, dead=dead)
 
-    def requeue_many(self, jobs: Sequence[Job], **options: Any) -> list[Outcome]:
-        """Requeue many failed jobs, one round trip per shard (options as for
-        ``Queue.requeue_many``, one value for all jobs)."""
+    def requeue_many(
+        self,
+        jobs: Sequence[Job],
+        *,
+        reason: Reason | Sequence[Reason] = None,
+        delay: float | Sequence[float] | None = None,
+        dead: bool | Sequence[bool] = False,
+    ) -> list[Outcome]:
+        """Requeue many failed jobs, one round trip per shard (see
+        ``Queue.requeue_many``: one value for all jobs, or one per job)."""
+        reasons = per_job("reason", reason, len(jobs))
+        delays = per_job("delay", delay, len(jobs))
+        deads = per_job("dead", dead, len(jobs))
 
         def call(shard: Queue, at: list[int]) -> list[Outcome]:
-            return shard.requeue_many([jobs[i] for i in at], **options)
+            return shard.requeue_many(
+                [jobs[i] for i in at],
+                reason=[reasons[i] for i in at],
+                delay=[delays[i] for i in at],
+                dead=[deads[i] for i in at],
+            )
 
         return self._per_shard(jobs, call)
 
@@ -269,95 +360,42 @@ class ShardedQueue:
         """Put the job back without counting an attempt (see ``Queue.defer``)."""
         self.shard_of(job).defer(job, delay)
 
+    def defer_many(
+        self, jobs: Sequence[Leased], delay: float | Sequence[float] = 0
+    ) -> list[Outcome]:
+        """Defer many jobs, one round trip per shard; ``delay`` is one value or one per
+        job."""
+        delays = per_job("delay", delay, len(jobs))
+
+        def call(shard: Queue, at: list[int]) -> list[Outcome]:
+            return shard.defer_many([jobs[i] for i in at], [delays[i] for i in at])
+
+        return self._per_shard(jobs, call)
+
     def wait_result(self, job_id: str, timeout: float, *, shard: str) -> bytes | None:
-        """The raw result of ``job_id`` in ``shard`` (``EnqueueResult.queue``)."""
+        """The raw result of ``job_id`` in ``shard`` (``EnqueueResult.queue``): a job id
+        does not tell its shard (a group or a key may have routed it)."""
         return self.shard_of(shard).wait_result(job_id, timeout)
 
-    # -- inspecting and repairing -----------------------------------------------------
+    # -- job control as the job's holder (cancels and reads: ShardedQueueAdmin) --
 
-    def stats(self) -> QueueStats:
-        """The shards' sizes and counters added up (``server_time``: the latest)."""
-        return self._added_up([shard.stats() for shard in self.shards])
+    def progress(self, job: Leased, fraction: float, info: Any = None) -> bool:
+        """Store how far a job you hold got (see ``Queue.progress``)."""
+        return self.shard_of(job).progress(job, fraction, info)
 
-    def outbox_stats(self) -> QueueStats:
-        """The shards' workflow outboxes, added up (see ``Queue.outbox_stats``)."""
-        return self._added_up([shard.outbox_stats() for shard in self.shards])
+    # -- for workers ------------------------------------------------------------------
 
-    def _added_up(self, each: list[QueueStats]) -> QueueStats:
-        sums = {
-            f.name: sum(getattr(s, f.name) for s in each)
-            for f in fields(QueueStats)
-            if f.name not in ("name", "server_time")
-        }
-        return QueueStats(name=self.name, server_time=max(s.server_time for s in each), **sums)
+    def _run_all(self, operations: Sequence[Op[Any]]) -> list[Any]:
+        """Run several operations at once (see ``Queue._run_all``): each names its
+        own shard's keys, and the driver sends each request to its slot."""
+        return self.shards[0]._run_all(operations)
 
-    def job(self, job_id: str) -> JobInfo | None:
-        """Everything stored about one job, from whichever shard holds it."""
-        for shard in self.shards:
-            info = shard.job(job_id)
-            if info is not None:
-                return info
-        return None
+    # -- durable steps (docs/durable.md) ------------------------------------------------
 
-    def cancel(self, ids: str | Sequence[str]) -> list[CancelResult]:
-        """Cancel jobs, whichever shard holds them (see ``Queue.cancel``): each
-        shard is asked for the ids the shards before it did not know."""
-        wanted = job_ids(ids)
-        found: dict[str, CancelResult] = {}
-        for shard in self.shards:
-            left = [i for i in dict.fromkeys(wanted) if i not in found]
-            if not left:
-                break
-            for result in shard.cancel(left):
-                if result.status is not CancelStatus.NOT_FOUND:
-                    found[result.id] = result
-        return [found.get(i) or CancelResult(i, CancelStatus.NOT_FOUND) for i in wanted]
-
-    def dead_letters(self, limit: int = 100, offset: int = 0) -> list[JobInfo]:
-        """Dead letters of every shard, newest first."""
-        found: list[JobInfo] = []
-        for shard in self.shards:
-            found += shard.dead_letters(limit + offset)
-        found.sort(key=lambda info: info.died_at or 0, reverse=True)
-        return found[offset : offset + limit]
-
-    def replay(self, ids: str | Sequence[str]) -> int:
-        """Replay dead letters, whichever shard holds them; returns how many."""
-        return sum([shard.replay(ids) for shard in self.shards])
-
-    def replay_all(self) -> int:
-        """Replay every dead letter of every shard; returns how many."""
-        return sum([shard.replay_all() for shard in self.shards])
-
-    def purge(self, ids: str | Sequence[str]) -> int:
-        """Delete dead letters for good, whichever shard holds them."""
-        return sum([shard.purge(ids) for shard in self.shards])
-
-    def purge_all(self) -> int:
-        """Delete every dead letter of every shard."""
-        return sum([shard.purge_all() for shard in self.shards])
-
-    def check(self) -> list[str]:
-        """The keys of any shard that hold another Redis type than durq expects."""
-        return [problem for shard in self.shards for problem in shard.check()]
-
-    def groups(self, limit: int = 20, names: Sequence[str] = ()) -> list[GroupInfo]:
-        """The largest groups by ready jobs (a group lives in one shard)."""
-        found: list[GroupInfo] = []
-        for shard in self.shards:
-            found += shard.groups(limit, names)
-        found.sort(key=lambda g: g.ready, reverse=True)
-        return found if names else found[:limit]
-
-    def configure(self, **settings: Any) -> None:
-        """Change shared settings on every shard (see ``Queue.configure``). The
-        queue's ``rate`` and ``max_active`` are shared out among the shards, so they hold
-        for the whole queue (docs/flow-control.md, "Sharded queues")."""
-        count = len(self.shards)
-        shared = [shard_settings(settings, count, i) for i in range(count)]  # checked first
-        for shard, own in zip(self.shards, shared, strict=True):
-            shard.configure(**own)
-
-    def limits(self, limit: int = 20) -> FlowInfo:
-        """Flow control at a glance, the shards' states added up."""
-        return merge_flow(self.name, [shard.limits(limit) for shard in self.shards])
+    def signal(self, name: str, payload: Any = None, **options: Any) -> int:
+        """Send signal ``name`` to every shard (see ``Queue.signal``): it enters by
+        the shard of its name, which forwards it to the others through its outbox
+        (delivered at least once, applied once). Returns how many jobs that shard made
+        ready now."""
+        home = self.shards[shard_index(check_signal_name(name), len(self.shards))]
+        return home.signal(name, payload, **options)

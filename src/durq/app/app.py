@@ -14,10 +14,11 @@ dead-lettered as an unknown task.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from durq._async.queue import AsyncQueue
 from durq._async.sharded import AsyncShardedQueue
@@ -31,6 +32,7 @@ from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
 from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
 from durq.app.topics import AppTopic
+from durq.app.versions import Migration, check_migrations
 from durq.backoff import Backoff
 from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
@@ -38,7 +40,8 @@ from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
 from durq.limits import Rate
 from durq.models import EnqueueResult
-from durq.protocol.args import lease_ms
+from durq.protocol.args import delay_ms, lease_ms, new_ids
+from durq.protocol.durable import DEFAULT_SIGNAL_TTL
 from durq.redaction import Redact
 from durq.transport import connection
 
@@ -76,6 +79,10 @@ class App:
             dead letter's message and traceback); default ``Redact()``, the common
             secret names. ``durq.contrib.fastapi.dashboard`` shows the app's jobs with
             it too.
+        unknown_task_grace: seconds a job whose task (at its version) the worker that
+            fetched it does not run waits for a worker that does (default 600): it is
+            dead-lettered as ``unknown_task`` only once no worker of its queue has run
+            that task for as long (docs/deployment.md). 0: dead-lettered at once.
         routes: tasks' queues in one place, as Celery's ``task_routes``: task names,
             or patterns of names or of functions' dotted paths (``"shop.emails.*"``),
             mapped to queues; the first match decides a task's queue when it is
@@ -98,6 +105,7 @@ class App:
         durability: Durability | None = None,
         shards: Mapping[str, int] | None = None,
         redact: Redact | None = None,
+        unknown_task_grace: float = 600.0,
         routes: Mapping[str, str] | None = None,
     ) -> None:
         self.url = connection.resolve_url(url)
@@ -114,6 +122,8 @@ class App:
         self.result_ttl = result_ttl
         self.enqueue_retry_for = enqueue_retry_for
         self.durability = durability
+        delay_ms(unknown_task_grace, "unknown_task_grace")  # checked here, not in a worker
+        self.unknown_task_grace = unknown_task_grace
         if redact is not None and not isinstance(redact, Redact):
             raise InvalidArgument(f"redact must be a durq.Redact, got {type(redact).__name__}")
         self.redact = redact if redact is not None else Redact()
@@ -155,10 +165,13 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         check_types: bool = True,
         rate: Rate | None = None,
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -175,10 +188,13 @@ class App:
         result: bool = False,
         result_ttl: float | None = None,
         shards: int | None = None,
+        pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
         check_types: bool = True,
         rate: Rate | None = None,
+        version: int = 1,
+        migrate: Mapping[int, Migration] | None = None,
     ) -> Task[P, R] | Callable[[Callable[P, R]], Task[P, R]]:
         """Register a sync or async function as a task (a decorator, with or without
         arguments).
@@ -196,6 +212,11 @@ class App:
             result_ttl: how long the result is kept (default: the app's).
             shards: make the task's queue a sharded queue of this many shards (see
                 ``App``); every task of the queue must agree.
+            pool: where a worker runs this sync task: ``"process"`` in a child process
+                of its process pool, where a timeout stops it for good (killed and
+                replaced) and a crash or a leak cannot take the worker down;
+                ``"thread"`` in its threads; default: the worker's ``--pool``
+                (docs/process-pool.md). Async tasks run in the worker's event loop.
             retry_on: the exceptions a failed run is retried for (default: every
                 ``Exception``); any other dead-letters the job at once.
             dont_retry_on: exceptions never retried, even when ``retry_on`` matches
@@ -207,11 +228,22 @@ class App:
             rate: a rate limit of this task's own (``durq.Rate``): its jobs go to a
                 queue of their own, ``<queue>.<task>``, limited by the queues' limiter
                 for all workers together (see ``durq.app.routes``).
+            version: the version of the task's arguments (1 by default); each job
+                carries the version of the producer that enqueued it. Raise it when a
+                change of the signature would not bind the arguments of jobs already
+                queued, and give ``migrate``.
+            migrate: ``{old_version: upgrade}``, where ``upgrade(args, kwargs)`` returns
+                the ``(args, kwargs)`` of the next version: a worker upgrades an older
+                job's arguments step by step before running it. A job of a version this
+                worker cannot run (newer, or older than its migrations reach) waits for
+                a worker that can (docs/deployment.md).
         """
         if timeout is not None and not timeout > 0:
             raise InvalidArgument("timeout must be > 0 seconds")
         if lease is not None:
             lease_ms(lease)
+        if pool not in (None, "thread", "process"):
+            raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -220,13 +252,21 @@ class App:
             lease=lease,
             result=result,
             result_ttl=result_ttl,
+            pool=pool,
             retry_on=exception_types("retry_on", retry_on),
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
             check_types=check_types,
+            version=version,
+            migrate=check_migrations(version, migrate),
         )
 
         def register(func: Callable[P, R]) -> Task[P, R]:
             task_name = name or func.__name__
+            if pool is not None and inspect.iscoroutinefunction(func):
+                raise InvalidArgument(
+                    f"task {task_name!r} is async: it runs in the worker's event loop, "
+                    "not in a pool (pool= is for plain def tasks)"
+                )
             if task_name in self.tasks and self.tasks[task_name].fn is not func:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
             routed = self.routes.decide(task_name, func, queue)  # App(routes=...)
@@ -471,6 +511,60 @@ class App:
         lists schedules declared in code before but not any more; ``remove_missing``
         removes them."""
         return self.schedules.upsert(queues, remove_missing=remove_missing)
+
+    # -- signals (durable steps: docs/durable.md) ----------------------------------------
+
+    def signal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        queue: str | Sequence[str] | None = None,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+    ) -> int:
+        """Send signal ``name`` with ``payload`` (JSON data, at most 64 KiB): every job
+        waiting for it (``durq.wait_for``) gets the payload and runs again now, and a
+        wait reached within ``ttl`` seconds (a day by default) gets it at once. It goes
+        to ``queue`` (a name or several; each shard of a sharded queue), by default to
+        every queue of the app's tasks; once per queue, safe to call again. Returns how
+        many jobs it made ready (the shards reached through an outbox not counted)."""
+        signal_id = new_ids(1)[0]  # one id everywhere: a retried call changes nothing
+        woken = 0
+        for target in self._signal_targets(queue):
+            if target in self.shards:
+                woken += self.sharded_queue(target).signal(name, payload, ttl=ttl, id=signal_id)
+            else:
+                woken += self.queue(target).signal(name, payload, ttl=ttl, id=signal_id)
+        return woken
+
+    async def asignal(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        queue: str | Sequence[str] | None = None,
+        ttl: float = DEFAULT_SIGNAL_TTL,
+    ) -> int:
+        """``signal`` for asyncio code."""
+        signal_id = new_ids(1)[0]
+        woken = 0
+        for target in self._signal_targets(queue):
+            if target in self.shards:
+                queue_ = self.asharded_queue(target)
+                woken += await queue_.signal(name, payload, ttl=ttl, id=signal_id)
+            else:
+                woken += await self.aqueue(target).signal(name, payload, ttl=ttl, id=signal_id)
+        return woken
+
+    def _signal_targets(self, queue: str | Sequence[str] | None) -> list[str]:
+        if queue is None:
+            targets = self.queues
+            if not targets:
+                raise InvalidArgument(
+                    "this app has no tasks, so no queue to signal: name one (queue=...)"
+                )
+            return targets
+        return [check_queue_name(q) for q in ([queue] if isinstance(queue, str) else queue)]
 
     # -- enqueueing -------------------------------------------------------------------
 

@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from durq._async.sharded import shard_index
 from durq.app.task import Task
 from durq.codec import check_json
 from durq.cron import CronTiming
 from durq.errors import InvalidArgument, NotSerializable
-from durq.keys import shard_name
+from durq.keys import shard_index, shard_name
 from durq.models import ScheduleInfo
 from durq.protocol.schedules import ScheduleRow
 
@@ -201,7 +200,9 @@ class Schedule:
         """The job payload up to its tick time: ``[task, args, kwargs, {"schedule":
         name, "tick": `` (the dequeue script appends the tick's ms and ``}]``)."""
         body = orjson.dumps([self.task.name, list(self.args), self.kwargs])
-        return body[:-1] + b',{"schedule":' + orjson.dumps(self.name) + b',"tick":'
+        version = self.task.version_meta  # the job's version, for a versioned task
+        meta = b"" if version is None else orjson.dumps(version)[1:-1] + b","
+        return body[:-1] + b",{" + meta + b'"schedule":' + orjson.dumps(self.name) + b',"tick":'
 
     def row(self, origin: str = "code") -> ScheduleRow:
         """What the upsert script stores."""

@@ -11,12 +11,13 @@ import datetime
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar
 
 from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
 from durq.app.handle import HandleOwner, JobHandle
 from durq.app.typecheck import TypeCheck
+from durq.app.versions import Migration, runnable_versions, upgrade
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
 from durq.errors import InvalidArgument, NotSerializable
@@ -73,6 +74,7 @@ class TaskConfig:
     lease: float | None = None
     result: bool = False
     result_ttl: float | None = None
+    pool: Literal["thread", "process"] | None = None
     #: the exceptions a failed run is retried for (``@app.task(retry_on=...)``)...
     retry_on: tuple[type[Exception], ...] = (Exception,)
     #: ...unless it is one of these (they dead-letter the job at once)
@@ -80,6 +82,10 @@ class TaskConfig:
     #: argument values checked against the function's type hints at enqueue
     #: (``@app.task(check_types=False)`` opts out; see ``durq.app.typecheck``)
     check_types: bool = True
+    #: the version of the task's arguments, and the migrations of older versions' (see
+    #: ``durq.app.versions``)
+    version: int = 1
+    migrate: Mapping[int, Migration] | None = None
 
     def retries(self, exc: Exception) -> bool:
         """Whether a run that raised ``exc`` may be retried."""
@@ -176,12 +182,18 @@ class TaskCaller(Generic[P, R]):
         self._options = options
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
-        """A prepared call with these options, for ``enqueue_many``."""
+        """A prepared call with these options, for ``enqueue_many``; as a workflow
+        step, ``s``."""
         return Call(self.task, args, dict(kwargs), self._options)
 
-    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
-        """A workflow step with these options (see ``Task.s``)."""
-        return Call(self.task, args, dict(kwargs), self._options)
+    if TYPE_CHECKING:  # typed apart: a step may get its first argument from the one before
+
+        def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+            """A workflow step with these options (see ``Task.s``): ``call``."""
+            ...
+
+    else:
+        s = call
 
     def si(self, *args: Any, **kwargs: Any) -> Call[R]:
         """An immutable workflow step with these options (see ``Task.si``)."""
@@ -227,6 +239,13 @@ class Task(Generic[P, R]):
         self._types = (
             TypeCheck(name, fn, self.signature) if config.check_types and annotated else None
         )
+        #: the versions of jobs this task runs, newest first (durq.app.versions)
+        self.versions = runnable_versions(config.version, config.migrate or {})
+        #: what every job of this task carries in its payload's metadata: its version
+        #: (nothing at version 1, so an unversioned task writes the payloads it always did)
+        self.version_meta: dict[str, Any] | None = (
+            {"v": config.version} if config.version > 1 else None
+        )
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -247,6 +266,16 @@ class Task(Generic[P, R]):
         shard the handle named: ``handle.queue``), to wait for its result, read its
         state or cancel it."""
         return JobHandle.of(self.app, queue or self.queue, job_id, self)
+
+    @property
+    def version(self) -> int:
+        """The version of the task's arguments (``@app.task(version=...)``)."""
+        return self.config.version
+
+    def upgrade(self, version: int, args: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """The arguments of a job of an older ``version`` (one of ``versions``) upgraded
+        to this task's version through its migrations."""
+        return upgrade(self.name, self.config.migrate or {}, version, self.version, args, kwargs)
 
     def options(
         self,
@@ -296,14 +325,20 @@ class Task(Generic[P, R]):
         )  # fmt: skip
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[R]:
-        """A prepared call, for ``enqueue_many``."""
+        """A prepared call, for ``enqueue_many``; as a workflow step, ``s``."""
         return Call(self, args, dict(kwargs))
 
-    def s(self, *args: Any, **kwargs: Any) -> Call[R]:
-        """A workflow step (``durq.chain``, ``durq.group``): a step that runs after
-        another receives that one's result as its first positional argument, before
-        ``args``; checked against the signature when the workflow is enqueued."""
-        return Call(self, args, dict(kwargs))
+    if TYPE_CHECKING:  # typed apart: a step may get its first argument from the one before
+
+        def s(self, *args: Any, **kwargs: Any) -> Call[R]:
+            """A workflow step (``durq.chain``, ``durq.group``), the same as ``call``: a
+            step that runs after another receives that one's result as its first
+            positional argument, before ``args``; checked against the signature when
+            the workflow is enqueued."""
+            ...
+
+    else:
+        s = call
 
     def si(self, *args: Any, **kwargs: Any) -> Call[R]:
         """An immutable workflow step: it runs with exactly ``args`` and ``kwargs``,
@@ -375,6 +410,7 @@ class Task(Generic[P, R]):
         shapes = self._check.shapes
         types = self._types
         name = self.name
+        versioned = self.version_meta
         for _task, args, kwargs, _options in calls:
             try:
                 problem = shapes[(len(args), *kwargs) if kwargs else len(args)]
@@ -387,6 +423,8 @@ class Task(Generic[P, R]):
             meta = None
             if traced:  # the job carries the producer's trace context
                 meta = tracing.enqueue_meta(name, options.queue or self.queue, options.id)
+            if versioned is not None:  # and its task's version
+                meta = {**(meta or {}), **versioned}
             encoded = None if meta is not None else codec.encode_call(name, args, kwargs)
             out.append(encoded or codec.encode(self._payload(args, kwargs, meta)))
         return out
@@ -422,6 +460,8 @@ class Task(Generic[P, R]):
         o = call.options
         if meta is None:  # the job carries the producer's trace context, if tracing is on
             meta = tracing.enqueue_meta(self.name, o.queue or self.queue, o.id)
+        if self.version_meta is not None:  # and its task's version
+            meta = {**(meta or {}), **self.version_meta}
         return Message(
             self._payload(args, kwargs, meta),
             o.id,

@@ -36,7 +36,6 @@ import orjson
 
 from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
-from durq._sync.sharded import shard_index
 from durq.app import tracing
 from durq.app.task import Call, Task
 from durq.codec import check_json
@@ -48,7 +47,7 @@ from durq.errors import (
     PayloadTooLarge,
     WorkflowFailed,
 )
-from durq.keys import QueueKeys, check_group, check_job_id, shard_name, split_shard
+from durq.keys import QueueKeys, check_group, check_job_id, shard_index, shard_name, split_shard
 from durq.models import CancelStatus, StepInfo, WorkflowInfo
 from durq.payloads import build_call, decode_result
 from durq.protocol import workflows as wf
@@ -107,7 +106,9 @@ class _Flow:
         Args:
             id: the workflow id (random by default); its steps' job ids are
                 ``<id>.<run>.<node>`` (``handle.step_id(node)``), the run being a tag
-                drawn for each submission.
+                drawn for each submission. A workflow with an id lives in the App's
+                default queue, whatever queues its steps use; one without, in a queue
+                of the slot that holds most of its steps.
             on_failure: what a dead-lettered step does: ``"fail"`` (the workflow ends
                 failed and its unstarted steps are cancelled), ``"ignore"`` (the step
                 counts as done; its error takes its result's place, see ``step_error``)
@@ -321,7 +322,8 @@ def _prepare(
     ttl_ms = delay_ms(ttl, "result_ttl")
     builder = _Builder(app, wid)
     spec, _ = builder.node(root, False, _UNKNOWN, ())
-    compiled = wf.compile_workflow(spec)
+    home = None if workflow_id is None else builder.home_of_id()
+    compiled = wf.compile_workflow(spec, home)
     return app, _Submission(wid, policy, ttl_ms, compiled, builder.keys)
 
 
@@ -348,7 +350,23 @@ class _Builder:
     def __init__(self, app: App, wid: str) -> None:
         self.app = app
         self.wid = wid
-        self.keys: dict[str, QueueKeys] = {}  # the steps' queues
+        self.keys: dict[str, QueueKeys] = {}  # the steps' queues, and the home
+
+    def queue_keys(self, queue: str, count: int) -> QueueKeys:
+        keys = self.keys.get(queue)
+        if keys is None:
+            keys = self.keys[queue] = QueueKeys(queue, self.app.namespace, count)
+        return keys
+
+    def home_of_id(self) -> QueueKeys:
+        """The home of a workflow submitted with an id: the App's default queue (its
+        shard by the id, when it is sharded), whatever queues its steps use, so that
+        the id is found again in one place (docs/workflows.md)."""
+        queue = self.app.default_queue
+        count = self.app.shards.get(queue, 0)
+        if count:
+            queue = shard_name(queue, shard_index(self.wid, count))
+        return self.queue_keys(queue, count)
 
     def node(
         self, node: Any, gets_input: bool, produced: Any, path: tuple[int, ...]
@@ -412,11 +430,11 @@ class _Builder:
             # and rate hold across the queue), else anywhere
             index = shard_index(o.group, count) if o.group else secrets.randbelow(count)
             queue = shard_name(queue, index)
-        keys = self.keys.get(queue)
-        if keys is None:
-            keys = self.keys[queue] = QueueKeys(queue, app.namespace, count)
+        keys = self.queue_keys(queue, count)
         meta = dict(tracing.enqueue_meta(task.name, queue) or {})
         meta["wf"] = self.wid
+        if task.version_meta is not None:
+            meta.update(task.version_meta)
         payload = orjson.dumps(build_call(task.name, args, call.kwargs, meta))
         if len(payload) > app.max_payload_bytes:
             raise PayloadTooLarge(

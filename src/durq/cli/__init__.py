@@ -10,6 +10,8 @@ import click
 from durq._version import __version__
 from durq.cli.admin import dlq, doctor, stats, workers
 from durq.cli.dashboard import dashboard
+from durq.cli.deploy import deploy
+from durq.cli.durable import signal
 from durq.cli.enqueue import enqueue
 from durq.cli.functions import functions
 from durq.cli.jobs import job
@@ -57,6 +59,6 @@ def main() -> None:
 
 for command in (
     worker, stats, limits, workers, job, workflow, dlq, schedules, enqueue, doctor, dashboard,
-    functions, server, demo,
+    functions, deploy, server, demo, signal,
 ):  # fmt: skip
     main.add_command(command)

@@ -23,6 +23,8 @@ from durq._sync.sharded import ShardedQueue
 from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
+from durq.cli.pool_tables import children_table
+from durq.cli.steps import steps_table
 from durq.errors import DurqError
 from durq.models import GroupInfo, JobInfo, JobState, QueueStats
 from durq.payloads import decode_result
@@ -77,7 +79,7 @@ def _known_queues(url: str | None, namespace: str) -> list[str]:
         raise click.ClickException(escape_controls(str(exc))) from None
 
 
-_NOW = ("pending", "delayed", "active", "dead")
+_NOW = ("pending", "delayed", "active", "held", "dead")
 _TOTALS = ("enqueued", "completed", "failed", "retried", "dead-lettered", "reclaimed")
 
 
@@ -139,7 +141,8 @@ def _outbox_table(outboxes: list[QueueStats]) -> Table | None:
 def stats(
     queues: tuple[str, ...], url: str | None, namespace: str, top_groups: int, rate: bool
 ) -> None:
-    """Show the queues: pending, delayed, active, dead, totals and throughput.
+    """Show the queues: pending, delayed, active, held (waiting for a worker that runs
+    their task: docs/deployment.md), dead, totals and throughput.
 
     Queues whose workflow outbox holds entries (workflow steps in other slots, not
     delivered yet) are listed in a table of their own."""
@@ -193,7 +196,8 @@ def stats(
 @namespace_option
 @_redis_errors
 def workers(url: str | None, namespace: str) -> None:
-    """List the live workers and the jobs in their hands."""
+    """List the live workers (with the durq version each runs) and the jobs in their
+    hands."""
     client = connection.sync_client(url)
     try:
         entries = list_workers(client, namespace)
@@ -205,6 +209,7 @@ def workers(url: str | None, namespace: str) -> None:
     )
     table.add_column("id", no_wrap=True)
     table.add_column("queues", overflow="fold")
+    table.add_column("durq", no_wrap=True)  # a deploy under way shows two versions
     for col in ("concurrency", "in hand", "up", "last beat"):
         table.add_column(col, justify="right")
     jobs = Table(title="jobs in hand", box=box.SIMPLE_HEAD)
@@ -218,6 +223,7 @@ def workers(url: str | None, namespace: str) -> None:
             *map(plain, (
                 w["id"],
                 ", ".join(map(str, queues)) if isinstance(queues, list) else "",
+                w.get("version", "?"),
                 w.get("concurrency", ""),
                 f"{in_hand:g}",
                 _age(now, _number(w.get("started"))),
@@ -234,6 +240,9 @@ def workers(url: str | None, namespace: str) -> None:
     console.print(table)
     if jobs.row_count:
         console.print(jobs)
+    children = children_table(entries)
+    if children.row_count:
+        console.print(children)
 
 
 def _number(value: Any) -> float | None:
@@ -371,7 +380,8 @@ def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInf
 @_redis_errors
 def job(job_id: str, queue: str | None, url: str | None, namespace: str, redact: Redact) -> None:
     """Show everything stored about one job: queue, task, state, attempts, times, reason,
-    payload. Without -q, every queue is asked for it.
+    payload, its durable steps, sleeps and waits, and a finished job's stored result.
+    Without -q, every queue is asked for it.
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
     if queue is None:
@@ -382,7 +392,11 @@ def job(job_id: str, queue: str | None, url: str | None, namespace: str, redact:
         if found is None:
             raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
         info, stored = found
+    with _queue(queue, url, namespace) as q:
+        steps = q.steps(job_id)
     _show(info, redact, queue, stored)
+    if steps:  # durable steps (docs/durable.md)
+        console.print(steps_table(info.id, steps))
 
 
 @click.group()

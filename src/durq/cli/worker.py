@@ -16,6 +16,7 @@ from durq.logs import configure_logging, route_task_logs
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
+from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, ProcessPoolConfig
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
@@ -31,13 +32,16 @@ def _run(worker: Worker) -> None:
     # outside the try: an error of the worker must not come chained to the missing
     # uvloop, and an ImportError it raises must not start the (already awaited)
     # coroutine again on another loop
-    if uvloop is None:
-        # the loop whose thread short sync tasks may borrow without stalling it; the
-        # worker's signals come through it
-        worker.handle_signals = False
-        run_worker(worker.run(), worker.on_signal)
-    else:  # sync tasks all run in threads
-        uvloop.run(worker.run())
+    try:
+        if uvloop is None:
+            # the loop whose thread short sync tasks may borrow without stalling it; the
+            # worker's signals come through it
+            worker.handle_signals = False
+            run_worker(worker.run(), worker.on_signal)
+        else:  # sync tasks all run in threads
+            uvloop.run(worker.run())
+    except PoolBroken as exc:  # logged: exit so that a supervisor starts a new worker
+        raise SystemExit(1) from exc
 
 
 @click.command()
@@ -54,8 +58,54 @@ def _run(worker: Worker) -> None:
     "--concurrency",
     type=int,
     default=None,
-    help="Jobs running at once per process (coroutines, or threads for sync tasks) "
-    "[default: 100 when every task is async def, else 20].",
+    help="Jobs running at once per process (coroutines, threads for sync tasks, or "
+    "child processes with --pool process) [default: 100 when every task is async def, "
+    "the CPUs with --pool process, else 20].",
+)
+@click.option(
+    "--pool",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="Where sync tasks run: threads, or child processes forked from a template, with "
+    "hard time limits (a task's timeout kills its child) and recycling. A task's own "
+    "pool= wins; async tasks always run in the event loop.",
+)
+@click.option(
+    "--kill-grace",
+    type=float,
+    default=DEFAULT_KILL_GRACE,
+    show_default=True,
+    help="Process pool: seconds between a task's timeout (durq.TimeLimitExceeded raised "
+    "in it) and SIGKILL of its child.",
+)
+@click.option(
+    "--max-jobs-per-child",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Process pool: replace a child after this many jobs (up to 10% fewer, drawn per child).",
+)
+@click.option(
+    "--max-memory-per-child",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="Process pool: replace a child whose resident memory after a job is above this.",
+)
+@click.option(
+    "--max-child-age",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Process pool: replace a child older than this, between jobs.",
+)
+@click.option(
+    "--memory-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="Stop fetching while the worker's resident memory (its children's included) is "
+    "above this; fetch again under 90% of it.",
 )
 @click.option(
     "-p",
@@ -115,10 +165,36 @@ def _run(worker: Worker) -> None:
     help="Address the metrics endpoint listens on. It has no authentication: open it "
     "(0.0.0.0) only where the network is trusted.",
 )
+@click.option(
+    "--health-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve /livez, /readyz, /scale.json (KEDA metrics-api) and /metrics on this "
+    "port (with -p N, process i uses PORT+i).",
+)
+@click.option(
+    "--health-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the health endpoint listens on (no authentication, like --metrics-host).",
+)
+@click.option(
+    "--target-latency",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds within which ready jobs should start: the worker count /scale.json suggests.",
+)
 def worker(
     target: str,
     queues: tuple[str, ...],
     concurrency: int | None,
+    pool: str,
+    kill_grace: float,
+    max_jobs_per_child: int | None,
+    max_memory_per_child: float | None,
+    max_child_age: float | None,
+    memory_limit: float | None,
     processes: int,
     url: str | None,
     lease: float | None,
@@ -130,6 +206,9 @@ def worker(
     log_format: str,
     metrics_port: int | None,
     metrics_host: str,
+    health_port: int | None,
+    health_host: str,
+    target_latency: float,
 ) -> None:
     """Run the tasks of the App at MODULE:APP (e.g. myapp.tasks:app).
 
@@ -154,6 +233,18 @@ def worker(
             grace=grace,
             burst=burst,
             heartbeat=heartbeat,
+            pool=pool,  # type: ignore[arg-type]  # click.Choice checked it
+            process_pool=ProcessPoolConfig(
+                kill_grace=kill_grace,
+                max_jobs_per_child=max_jobs_per_child,
+                max_memory_per_child=max_memory_per_child,
+                max_child_age=max_child_age,
+            ),
+            memory_limit=memory_limit,
+            # the supervisor numbers its children, so that each gets a port of its own
+            health_port=None if health_port is None else health_port + _slot(),
+            health_host=health_host,
+            target_latency=target_latency,
         )
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
@@ -163,11 +254,16 @@ def worker(
         argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
         sys.exit(Supervisor(argv, processes, burst=burst).run())
     metrics = WorkerMetrics()
+    try:
+        # made before the metrics endpoint's thread: a process pool's template is
+        # forked from a process without threads
+        runner = Worker(app, config, metrics=metrics)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from None
     if metrics_port is not None:
         # the supervisor numbers its children, so that each gets a port of its own
-        slot = int(os.environ.get(SLOT_ENV, "0"))
-        serve_metrics(metrics, metrics_port + slot, metrics_host)
-    _run(Worker(app, config, metrics=metrics))
+        serve_metrics(metrics, metrics_port + _slot(), metrics_host)
+    _run(runner)
 
 
 def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
@@ -183,6 +279,11 @@ def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
             name,
             ", ".join(sorted(used)) or "-",
         )
+
+
+def _slot() -> int:
+    """This process's number among the supervisor's children (0 without one)."""
+    return int(os.environ.get(SLOT_ENV, "0"))
 
 
 def _child_args(args: list[str]) -> list[str]:

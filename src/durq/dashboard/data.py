@@ -22,7 +22,7 @@ from durq.keys import check_queue_name
 from durq.models import CancelResult, CancelStatus, GroupInfo, JobInfo, QueueStats
 from durq.transport import connection
 
-__all__ = ["DashboardData", "WorkerJob", "WorkerEntry"]
+__all__ = ["DashboardData", "WorkerChild", "WorkerJob", "WorkerEntry"]
 
 log = logging.getLogger("durq.dashboard")
 
@@ -49,6 +49,34 @@ class WorkerJob:
 
 
 @dataclass(frozen=True)
+class WorkerChild:
+    """A child of a worker's process pool, as its heartbeat lists it."""
+
+    pid: int
+    state: str
+    job: str | None
+    queue: str | None
+    task: str | None
+    jobs: int
+    rss: int
+    age: float
+
+
+def _child(c: dict[str, Any]) -> WorkerChild:
+    def text(name: str) -> str | None:
+        return None if c.get(name) is None else str(c.get(name))
+
+    def number(name: str) -> float:
+        value = c.get(name)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    return WorkerChild(
+        int(number("pid")), str(c.get("state", "")), text("job"), text("queue"), text("task"),
+        int(number("jobs")), int(number("rss")), number("age"),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class WorkerEntry:
     """A live worker, read from its heartbeat."""
 
@@ -62,6 +90,7 @@ class WorkerEntry:
     in_hand: int
     jobs: list[WorkerJob] = field(default_factory=list)
     totals: dict[str, list[float]] = field(default_factory=dict)
+    children: list[WorkerChild] = field(default_factory=list)  # its process pool's
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -104,6 +133,7 @@ def _worker(worker_id: str, fields: dict[str, Any]) -> WorkerEntry:
         in_hand=int(number("in_hand") or 0),
         jobs=jobs,
         totals=totals,
+        children=[_child(c) for c in _as_list(fields.get("children")) if isinstance(c, dict)],
     )
 
 

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from durq.dashboard.data import WorkerEntry
+from durq.dashboard.durable import ParkedCollector, parked_counts
 from durq.dashboard.limits import FlowCollector, flow_infos
 from durq.dashboard.schedules import schedule_metrics, schedules_of
 from durq.dashboard.state import dashboard_of
@@ -26,7 +27,7 @@ from durq.models import QueueStats
 
 __all__ = ["COUNTERS", "STATES", "metrics_endpoint", "queue_metrics"]
 
-STATES = ("pending", "delayed", "active", "dead", "retained")
+STATES = ("pending", "delayed", "active", "held", "dead", "retained")
 """The ``state`` label values of ``durq_queue_jobs``."""
 
 COUNTERS: dict[str, str] = {
@@ -124,14 +125,18 @@ async def metrics_endpoint(request: Request) -> Response:
     """Serve the Prometheus text format (read from Redis at each scrape)."""
     dash = dashboard_of(request)
     names, total = await dash.data.queue_names()
-    stats, workers, flows = await asyncio.gather(
-        dash.data.stats(names), dash.data.workers(), workflow_counters(dash, names)
+    stats, workers, flows, parked = await asyncio.gather(
+        dash.data.stats(names),
+        dash.data.workers(),
+        workflow_counters(dash, names),
+        parked_counts(dash, names),
     )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Snapshot([stats[n] for n in names if n in stats], workers, total))
     registry.register(_Fixed(list(schedule_metrics(await schedules_of(dash)))))
     registry.register(FlowCollector(await flow_infos(dash, [n for n in names if n in stats])))
     registry.register(WorkflowCounters({n: c for n, c in flows.items() if n in stats}))
+    registry.register(ParkedCollector({n: p for n, p in parked.items() if n in stats}))
     return Response(
         generate_latest(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from durq.dashboard.charts import Chart, format_count, format_rate, format_seconds, line_chart
 from durq.dashboard.data import WorkerEntry, WorkerJob
+from durq.dashboard.durable import job_steps
 from durq.dashboard.history import History, Recent
 from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
 from durq.dashboard.params import corrupt_page, error_page, id_or_error, queue_or_error
@@ -152,7 +153,8 @@ async def queue_page(request: Request) -> Response:
 
 
 async def job_page(request: Request) -> Response:
-    """One job: state, attempts, times, reason with traceback, payload, its group."""
+    """One job: state, attempts, times, reason with traceback, payload, its group, its
+    durable steps."""
     dash = dashboard_of(request)
     name = await queue_or_error(request, dash)
     if isinstance(name, Response):
@@ -160,8 +162,11 @@ async def job_page(request: Request) -> Response:
     job_id = id_or_error(request, dash, "job")
     if isinstance(job_id, Response):
         return job_id
-    info, workers, stats = await asyncio.gather(
-        dash.data.job(name, job_id), dash.data.workers(), dash.data.stats([name])
+    info, workers, stats, steps = await asyncio.gather(
+        dash.data.job(name, job_id),
+        dash.data.workers(),
+        dash.data.stats([name]),
+        job_steps(dash, name, job_id),
     )
     if info is None:
         return error_page(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
@@ -185,6 +190,7 @@ async def job_page(request: Request) -> Response:
             "numbers": job_numbers(info, stats[name].server_time),
             "group": group,
             "holders": holders,
+            "steps": steps,
             "done": _CANCEL_SAID.get(request.query_params.get("done", "")),
             "cancellable": info.state.value in ("pending", "delayed", "active")
             and not info.cancel_requested,

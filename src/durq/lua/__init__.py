@@ -3,7 +3,8 @@
 - ``ops/<operation>.lua``: one script per operation, each starting with a contract header
   (``--[[ name: purpose ... ]]``) that lists its KEYS, ARGV, replies, errors and cost;
 - ``lib/<area>/<name>.lua``: the helpers they share, one concept per file, by area
-  (``core``, ``groups``, ``limits``, ``control``, ``schedules``, ``workflows``), pulled in
+  (``core``, ``groups``, ``limits``, ``control``, ``schedules``, ``workflows``,
+  ``durable``), pulled in
   with ``--- @include "lib/<area>/<name>"`` lines;
 - this module, the loader: :func:`load` resolves the includes (each file at most once,
   cycles and missing files are errors that name the include stack) and returns the
@@ -29,6 +30,7 @@ _INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTIL
 
 SCRIPT_NAMES: tuple[str, ...] = (
     "cancel",
+    "caps",
     "configure",
     "dead_letters",
     "defer",
@@ -39,9 +41,11 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "enqueue_single",
     "extend",
     "groups",
+    "hold",
     "job",
     "limits_info",
     "limits_pause",
+    "parked_counts",
     "progress",
     "publish",
     "purge",
@@ -49,11 +53,19 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "release",
     "replay",
     "requeue",
+    "scaling",
     "schedule_control",
     "schedule_list",
     "schedule_refill",
     "schedule_upsert",
+    "signal",
+    "signal_deliver",
     "stats",
+    "unhold",
+    "step_list",
+    "step_record",
+    "step_sleep",
+    "step_wait",
     "workflow_cancel",
     "workflow_deliver",
     "workflow_submit",

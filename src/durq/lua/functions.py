@@ -70,11 +70,6 @@ _EVAL_ONLY = re.compile(r"^--- @eval-only[^\n]*\n.*?^--- @end[^\n]*$", re.MULTIL
 # one statement of a per-call block: `local a, b = ...` or `local a` (nil)
 _LOCAL = re.compile(r"^local ([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)[ \t]*(=?)", re.MULTILINE)
 
-#: operations whose own text refers to more library-level names than a Lua 5.1 closure
-#: may capture (60 upvalues): their whole flattened text runs per call inside the
-#: registered function, as it would under EVALSHA (FUNCTION LOAD names any that must be)
-WHOLE_PER_CALL: frozenset[str] = frozenset()
-
 
 @dataclass(frozen=True)
 class Library:
@@ -290,14 +285,6 @@ def _register(function: str, params: str, op: str) -> str:
 _REGISTERED = "end}\n"
 
 
-def _whole(op: str, function: str) -> str:
-    """The block of an operation in ``WHOLE_PER_CALL``: its flattened text per call."""
-    return (
-        f"do\n{_register(function, 'KEYS, ARGV', op)}"
-        f"{_pace()}{lua.load(op).source}\n{_REGISTERED}end\n"
-    )
-
-
 def _block(op: _Op, function: str) -> str:
     """The ``do ... end`` block, inside its group's, that registers ``function``."""
     resets = ", ".join(f"durq_lib_resets['{key}']" for key in op.resets)
@@ -418,12 +405,8 @@ def build(ops: Sequence[str]) -> Library:
     """A library of the operations ``ops`` (files of this package, without ``.lua``)."""
     read = functools.cache(lua._read)  # each file is included by many operations
     order = {op: i for i, op in enumerate(ops)}
-    blocks: dict[str, str] = {}
-    for op in ops:
-        if op in WHOLE_PER_CALL:
-            blocks[op] = _whole(op, f"durq_@_{op}")
-    text = "".join(blocks.values())
-    for group in _groups([_op(op, read) for op in ops if op not in WHOLE_PER_CALL]):
+    text = ""
+    for group in _groups([_op(op, read) for op in ops]):
         members = sorted(group.ops, key=lambda o: order[o.name])
         text += (
             f"do -- {', '.join(o.name for o in members)}\n"

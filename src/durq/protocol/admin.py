@@ -192,6 +192,7 @@ def stats(keys: QueueKeys) -> Op[QueueStats]:
     return QueueStats(
         name=keys.name,
         pending=max(values.get("ready", 0), 0),
+        held=max(values.get("held", 0), 0),
         delayed=values["delayed"],
         active=values["active"],
         dead=values["dead"],

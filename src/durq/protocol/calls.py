@@ -59,6 +59,7 @@ CHUNK: dict[str, int] = {
     "release": 125,
     "requeue": 64,
     "defer": 64,
+    "hold": 64,
     "extend": 250,
     "rate_limited": 100,
     "cancel": 100,

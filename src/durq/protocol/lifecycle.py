@@ -231,7 +231,7 @@ def enqueue_encoded(
     calls: list[ScriptCall | Command] = []
     if len(jobs) == 1:
         # a single enqueue (Task.enqueue, Queue.enqueue): the one-job script, which
-        # takes a sixth less server time than enqueue_plain's batch path
+        # takes a quarter to a third less server time than enqueue_plain's batch path
         job_id, codec_id, data = jobs[0]
         call = script_call("enqueue_single", keys, (job_id, data, max_attempts, codec_id))
         if confirm is None:  # the common case, kept short: one request, one reply

@@ -32,6 +32,7 @@ STATE_NAMES = {
     6: "superseded",
     7: "cancelled",
     8: "expired",
+    9: "held",
 }
 
 

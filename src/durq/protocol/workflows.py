@@ -176,14 +176,18 @@ def _parts(name: str, items: list[int]) -> list[tuple[str, Arg]]:
     ]
 
 
-def compile_workflow(root: NodeSpec) -> Compiled:
-    """Number the nodes, assign targets, park what does not start at once."""
+def compile_workflow(root: NodeSpec, home: QueueKeys | None = None) -> Compiled:
+    """Number the nodes, assign targets, park what does not start at once. ``home``:
+    the queue the workflow lives in (default: one of the slot holding most steps)."""
     root = _flatten(root)
     steps = _leaves(root, [])
     if len(steps) > MAX_NODES:
         raise InvalidArgument(f"a workflow has at most {MAX_NODES} steps, not {len(steps)}")
-    home = _home(steps)
-    out = Compiled(home=home.prefix, home_queue=home.queue, plan=None)
+    if home is None:
+        most = _home(steps)
+        out = Compiled(home=most.prefix, home_queue=most.queue, plan=None)
+    else:
+        out = Compiled(home=home.prefix, home_queue=home.name, plan=None)
     counter = [0]
 
     def walk(node: NodeSpec, later: bool) -> tuple[int, list[int], Any]:

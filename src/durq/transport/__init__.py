@@ -5,7 +5,8 @@
   lean exchanges the drivers send requests with, the state durq keeps on redis-py's
   objects, the Sentinel pools;
 - ``cluster``: which node serves a slot, and routing a call there;
-- ``spin``: how a blocking exchange waits for its reply (a short poll, then a sleep).
+- ``spin``: how a blocking exchange waits for its reply (a short poll, then a sleep);
+- ``packing``: the RESP of the drivers' requests, packed by hiredis (IO-free).
 
 The protocol (``durq.protocol``) and the Lua scripts never import this package.
 """

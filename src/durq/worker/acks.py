@@ -4,17 +4,20 @@ never before the job finished."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from durq.keys import QueueKeys
 from durq.models import Job
-from durq.protocol import lifecycle
+from durq.protocol import holding, lifecycle
 from durq.protocol import limits as limit_ops
 from durq.protocol.calls import Op
 from durq.worker.executor import Outcome
 
-__all__ = ["AckBuffer"]
+__all__ = ["AckBuffer", "HoldOp"]
+
+#: how a worker sends its held jobs (``worker.holding.Holding.hold``)
+HoldOp = Callable[[QueueKeys, Sequence[tuple[Job, str]]], Op[Any]]
 
 
 class AckBuffer:
@@ -30,8 +33,9 @@ class AckBuffer:
         return len(self.items)
 
     def add(self, job: Job, outcome: Outcome) -> None:
-        """Buffer a finished job's outcome ("lost" outcomes need no message)."""
-        if outcome.kind != "lost":
+        """Buffer a finished job's outcome ("lost" and "parked" outcomes need no
+        message: nothing to say, or said by the script that parked the job)."""
+        if outcome.kind != "lost" and outcome.kind != "parked":
             self.items.append((job, outcome))
 
     def take(self, limit: int) -> list[tuple[Job, Outcome]]:
@@ -58,19 +62,25 @@ class AckBuffer:
 
     @staticmethod
     def ops(
-        keys: QueueKeys, taken: Sequence[tuple[Job, Outcome]], result_ttl: float
+        keys: QueueKeys,
+        taken: Sequence[tuple[Job, Outcome]],
+        result_ttl: float,
+        hold: HoldOp | None = None,
     ) -> list[tuple[str, list[Job], Op[Any]]]:
-        """The operations that send ``taken``: one per kind present."""
+        """The operations that send ``taken``: one per kind present. ``hold``: how held
+        jobs are sent (``worker.holding``; None: dead-lettered at once)."""
         done = [(j, o) for j, o in taken if o.kind == "done"]
         failed: list[tuple[Job, Outcome]] = []
         deferred: list[tuple[Job, Outcome]] = []
         limited: list[tuple[Job, Outcome]] = []
+        held: list[tuple[Job, Outcome]] = []
         if len(done) != len(taken):  # most round trips send successes only: one pass
             # a cancelled job is sent as failed: its record's cancel flag makes the
             # script end it cancelled, never retried (lib/control/job_control.lua)
             failed = [(j, o) for j, o in taken if o.kind in ("retry", "dead", "cancelled")]
             deferred = [(j, o) for j, o in taken if o.kind == "defer"]
             limited = [(j, o) for j, o in taken if o.kind == "limited"]
+            held = [(j, o) for j, o in taken if o.kind == "hold"]
         out: list[tuple[str, list[Job], Op[Any]]] = []
         if done:
             results = [o.result for _, o in done]
@@ -99,4 +109,8 @@ class AckBuffer:
             out.append(
                 ("rate_limited", [j for j, _ in limited], limit_ops.rate_limited(keys, paused))
             )
+        if held:
+            caps = [(j, o.cap) for j, o in held]
+            op = hold(keys, caps) if hold is not None else holding.hold(keys, caps, 0, "")
+            out.append(("hold", [j for j, _ in held], op))
         return out

@@ -54,6 +54,10 @@ class Alarm:
         finally:
             handle.cancel()
 
+    def ring(self) -> None:
+        """Set this consumer's own marker now: its blocked wait ends, no other's."""
+        self._ring()
+
     def pending(self) -> list[asyncio.Task[None]]:
         """The ring being sent, if any (for the pump to cancel when it stops)."""
         return [self._ringing] if self._ringing is not None and not self._ringing.done() else []

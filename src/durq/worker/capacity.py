@@ -63,6 +63,7 @@ class Capacity:
     def __init__(self, size: int) -> None:
         self.size = size
         self.open = True  # False once the worker stops fetching
+        self.held = False  # True while the worker's memory limit holds fetching
         # keyed by delivery, not by job: keyed by job, a second delivery replaced the
         # first, whose end then freed a slot twice and one queue's count leaked
         self.deliveries: dict[tuple[str, str, str], Delivery] = {}
@@ -86,8 +87,9 @@ class Capacity:
         return self._by_queue.get(queue, 0)
 
     def free(self) -> int:
-        """How many more jobs the worker may fetch now (0 once it stopped fetching)."""
-        if not self.open:
+        """How many more jobs the worker may fetch now (0 once it stopped fetching, and
+        while its memory limit holds it)."""
+        if not self.open or self.held:
             return 0
         return max(self.size - len(self.deliveries), 0)
 
@@ -103,10 +105,6 @@ class Capacity:
         """The slots each busy queue may hold: an equal part of all, rounded up."""
         busy = len(self._wake) - len(self._idle)
         return -(-self.size // max(busy, 1))
-
-    def is_idle(self, queue: str) -> bool:
-        """True while ``queue`` leaves its share to the others."""
-        return queue in self._idle
 
     def set_idle(self, queue: str, idle: bool, *, rebalance: bool = True) -> None:
         """``queue`` was found empty (idle) or may have work again (busy). With
@@ -143,6 +141,14 @@ class Capacity:
         elif len(self._wake) > 1 and self._by_queue[queue] >= self.share():
             self.rebalance()  # a slot over this queue's share: another queue's turn
         return True
+
+    def hold(self, held: bool) -> None:
+        """Hold fetching (``held``) or let it go on (``worker.memory_limit``): the jobs
+        in hand run and are acknowledged meanwhile."""
+        if held != self.held:
+            self.held = held
+            if not held:
+                self.wake_all()
 
     def close(self) -> None:
         """Stop fetching (burst mode finished, or shutting down); wake every pump."""

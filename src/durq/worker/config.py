@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name
 from durq.protocol.args import lease_ms
+from durq.worker.pool import ProcessPoolConfig, cpus
 
 if TYPE_CHECKING:
     from durq.app.task import Task
@@ -39,6 +40,20 @@ class WorkerConfig:
         heartbeat: seconds between registry heartbeats (default 5).
         burst: stop once the queues are drained (nothing ready, running or scheduled).
         batch: the most jobs fetched or acknowledged per round trip (default 500).
+        pool: where sync tasks run unless they name a ``pool`` of their own:
+            ``"thread"`` (the default) or ``"process"``, child processes forked from a
+            template (docs/process-pool.md), ``concurrency`` of them (default: the
+            CPUs); tasks that ask for the process pool under threads get as many
+            children as there are CPUs.
+        process_pool: the children's kill grace and recycling limits.
+        memory_limit: MB of resident memory (this process, its pool's children and
+            template) above which the worker stops fetching until it is back under 90%
+            of it (``worker.memory_limit``); None: no limit.
+        health_port: serve /livez, /readyz, /scale.json and /metrics on this port
+            (``durq.worker.health``; None: not served; 0: any free port).
+        health_host: the address the health endpoint listens on (loopback by default).
+        target_latency: seconds within which ready jobs should start, for the worker
+            count /scale.json suggests (default 10).
     """
 
     queues: Sequence[str] = ()
@@ -52,6 +67,12 @@ class WorkerConfig:
     batch: int = 500
     name: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    pool: Literal["thread", "process"] = "thread"
+    process_pool: ProcessPoolConfig = field(default_factory=ProcessPoolConfig)
+    memory_limit: float | None = None
+    health_port: int | None = None
+    health_host: str = "127.0.0.1"
+    target_latency: float = 10.0
 
     def __post_init__(self) -> None:
         for q in self.queues:
@@ -68,6 +89,14 @@ class WorkerConfig:
             raise InvalidArgument("batch must be in 1..1000")
         if self.lease is not None:
             lease_ms(self.lease)  # refused here rather than by every fetch
+        if self.pool not in ("thread", "process"):
+            raise InvalidArgument(f"pool must be 'thread' or 'process', got {self.pool!r}")
+        if self.memory_limit is not None and not self.memory_limit > 0:
+            raise InvalidArgument("memory_limit must be > 0 MB")
+        if self.health_port is not None and not 0 <= self.health_port <= 65535:
+            raise InvalidArgument("health_port must be in 0..65535")
+        if not self.target_latency > 0:
+            raise InvalidArgument("target_latency must be > 0")
 
 
 #: the default concurrency of a worker whose tasks are all ``async def``: a job waiting
@@ -82,9 +111,12 @@ SYNC_CONCURRENCY = 20
 
 def concurrency_for(config: WorkerConfig, tasks: Iterable[Task[Any, Any]]) -> int:
     """The jobs a worker runs at once: ``config.concurrency``, or the default for
-    ``tasks`` (ASYNC_CONCURRENCY when all are async, else SYNC_CONCURRENCY)."""
+    ``tasks`` (the CPUs for the process pool, ASYNC_CONCURRENCY when all are async,
+    else SYNC_CONCURRENCY)."""
     if config.concurrency is not None:
         return config.concurrency
+    if config.pool == "process":
+        return cpus()
     tasks = list(tasks)
     if tasks and all(t.is_async for t in tasks):
         return ASYNC_CONCURRENCY

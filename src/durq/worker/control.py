@@ -278,6 +278,8 @@ class WorkerControl:
         self._capacity = capacity
         self._cancel_grace = cancel_grace
         self._end_unstarted = end_unstarted
+        #: tells a sync task run elsewhere (a process pool's child) of its cancel
+        self.tell_cancel: Callable[[Delivery], None] = lambda delivery: None
 
     def cancel_requested(self, delivery: Delivery) -> None:
         """A cancel of this job was asked (the lease keeper found the flag): a job not
@@ -302,6 +304,7 @@ class WorkerControl:
         elif delivery.task is not None and delivery.task.is_async:
             runner.cancel()
         else:
+            self.tell_cancel(delivery)
             asyncio.get_running_loop().call_later(self._cancel_grace, _stop, runner)
 
     def busy(self) -> bool:

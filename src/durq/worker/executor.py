@@ -14,21 +14,24 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from durq.app import tracing
+from durq.app.durable import JobParked
 from durq.app.schedule_spec import apply_tick
 from durq.app.task import Task
+from durq.app.versions import job_version
 from durq.backoff import exponential
 from durq.context import set_current_job
-from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry
+from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry, StepError
 from durq.models import Job
 from durq.payloads import encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
+from durq.protocol.holding import capability
 from durq.worker.handoff import Handoff
 from durq.worker.threads import ThreadRunner
 
 if TYPE_CHECKING:
     from durq.app.app import App
 
-__all__ = ["DONE", "Call", "Executor", "Outcome"]
+__all__ = ["DONE", "PARKED", "Call", "Executor", "Outcome"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -53,7 +56,9 @@ INLINE_BACKOFF = 4
 class Outcome:
     """What to tell the queue about a job."""
 
-    kind: Literal["done", "retry", "dead", "defer", "limited", "lost", "cancelled"]
+    kind: Literal[
+        "done", "retry", "dead", "defer", "limited", "lost", "cancelled", "hold", "parked"
+    ]
     result: bytes | None = None  # done: the stored result; dead: the stored error
     delay: float = 0.0
     reason: bytes = b""
@@ -61,11 +66,16 @@ class Outcome:
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
     trace: str = ""  # retry, dead: the traceback of the exception, for the log
     error: BaseException | None = None  # retry, dead: the exception, for the hooks
+    cap: str = ""  # hold: the capability the job waits for (durq.protocol.holding)
 
 
 DONE = Outcome("done")
 """The outcome of a job that succeeded and keeps no result (shared: outcomes are never
 changed once made)."""
+
+PARKED = Outcome("parked")
+"""The outcome of a job that a durable sleep or wait parked (``durq.app.durable``): it
+left the worker in the script that parked it, so nothing is sent for it."""
 
 Call = tuple[Task[Any, Any], list[Any], dict[str, Any], dict[str, Any]]
 """A job ready to run: its task, arguments and metadata (``Executor.prepare``)."""
@@ -215,10 +225,22 @@ class Executor:
         except ValueError as exc:
             return self._dead(None, {"reason": "malformed_payload", "message": str(exc)}, job)
         # a topic event runs the subscriber task of the queue it was published to
-        task = self.app.tasks.get(task_name_of(name, job.queue))
-        if task is None:
-            message = f"no task named {name!r} is registered in this worker's app"
-            return self._dead(None, {"reason": "unknown_task", "message": message}, job)
+        task_name = task_name_of(name, job.queue)
+        task = self.app.tasks.get(task_name)
+        try:
+            version = job_version(meta)
+        except ValueError as exc:
+            return self._dead(None, {"reason": "malformed_payload", "message": str(exc)}, job)
+        if task is None or version not in task.versions:
+            # a worker of another deploy runs it: it waits for one (durq.protocol.holding)
+            summary = f"held: this worker does not run {task_name} at version {version}"
+            return Outcome("hold", cap=capability(task_name, version), summary=summary)
+        if version != task.version:
+            try:
+                args, kwargs = task.upgrade(version, args, kwargs)
+            except Exception as exc:
+                fields = {**error_fields(exc), "reason": "migration_failed", "version": version}
+                return self._dead(task, fields, job)
         problem = task.arguments_problem(args, kwargs)
         if problem is not None:
             return self._dead(task, {"reason": "bad_arguments", "message": problem}, job)
@@ -278,38 +300,73 @@ class Executor:
                     value = await task.fn(*args, **kwargs)
                 else:
                     value = await asyncio.wait_for(task.fn(*args, **kwargs), timeout)
-            elif (lender := self._inline(task, timeout)) is not None:
-                value = await lender.call(_timed, (task.fn, self._streaks[task.name], args, kwargs))
             else:
-                call = (task.fn, self._streaks[task.name], args, kwargs)
-                value = await self.threads.run(_timed, call, {}, timeout)
-        except RateLimited as exc:  # no attempt counted, however often (durq.RateLimited)
-            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
-        except Retry as exc:
-            fields = {"reason": "retry_requested", "message": exc.reason}
-            return _raised_by(self._failed(task, fields, job, exc.delay), exc)
-        except Fail as exc:
-            return _raised_by(
-                self._dead(task, {"reason": "failed", "message": exc.reason}, job), exc
-            )
+                value = await self._run_sync(task, args, kwargs, timeout)
+        except JobParked:  # a durable sleep or wait: the job left the worker
+            return PARKED
         except asyncio.TimeoutError as exc:
-            return _raised_by(self._timed_out(task, job, time.monotonic() - started), exc)
+            elapsed = time.monotonic() - started
+            note = "" if task.is_async else " (its thread was abandoned and replaced)"
+            return _raised_by(self.timed_out(task, job, elapsed, note), exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return _raised_by(self._raised(task, exc, job), exc)
-        if returned is not None:
+            return self.raised(task, job, exc)
+        if returned is not None:  # for the hooks (_hooked)
             returned.append(value)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
         return self._done(task, job, value, keep=True)
 
-    def _timed_out(self, task: Task[Any, Any], job: Job, elapsed: float) -> Outcome:
-        note = "" if task.is_async else " (its thread was abandoned and replaced)"
+    # -- outcomes of a call made elsewhere too (the process pool's children, worker.pool)
+
+    def raised(self, task: Task[Any, Any], job: Job, exc: BaseException) -> Outcome:
+        """The outcome of a run of ``task`` that raised ``exc`` (with ``exc``, for the
+        hooks, when it is a failure)."""
+        outcome = self._outcome_of(task, job, exc)
+        return outcome if outcome.kind == "limited" else _raised_by(outcome, exc)
+
+    def _outcome_of(self, task: Task[Any, Any], job: Job, exc: BaseException) -> Outcome:
+        if isinstance(exc, RateLimited):  # no attempt counted, however often
+            return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
+        if isinstance(exc, Retry):
+            fields = {"reason": "retry_requested", "message": exc.reason}
+            return self._failed(task, fields, job, exc.delay)
+        if isinstance(exc, Fail):  # StepError: a durable step misused, another run would too
+            why = "step_error" if isinstance(exc, StepError) else "failed"
+            return self._dead(task, {"reason": why, "message": exc.reason}, job)
+        if isinstance(exc, Exception):  # retried unless retry_on / dont_retry_on say no
+            return self._raised(task, exc, job)
+        return self._failed(task, error_fields(exc, task.fn), job)
+
+    def returned(self, task: Task[Any, Any], job: Job, meta: dict[str, Any], value: Any) -> Outcome:
+        """The outcome of a run of ``task`` that returned ``value`` (kept when the task
+        stores results, or the job is a workflow's step)."""
+        return self._done(task, job, value, keep=task.config.result or "wf" in meta)
+
+    def timed_out(self, task: Task[Any, Any], job: Job, elapsed: float, note: str) -> Outcome:
+        """The outcome of a run of ``task`` stopped at its timeout (``note``: how)."""
         timeout = task.config.timeout
         message = f"{task.name} ran {elapsed:.1f} s, over its timeout of {timeout} s{note}"
         return self._failed(task, {"reason": "timeout", "message": message}, job)
+
+    def failed(self, task: Task[Any, Any], job: Job, fields: dict[str, Any]) -> Outcome:
+        """The outcome of a run of ``task`` that failed as ``fields`` say (a reason
+        and a message): retried by its policy, or dead-lettered once its attempts are
+        spent."""
+        return self._failed(task, fields, job)
+
+    async def _run_sync(
+        self, task: Task[Any, Any], args: list[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+        """Run a sync task's call: on the loop's thread when it may borrow it, else in a
+        pool thread."""
+        lender = self._inline(task, timeout)  # first: it makes the task's streak
+        call = (task.fn, self._streaks[task.name], args, kwargs)
+        if lender is not None:
+            return await lender.call(_timed, call)
+        return await self.threads.run(_timed, call, {}, timeout)
 
     def _inline(self, task: Task[Any, Any], timeout: float | None) -> Handoff | None:
         """The lender of the event loop's thread when a sync task's call may run there

@@ -39,6 +39,8 @@ def log_outcome(job: Job, name: str, outcome: Outcome, seconds: float) -> None:
     always; a success only at DEBUG."""
     if outcome.kind == "cancelled":
         log.info("job %s (%s) cancelled", job.id, name, extra=job_fields(job, name, outcome))
+    elif outcome.kind == "hold":  # a deploy under way: another worker runs it
+        log.info("job %s %s", job.id, outcome.summary, extra=job_fields(job, name, outcome))
     elif outcome.kind in ("retry", "dead"):
         if outcome.kind == "dead":
             log.error(

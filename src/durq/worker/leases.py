@@ -41,6 +41,8 @@ class LeaseKeeper:
         lease: the worker's lease, for tasks that declare none.
         lost: called with a delivery whose extension was refused, and why.
         cancelled: called with a delivery whose cancel was asked.
+        bounded: True for a delivery whose run ends by a bounded time whatever the task
+            does (the process pool kills it): extended past its timeout until then.
     """
 
     def __init__(
@@ -51,6 +53,8 @@ class LeaseKeeper:
         lease: float,
         lost: Callable[[Delivery, str], None],
         cancelled: Callable[[Delivery], None] = lambda delivery: None,
+        *,
+        bounded: Callable[[Delivery], bool] = lambda delivery: False,
     ) -> None:
         self.capacity = capacity
         self.queues = queues
@@ -58,6 +62,7 @@ class LeaseKeeper:
         self.lease = lease
         self.lost = lost
         self.cancelled = cancelled
+        self.bounded = bounded
         self._poked = asyncio.Event()
 
     def poke(self) -> None:
@@ -72,8 +77,11 @@ class LeaseKeeper:
     def _due(self, delivery: Delivery, now: float) -> bool:
         timeout = delivery.task.config.timeout if delivery.task else None
         started = delivery.started
-        # a job hung past its timeout is not extended: its lease lapses
-        return timeout is None or started is None or now - started <= timeout + 1
+        # a job hung past its timeout is not extended: its lease lapses; unless its run
+        # is bounded (a process pool's child, killed kill_grace after its timeout)
+        return (timeout is None or started is None or now - started <= timeout + 1) or self.bounded(
+            delivery
+        )
 
     async def run(self) -> None:
         """Extend leases until cancelled."""

@@ -27,6 +27,7 @@ from durq.codec import PayloadCodec
 from durq.errors import DurqError, InvalidArgument
 from durq.keys import OutboxKeys
 from durq.models import Job
+from durq.protocol import durable as durable_ops
 from durq.protocol import lifecycle
 from durq.protocol import limits as limit_ops
 from durq.protocol import workflows as wf
@@ -154,9 +155,12 @@ class OutboxCourier:
 
 def _apply_call(entry: bytes) -> ScriptCall:
     """The call applying ``entry`` in its target slot: a pause of a sharded queue's
-    shard (durq.RateLimited, protocol.limits), else a workflow order."""
+    shard (durq.RateLimited, protocol.limits), a signal for a shard or for this queue's
+    waiters beyond one call's (durable steps, protocol.durable), else a workflow order."""
     if entry.startswith(limit_ops.PAUSE_ENTRY):
         return limit_ops.pause_call(entry)
+    if entry.startswith(durable_ops.SIGNAL_ENTRY):
+        return durable_ops.deliver_call(entry)
     return wf.deliver_call(entry)
 
 

@@ -16,10 +16,10 @@ from durq._async.queue import AsyncQueue
 from durq.errors import DurqError
 from durq.metrics import WorkerMetrics
 from durq.models import Job
-from durq.protocol import lifecycle, wake
+from durq.protocol import holding, lifecycle, wake
 from durq.protocol.calls import MAX_BLOCK
 from durq.protocol.status import Status
-from durq.worker.acks import AckBuffer
+from durq.worker.acks import AckBuffer, HoldOp
 from durq.worker.alarm import Alarm
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity
@@ -116,6 +116,10 @@ class QueuePump:
         # the waiter's fetch got fewer jobs than it asked for, so the queue had nothing
         # more ready: the next_ms it returned, for a wait planned without another fetch
         self._emptied: int | None = None
+        #: how held jobs are sent, and this worker's capabilities that have held jobs in
+        #: this queue: brought back before the next fetches (worker.holding)
+        self.hold_op: HoldOp | None = None
+        self.unhold_caps: list[str] = []
 
     @property
     def name(self) -> str:
@@ -200,7 +204,7 @@ class QueuePump:
         nothing (a round trip saved per wake-up, and none in the way of the jobs just
         fetched)."""
         emptied, self._emptied = self._emptied, None
-        if emptied is None or not want or taken or self.burst:
+        if emptied is None or not want or taken or self.burst or self.unhold_caps:
             return False
         self._went_idle()
         self._plan_wait(emptied, want)
@@ -260,6 +264,15 @@ class QueuePump:
         except (*_TRANSIENT, RedisError, DurqError):
             pass  # the wait then ends by its own timeout
 
+    def unhold_soon(self, caps: list[str]) -> None:
+        """Held jobs of ``caps`` wait in this queue: bring them back with the next fetch
+        (a waiter blocked on the wake marker is woken through this consumer's own)."""
+        self.unhold_caps = caps
+        if self._in_wait:
+            self.alarm.ring()
+        else:
+            self.changed.set()
+
     def _went_idle(self) -> None:
         """The queue was found empty: leave this pump's share of slots to the others."""
         self.capacity.set_idle(self.name, True)
@@ -277,8 +290,11 @@ class QueuePump:
         """Send ``taken`` and fetch ``want`` jobs: (jobs fetched, next_ms), or None when
         the fetch was refused for want of memory (the pump backs off). Raises _Answered
         when the replies came but acknowledgements or the fetch failed otherwise."""
-        sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl)
+        sends = AckBuffer.ops(self.queue.keys, taken, self.queue.result_ttl, self.hold_op)
         batch = [op for _, _, op in sends]
+        unhold = bool(want and self.unhold_caps)
+        if unhold:  # held jobs this worker can run go back right before its fetch
+            batch.append(holding.unhold(self.queue.keys, self.unhold_caps, want))
         if want:
             batch.append(
                 lifecycle.fetch(
@@ -290,6 +306,8 @@ class QueuePump:
             results = await self.queue._run_all(batch)
         finally:
             self.sending = []
+        if unhold:
+            self._unheld(results[len(sends)])
         refused: BaseException | None = None
         for (kind, jobs, _), result in zip(sends, results, strict=False):
             if self._check_acks(kind, jobs, result):
@@ -312,6 +330,12 @@ class QueuePump:
         if refused is not None:
             raise _Answered(refused)  # acknowledgements kept: sent again after a pause
         return got
+
+    def _unheld(self, reply: Any) -> None:
+        if isinstance(reply, BaseException):  # tried again with the next fetch
+            log.warning("queue %s: held jobs not brought back: %s", self.name, reply)
+            return
+        _brought, self.unhold_caps = reply
 
     def _check_acks(self, kind: str, jobs: list[Any], result: Any) -> bool:
         """Log what the reply to an acknowledgement says; True when the server refused it

@@ -14,6 +14,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from redis.asyncio import Redis as AsyncRedis
@@ -50,6 +51,8 @@ class WorkerRegistry:
         self._driver = AsyncDriver(client)
         # a Cluster keeps the registry's keys on different nodes: one request per key
         self._batch = not is_cluster(client)
+        #: when a beat last reached Redis (time.monotonic()), None before the first
+        self.last_ok: float | None = None
 
     async def beat(
         self, ttl: float, jobs: list[dict[str, Any]], totals: dict[str, list[float]] | None = None
@@ -67,9 +70,16 @@ class WorkerRegistry:
         op = beat_worker(self.space, self.worker_id, fields, ttl, batch=self._batch)
         await self._driver.run(op)
 
-    async def run(self, interval: float, capacity: Capacity, metrics: WorkerMetrics) -> None:
+    async def run(
+        self,
+        interval: float,
+        capacity: Capacity,
+        metrics: WorkerMetrics,
+        more: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         """Beat every ``interval`` seconds, listing the jobs in hand, until cancelled; a
-        failed beat is retried at the next one."""
+        failed beat is retried at the next one. ``more()``: fields to add (the process
+        pool's children)."""
         while True:
             jobs = [
                 {
@@ -82,7 +92,10 @@ class WorkerRegistry:
                 for d in capacity.deliveries.values()
             ]
             try:
+                if more is not None:
+                    self.info.update(more())
                 await self.beat(3 * interval, jobs, metrics.totals())
+                self.last_ok = time.monotonic()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
             await asyncio.sleep(interval)

@@ -29,7 +29,10 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from durq.app import tracing
+from durq._version import __version__
+from durq.app import durable, tracing
+from durq.data_format import DATA_FORMAT
+from durq.errors import InvalidArgument
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.transport import connection
@@ -38,11 +41,17 @@ from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity, Delivery
 from durq.worker.config import SYNC_CONCURRENCY, WorkerConfig, concurrency_for
 from durq.worker.control import CANCELLED, JobControls, WorkerControl
+from durq.worker.durable import DurableRuns
 from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.health import HealthServer
+from durq.worker.holding import Holding
 from durq.worker.joblog import job_fields, log_outcome
 from durq.worker.leases import LeaseKeeper
+from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
+from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, cpus, start_pool
+from durq.worker.pool.rss import available as rss_available
 from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
@@ -50,6 +59,7 @@ from durq.worker.startup import check_server, find_shards, subscribe, wait_for_r
 
 if TYPE_CHECKING:
     from durq.app.app import App
+    from durq.worker.pool.pool import ProcessPool
 
 __all__ = ["Worker", "WorkerState"]
 
@@ -135,14 +145,20 @@ class Worker:
         # read when scraped, rather than set twice per job
         self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
+        self._registry: WorkerRegistry | None = None
+        #: the health and scaling endpoint, while served (``config.health_port``)
+        self.health: HealthServer | None = None
         self._client = client
         self._owns_client = client is None
         self.handle_signals = handle_signals
         self._waiting: deque[Delivery] = deque()  # in hand, waiting to run
         self._running = 0
+        # the process pool's template is forked here, before this worker starts threads
+        self._pool = self._start_pool()
+        pooled = self._pool.takes if self._pool is not None else lambda task: False
         # one thread per slot for sync tasks; an app of async tasks keeps a few for any
         # sync task registered later
-        sync = any(not t.is_async for t in app.tasks.values())
+        sync = any(not t.is_async and not pooled(t) for t in app.tasks.values())
         threads = self.concurrency if sync else min(self.concurrency, SYNC_CONCURRENCY)
         self._executor = Executor(app, threads=threads, alone=lambda: self.capacity.in_use() == 1)
         self._stop = asyncio.Event()
@@ -152,9 +168,32 @@ class Worker:
         self._control: WorkerControl | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # run()'s
         self._controls: JobControls | None = None
+        # the durable runs of the jobs that make durable calls (durq.step, durq.sleep...)
+        self._durable: DurableRuns | None = None
         self.started_at = time.time()
         self.processed = 0  # runs of jobs that ended, whatever their outcome
         self.outcomes: dict[str, int] = {}  # of those runs, by outcome kind
+
+    def _start_pool(self) -> ProcessPool | None:
+        """The process pool (docs/process-pool.md), when some task runs in it; its
+        settings and the memory limit checked first."""
+        config = self.config
+        limits = config.process_pool
+        if (config.memory_limit or limits.max_memory_per_child) and not rss_available():
+            raise InvalidArgument("a memory limit needs /proc (Linux) or psutil installed")
+        size = self.concurrency if config.pool == "process" else cpus()
+        pool = start_pool(self.app, config.pool, size, limits, self.metrics)
+        if pool is None and (limits.recycles or limits.kill_grace != DEFAULT_KILL_GRACE):
+            raise InvalidArgument(
+                "the process pool's limits apply to tasks run in it, and no task of this "
+                "app is: use --pool process (or @app.task(pool='process'))"
+            )
+        return pool
+
+    def _pooled(self, delivery: Delivery) -> bool:
+        """True when ``delivery``'s job runs in the process pool."""
+        pool, task = self._pool, delivery.task
+        return pool is not None and task is not None and pool.takes(task)
 
     # -- called by the pumps and the lease keeper -----------------------------------
 
@@ -211,8 +250,8 @@ class Worker:
     def lease_lost(self, delivery: Delivery, why: str) -> None:
         """Another worker was handed this job: stop caring about it (and stop it when
         it is a coroutine)."""
-        if delivery.lost:
-            return
+        if delivery.lost or (self._durable is not None and self._durable.parked(delivery.key)):
+            return  # a parked job left the worker: its lease went with it
         delivery.lost = True
         job, name = delivery.job, delivery.name
         self.metrics.lease_lost(job.queue)
@@ -225,8 +264,8 @@ class Worker:
             extra=job_fields(job, name, Outcome("lost")),
         )
         task, runner = delivery.task, delivery.runner
-        if runner is not None and task is not None and task.is_async:
-            runner.cancel()
+        if runner is not None and task is not None and (task.is_async or self._pooled(delivery)):
+            runner.cancel()  # a coroutine is cancelled, a child killed
 
     def cancel_requested(self, delivery: Delivery) -> None:
         """A cancel of this job was asked: stop it (see ``WorkerControl``)."""
@@ -253,7 +292,14 @@ class Worker:
             delivery.metrics.started(pickup)
         begun = time.monotonic()
         try:
-            outcome = await self._executor.execute(job, delivery.call, delivery.traced)
+            if (
+                self._pool is not None
+                and self._pooled(delivery)
+                and not isinstance(delivery.call, Outcome)
+            ):
+                outcome = await self._run_in_pool(delivery)
+            else:
+                outcome = await self._executor.execute(job, delivery.call, delivery.traced)
         except asyncio.CancelledError:
             if delivery.cancelling:
                 outcome = CANCELLED
@@ -265,12 +311,22 @@ class Worker:
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
+        runs = self._durable
+        if runs is not None and runs.runs:  # one check per job; a durable run: its outcome
+            outcome = runs.settle(job, delivery.name, outcome)
         if delivery.lost:
             outcome = Outcome("lost")
         controls = self._controls  # WorkerControl.busy(), without a call per job
         if controls is not None and (controls.reporters or controls.cancelled):
             await controls.ended(job)  # its last progress report, if one waits
         self._finish(delivery, outcome, time.monotonic() - begun)
+
+    def _run_in_pool(self, delivery: Delivery) -> Awaitable[Outcome]:
+        pool, executor = self._pool, self._executor
+        assert pool is not None
+        if not delivery.traced:
+            return pool.run(delivery, executor)
+        return tracing.traced_execution(delivery.job, lambda job: pool.run(delivery, executor))
 
     def _finish(self, delivery: Delivery, outcome: Outcome, seconds: float) -> None:
         job = delivery.job
@@ -330,19 +386,21 @@ class Worker:
         if self._client is None:
             self._client = connection.async_client(self.app.url)
         if not await wait_for_redis(self._client, self.app.url, self._stop):
-            if self._owns_client:
-                await self._client.aclose()
-            self.state = WorkerState.STOPPED
-            log.info("worker %s stopped before Redis answered", self.id)
+            await self._stopped_early()
             return
         await self.app.hooks.run("worker_start")  # app.on("worker_start"): set-up per process
         await find_shards(self.app, self._client, self.queue_names)
         await self._make_pumps()
         queues = {name: pump.queue for name, pump in self.pumps.items()}
+        # jobs this worker cannot run wait for one that can (worker.holding)
+        holding = Holding(self.app.tasks.values(), self.id, self.app.unknown_task_grace)
+        for pump in self.pumps.values():
+            pump.hold_op = holding.hold
         control = WorkerControl(
             queues, self._client, self.capacity, self.config.cancel_grace, self._end_unstarted
         )
         self._control, self._controls = control, control.controls
+        pool = self._start_children(control)
         await subscribe(self.app, self._client, self.queue_names)
         await check_server(next(iter(self.pumps.values())).queue)
         # upsert the app's schedules before any dequeue
@@ -364,8 +422,13 @@ class Worker:
                 "queues": self.queue_names,
                 "concurrency": self.concurrency,
                 "started": self.started_at,
+                "pool": self.config.pool,
+                "version": __version__,
+                "format": DATA_FORMAT,
+                "tasks": len(holding.caps),
             },
         )
+        self._registry = registry
         loop = self._loop = asyncio.get_running_loop()
         self._executor.handoff = handoff.current()  # run by run_worker: lends its thread
         if self.handle_signals:
@@ -378,23 +441,31 @@ class Worker:
             self.lease,
             self.lease_lost,
             control.cancel_requested,
+            # a child is killed at its timeout: its lease is kept until then
+            bounded=self._pooled,
         )
         control.keeper = keeper  # a cancel message makes it extend at once
         interval = self.config.heartbeat
+        children = (lambda: {"children": pool.snapshot()}) if pool is not None else None
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
             asyncio.create_task(
                 self._forever(
-                    "heartbeat", lambda: registry.run(interval, self.capacity, self.metrics)
+                    "heartbeat",
+                    lambda: registry.run(interval, self.capacity, self.metrics, children),
                 )
             ),
             asyncio.create_task(self._forever("schedules", schedules.run)),
+            asyncio.create_task(
+                self._forever(
+                    "capabilities", lambda: holding.run(interval, list(self.pumps.values()))
+                )
+            ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
-        # each queue's workflow outbox is delivered by its workers (durq.worker.outbox)
-        for name, pump in self.pumps.items():
-            courier = OutboxCourier(pump.queue, lease=min(self.lease, 10.0))
-            background.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        background += self._serve_health(loop)
+        background += self._couriers()
+        background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
         # runs, so that the full collections the jobs' short-lived objects trigger do
@@ -403,6 +474,9 @@ class Worker:
         # (an embedding process, e.g. a test suite, then collects whatever of them became
         # garbage).
         gc.freeze()
+        # the jobs' tasks copy this context: their durable calls find this worker's runs
+        self._durable = DurableRuns(queues, self.capacity, loop)
+        host = durable.install(self._durable)
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
         self.state = WorkerState.RUNNING
         log.info(
@@ -421,6 +495,8 @@ class Worker:
             await self._drain(all_pumps)
         finally:
             _young_threshold.restore()  # first: the awaits below may be cut short
+            durable.uninstall(host)
+
             await cancel_and_wait(stop_wait, *background)
             if self.handle_signals:
                 for sig in (signal.SIGTERM, signal.SIGINT):
@@ -428,11 +504,92 @@ class Worker:
             with contextlib.suppress(Exception):
                 await registry.remove()
             self._executor.close()
+            await self._close_pool()
+            self._close_health()
             gc.unfreeze()
             if self._owns_client:
                 await self._client.aclose()
             self.state = WorkerState.STOPPED
             log.info("worker %s stopped after %s", self.id, _runs(self.outcomes))
+        if pool is not None and pool.broken:
+            raise PoolBroken("the process pool's template process died; the worker stopped")
+
+    def _couriers(self) -> list[asyncio.Task[None]]:
+        """The tasks that deliver workflow outboxes: each consumed queue's is delivered
+        by its workers (durq.worker.outbox), and the app's default queue is the home of
+        the workflows submitted with an id (docs/workflows.md): every worker delivers
+        its outbox, consumed or not."""
+        homes = {
+            name: self.app.aqueue(name, client=self._client)
+            for name in self.app.shard_names(self.app.default_queue)
+            if name not in self.pumps
+        }
+        tasks = []
+        for name, box in [*((n, p.queue) for n, p in self.pumps.items()), *homes.items()]:
+            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
+            tasks.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
+        return tasks
+
+    async def _close_pool(self) -> None:
+        """Stop the process pool's children and template, if there is a pool."""
+        if self._pool is not None:
+            await self._pool.close()
+
+    async def _stopped_early(self) -> None:
+        """Stopped while waiting for Redis: nothing ran; the process pool's template (forked
+        already) exits too."""
+        await self._close_pool()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+        self.state = WorkerState.STOPPED
+        log.info("worker %s stopped before Redis answered", self.id)
+
+    def _start_children(self, control: WorkerControl) -> ProcessPool | None:
+        """Fork the process pool's children (while the worker connects), and hand it
+        what it tells the worker and the worker tells it."""
+        pool = self._pool
+        if pool is not None:
+            pool.start()
+            pool.on_broken = self.stop
+            control.tell_cancel = pool.cancel
+        return pool
+
+    def _keepers(self) -> list[asyncio.Task[None]]:
+        """The background tasks of the process pool and of the memory limit."""
+        pool, tasks = self._pool, []
+        if pool is not None:
+            tasks.append(asyncio.create_task(self._forever("process pool", pool.upkeep)))
+        if self.config.memory_limit is not None:
+            limit = MemoryLimit(
+                int(self.config.memory_limit * 1048576),
+                self.capacity,
+                self.metrics,
+                pool.pids if pool is not None else list,
+            )
+            tasks.append(asyncio.create_task(self._forever("memory limit", limit.run)))
+        return tasks
+
+    def _serve_health(self, loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
+        """Start the health endpoint if asked (``config.health_port``): its loop tick."""
+        if self.config.health_port is None:
+            return []
+        self.health = HealthServer(
+            self, self.config.health_port, self.config.health_host, self.config.target_latency
+        )
+        self.health.start(loop)
+        return [asyncio.create_task(self._forever("health", self.health.tick))]
+
+    def _close_health(self) -> None:
+        if self.health is not None:
+            self.health.close()
+
+    def redis_ok(self) -> bool:
+        """The last heartbeat reached Redis, within three heartbeat intervals (the
+        readiness of ``durq.worker.health``)."""
+        registry = self._registry
+        if registry is None or registry.last_ok is None:
+            return False
+        return time.monotonic() - registry.last_ok < 3 * self.config.heartbeat
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)
@@ -474,6 +631,8 @@ class Worker:
     async def _drain(self, all_pumps: asyncio.Future[Any]) -> None:
         self.state = WorkerState.DRAINING
         self.capacity.close()
+        if self._pool is not None:  # jobs waiting for a child go back with the others
+            self._pool.drain()
         # jobs not started yet go back at once, without counting an attempt
         while self._waiting:
             delivery = self._waiting.popleft()

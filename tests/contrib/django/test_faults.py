@@ -17,7 +17,9 @@ def test_a_task_whose_worker_is_killed_runs_again_elsewhere(redis_url: str, tmp_
     project = create_project(django52_env(), tmp_path, redis_url, f"dj-{secrets.token_hex(4)}")
     try:
         project.start_worker("--lease", "1")
-        result_id = project.drive("enqueue_slow", "3")["id"]
+        # 10 s: long enough that the next drive (a Django start-up, seconds on a busy
+        # machine) still finds it running
+        result_id = project.drive("enqueue_slow", "10")["id"]
         assert project.drive("wait_running", result_id) == {"status": "RUNNING"}
         assert project.worker is not None
         project.worker.send_signal(signal.SIGKILL)

@@ -46,10 +46,12 @@ for i = 2, #ARGV do
     if redis.call('ZSCORE', K_DONE, id) then state = ST_COMPLETED else status = S_NOT_FOUND end
   elseif not r then
     status = S_CORRUPT
-  elseif r.state == ST_PENDING or r.state == ST_DELAYED then
+  elseif r.state == ST_PENDING or r.state == ST_DELAYED or r.state == ST_HELD then
     local listed = false
     if r.state == ST_DELAYED then
       redis.call('ZREM', K_DELAYED, id)
+    elseif r.state == ST_HELD then
+      count('held', -1) -- its id stays in its held:<cap>, skipped there (lib/holding/held.lua)
     elseif r.prio == 0 then
       listed = true -- removing it from the middle of its list would cost O(n)
       ready_add(r.group, -1)

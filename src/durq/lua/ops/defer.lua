@@ -20,7 +20,6 @@ Cost     O(n) commands.
 --- @include "lib/core/lease"
 --- @include "lib/core/send_back"
 --- @include "lib/core/types"
---- @include "lib/limits/active_cap"
 
 local n = tonumber(ARGV[1])
 local problem = keys_error({'jobs', 'done', 'active', 'delayed', 'conf', 'gactive', 'glimit',
@@ -40,14 +39,10 @@ for i = 0, n - 1 do
   if r and ends_cancelled(id, r, now) then -- its cancel was asked: it does not come back
     status = S_CANCELLED
   elseif r then
-    if r.attempts > 0 then r.attempts = r.attempts - 1 end
-    send_back(id, r, tonumber(ARGV[b + 2]), now)
+    give_back(id, r, tonumber(ARGV[b + 2]), now)
     count('deferred', 1)
   end
   out[#out + 1] = status
 end
-if n > 0 then cap_freed() end
-offer_touched()
-flush_counters()
-wake_if_needed()
+sent_back(n)
 return out

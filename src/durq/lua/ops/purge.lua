@@ -14,6 +14,7 @@ Cost     O(ids or limit) commands (a few more per purged workflow step: the work
 ]]
 --- @include "lib/core/status"
 --- @include "lib/core/keys"
+--- @include "lib/core/dead_ids"
 --- @include "lib/core/types"
 --- @include "lib/core/clock"
 --- @include "lib/workflows/fan_in_dead"
@@ -23,13 +24,7 @@ local problem = keys_error({'dead', 'jobs', 'reasons', 'ctl', 'progress'})
 if problem then return wrongtype(problem) end
 local now = now_ms()
 local linked = redis.call('EXISTS', K_PREFIX .. WF_LINKS) == 1 -- none: no step to look up
-local ids
-if ARGV[1] == 'oldest' then
-  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[2]) - 1)
-else
-  ids = {}
-  for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
-end
+local ids = asked_dead_ids()
 local out = {}
 local purged = 0
 for i = 1, #ids do
@@ -40,6 +35,7 @@ for i = 1, #ids do
     redis.call('HDEL', K_REASONS, id)
     redis.call('HDEL', K_PREFIX .. 'ctl', id) -- job control data (lib/control/job_control.lua)
     redis.call('HDEL', K_PREFIX .. 'progress', id)
+    redis.call('DEL', K_PREFIX .. 'steps:' .. id) -- durable steps (lib/durable/steps.lua)
     purged = purged + 1
     out[#out + 1] = id
     out[#out + 1] = S_OK

@@ -31,7 +31,6 @@ Cost     O(n) commands, plus O(m) for a pause sent to the other shards.
 --- @include "lib/core/lease"
 --- @include "lib/core/send_back"
 --- @include "lib/core/types"
---- @include "lib/limits/active_cap"
 --- @include "lib/limits/conf"
 --- @include "lib/limits/queue_pause"
 
@@ -87,15 +86,11 @@ for i = 0, n - 1 do
     if ends_cancelled(id, r, now) then -- its cancel was asked: it does not come back
       status = S_CANCELLED
     else
-      if r.attempts > 0 then r.attempts = r.attempts - 1 end
-      send_back(id, r, 0, now)
+      give_back(id, r, 0, now)
       count('rate_limited', 1)
     end
   end
   out[#out + 1] = status
 end
-if n > 0 then cap_freed() end
-offer_touched()
-flush_counters()
-wake_if_needed()
+sent_back(n)
 return out

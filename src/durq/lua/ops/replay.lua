@@ -10,6 +10,7 @@ Cost     O(ids or limit) commands; "replay all" is a loop of bounded calls.
 ]]
 --- @include "lib/core/status"
 --- @include "lib/core/keys"
+--- @include "lib/core/dead_ids"
 --- @include "lib/core/record"
 --- @include "lib/core/make_ready"
 --- @include "lib/core/types"
@@ -18,13 +19,7 @@ local problem = keys_error({'dead', 'jobs', 'reasons', 'conf', 'glimit', 'gactiv
   'rrset'})
 if problem then return wrongtype(problem) end
 
-local ids
-if ARGV[1] == 'oldest' then
-  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[2]) - 1)
-else
-  ids = {}
-  for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
-end
+local ids = asked_dead_ids()
 local out = {}
 local replayed = 0
 for i = 1, #ids do

@@ -26,7 +26,6 @@ Cost     O(n) commands.
 --- @include "lib/core/result"
 --- @include "lib/control/job_control"
 --- @include "lib/core/types"
---- @include "lib/limits/active_cap"
 
 local result_ttl = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
@@ -63,8 +62,5 @@ for i = 0, n - 1 do
   end
   out[#out + 1] = status
 end
-if n > 0 then cap_freed() end
-offer_touched()
-flush_counters()
-wake_if_needed()
+sent_back(n)
 return out

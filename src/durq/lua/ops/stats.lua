@@ -4,7 +4,8 @@ ARGV     none
 Returns  {field_1, value_1, ...}: the K_STATS counters (enqueued, completed, failed,
          retried, dead_lettered, reclaimed, deferred, superseded, deduplicated, replayed, purged,
          dead_evicted, corrupt, cancelled, expired, ticks_fired, ticks_skipped, ticks_missed,
-         ready; also rate_limited and the workflow counters wf_*) followed by active, delayed,
+         ready and held (gauges: jobs ready, jobs in the holding area, lib/holding/held.lua);
+         also rate_limited and the workflow counters wf_*) followed by active, delayed,
          dead, retained, groups (named groups with ready jobs), rotation (eligible groups),
          now (ms).
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type

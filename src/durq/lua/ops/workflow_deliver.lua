@@ -18,11 +18,17 @@ ARGV[1]  the entry, NUL-separated fields, the first naming the order (run: the
                                         it comes (lib/workflows/seq.lua). An item is the
                                         NUL-joined id, group, priority, max_attempts,
                                         delay_ms, expiry, link, payload
-           Q prefix (sender seq)...     consume those start entries: their workflow
-                                        ended early, so applied later they start nothing
-           X prefix wid id...           stop the steps (their workflow failed)
-           K prefix wid id...           stop the steps and flag the running ones to stop
-                                        (their workflow was cancelled)
+           Q prefix sender qseq (sender seq)...  consume those start entries: their
+                                        workflow ended early, so applied later they
+                                        start nothing; numbered itself (qseq)
+           X prefix wid sender qseq id...  stop the steps (their workflow failed),
+                                        once the consume numbered qseq was applied
+                                        ('': none was sent): until then the entry
+                                        waits (an error; the courier retries it), so
+                                        a start that comes late finds its steps
+                                        stopped or itself consumed, in any order
+           K prefix wid sender qseq id...  the same, and flag the running steps to
+                                        stop (their workflow was cancelled)
            R home wid node continue run go on starting a large node (lib/workflows/fan_in.lua
                                         wf_start); continue '1': push the next 'R' when
                                         more remain ('0': the client sends them)
@@ -35,6 +41,8 @@ Errors   DURQ_ARG for an entry of an unknown kind, malformed, or for another slo
          DURQ_WRONGTYPE for an S entry whose queue's keys hold another Redis type
          (nothing changed: the courier retries it until they are repaired); the other
          entries never (a step stopped there is retried through the outbox).
+         DURQ_WAIT for an X or K entry whose consume was not applied yet (nothing
+         changed: the courier retries it).
 Cost     C, D: O(1), plus FIRE_CHUNK results when a group fires; S, X, K: O(items)
          (START_CHUNK, STOP_CHUNK at most); Q: O(entries); R: O(START_CHUNK);
          F: O(FIRE_CHUNK); E: O(STOP_CHUNK)
@@ -72,10 +80,12 @@ elseif op == 'S' then
   wake_if_needed()
   return 'OK'
 elseif op == 'Q' then
-  for i = 3, #f - 1, 2 do
+  for i = 5, #f - 1, 2 do
     local seq = tonumber(f[i + 1])
     if seq and not wf_seq_seen(K_PREFIX, f[i], seq) then wf_seq_mark(K_PREFIX, f[i], seq) end
   end
+  local own = tonumber(f[4])
+  if own and not wf_seq_seen(K_PREFIX, f[3], own) then wf_seq_mark(K_PREFIX, f[3], own) end
 elseif op == 'R' then
   engine.resume(f[2], f[3], f[6], f[4], f[5] == '1')
 elseif op == 'F' then
@@ -83,7 +93,12 @@ elseif op == 'F' then
 elseif op == 'E' then
   engine.stop_next(f[2], f[3], f[4])
 elseif op == 'X' or op == 'K' then
-  for i = 4, #f do engine.cancel(op, f[2], f[3], f[i]) end
+  local q = tonumber(f[5])
+  if q and not wf_seq_seen(K_PREFIX, f[4], q) then
+    return redis.error_reply('DURQ_WAIT the stop of workflow ' .. f[3] ..
+      ' waits for the consume of its starts (entry ' .. f[5] .. ' from ' .. f[4] .. ')')
+  end
+  for i = 6, #f do engine.cancel(op, f[2], f[3], f[i]) end
 else
   return redis.error_reply('DURQ_ARG unknown workflow outbox entry ' .. tostring(op))
 end

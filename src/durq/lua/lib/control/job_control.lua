@@ -4,6 +4,7 @@
 --- @include "lib/core/conf"
 --- @include "lib/groups/slots"
 --- @include "lib/workflows/fan_in_dead"
+--- @include "lib/durable/steps"
 
 -- Job control: cancel, expiry, the dedup modes throttle, debounce and keep-last, and
 -- progress. A job that uses any of them carries FLAG_CONTROL (lib/core/record_layout.lua),
@@ -89,7 +90,7 @@ local function control()
         -- the key again, so the next enqueue waits for that job too
         local pr = rec_decode(redis.call('HGET', K_JOBS, data.a))
         if pr and pr.deliveries > 0 and (pr.state == ST_ACTIVE or pr.state == ST_PENDING
-            or pr.state == ST_DELAYED) then
+            or pr.state == ST_DELAYED or pr.state == ST_HELD) then
           if redis.call('HGET', K_KEYS, r.key) == id then
             redis.call('HSET', K_KEYS, r.key, data.a)
           end
@@ -113,6 +114,8 @@ local function control()
     if why == 'released' and bit.band(r.flags, FLAG_CONTROL) ~= 0 then
       redis.call('HDEL', K_PREFIX .. 'progress', id)
     end
+    -- durable steps: it sleeps and waits no more; released, its steps go with its record
+    if bit.band(r.flags, FLAG_CONTROL) ~= 0 then durable_forget(id, why == 'released') end
   end
 
   -- The outcome a waiter of the job's result gets (durq.payloads: {"ok": false, ...}),

@@ -39,6 +39,9 @@ local function enforce_dead_cap(now)
   -- job control data (lib/control/job_control.lua)
   redis.call('HDEL', K_PREFIX .. 'ctl', unpack(victims))
   redis.call('HDEL', K_PREFIX .. 'progress', unpack(victims))
+  local steps = {} -- durable steps (lib/durable/steps.lua) go with the record
+  for i = 1, #victims do steps[i] = K_PREFIX .. 'steps:' .. victims[i] end
+  redis.call('DEL', unpack(steps))
   count('dead_evicted', #victims)
 end
 

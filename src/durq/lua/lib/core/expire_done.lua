@@ -27,5 +27,9 @@ local function expire_done(now, limit)
   if #controlled > 0 then
     redis.call('HDEL', K_PREFIX .. 'ctl', unpack(controlled))
     redis.call('HDEL', K_PREFIX .. 'progress', unpack(controlled))
+    -- durable steps (lib/durable/steps.lua) go with the record
+    local steps = {}
+    for i = 1, #controlled do steps[i] = K_PREFIX .. 'steps:' .. controlled[i] end
+    redis.call('DEL', unpack(steps))
   end
 end

@@ -7,7 +7,7 @@ local function rec_decode(raw)
   if type(raw) ~= 'string' or #raw < REC_FIXED + 2 then return nil end
   local ok, ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req,
     flags = pcall(struct.unpack, REC_FMT, raw)
-  if not ok or ver ~= REC_VERSION or state < ST_PENDING or state > ST_EXPIRED then
+  if not ok or ver ~= REC_VERSION or state < ST_PENDING or state > ST_HELD then
     return nil
   end
   local glen = string.byte(raw, REC_FIXED + 1)

@@ -18,6 +18,7 @@ local ST_COMPLETED = 5
 local ST_SUPERSEDED = 6
 local ST_CANCELLED = 7 -- job control (lib/control/job_control.lua): cancelled, never to run (again)
 local ST_EXPIRED = 8   -- job control: not started by its expiry time, never to run
+local ST_HELD = 9      -- waits for a worker that runs its task (lib/holding/held.lua)
 
 -- The job was started before and is waiting to come back (retry, defer): it returns to
 -- the head of its group.

@@ -13,7 +13,7 @@ local function rec_peek(raw)
   -- no pcall: the header has a fixed size, and the string is longer than it
   local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req,
     flags = struct.unpack(REC_FMT, raw)
-  if ver ~= REC_VERSION or state < ST_PENDING or state > ST_EXPIRED then return nil end
+  if ver ~= REC_VERSION or state < ST_PENDING or state > ST_HELD then return nil end
   local kpos = REC_FIXED + 2 + string.byte(raw, REC_FIXED + 1)
   local klen = string.byte(raw, kpos)
   if klen == nil or kpos + klen > #raw then return nil end

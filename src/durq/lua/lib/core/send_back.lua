@@ -3,6 +3,10 @@
 --- @include "lib/core/make_ready"
 --- @include "lib/core/delayed"
 --- @include "lib/control/job_control"
+--- @include "lib/limits/active_cap"
+
+-- Jobs held under a lease go back to their queue: retried (requeue.lua), deferred
+-- (defer.lua) or held back by a rate limit (rate_limited.lua). What those calls share.
 
 -- A running job whose cancel was asked (FLAG_CANCEL: cancel.lua, a cancelled workflow)
 -- never goes back, whatever would give it back (a retry, a defer, RateLimited): it ends
@@ -30,4 +34,21 @@ local function send_back(id, r, delay, now)
     make_ready(id, r, true)
     redis.call('ZREM', K_ACTIVE, id)
   end
+end
+
+-- A job goes back without counting an attempt (defer, rate_limited): the attempt its
+-- delivery used is given back, so such returns never dead-letter it.
+local function give_back(id, r, delay, now)
+  if r.attempts > 0 then r.attempts = r.attempts - 1 end
+  send_back(id, r, delay, now)
+end
+
+-- The end of a call that took n jobs off their leases: a place freed under a max_active
+-- wakes an idle consumer (lib/limits/active_cap.lua), the groups made ready are offered,
+-- the counters written, and a consumer woken if there is work for one.
+local function sent_back(n)
+  if n > 0 then cap_freed() end
+  offer_touched()
+  flush_counters()
+  wake_if_needed()
 end

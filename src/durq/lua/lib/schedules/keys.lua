@@ -53,7 +53,8 @@ end
 local function sch_running(id)
   if not id or id == '' then return false end
   local r = rec_decode(redis.call('HGET', K_JOBS, id))
-  return r ~= nil and (r.state == ST_PENDING or r.state == ST_DELAYED or r.state == ST_ACTIVE)
+  return r ~= nil and (r.state == ST_PENDING or r.state == ST_DELAYED or r.state == ST_ACTIVE
+    or r.state == ST_HELD)
 end
 
 -- The first tick of an 'every' schedule after t.

@@ -40,6 +40,7 @@
 --     w<n>  the reason of a dead member waited for (policy "wait")
 --     Q<k>, Q, P  the steps by queue, in chunks, to stop them (lib/workflows/fan_in_stop.lua)
 --     s<prefix>   the numbered 'S' entries sent to that queue (lib/workflows/seq.lua)
+--     q<prefix>   the number of the 'Q' entry that consumes them, once it stops
 --     stop, x     while stopping: 'X' (failed) or 'K' (cancelled), and the next chunk
 --   wfd:<run>:<wid>  set: the nodes whose completion counted
 --   wfr              zset: the running workflows, by start time
@@ -532,7 +533,7 @@ local function wf_build()
         flush_counters()
         wake_if_needed()
       elseif #b.items > 0 then
-        local parts = {b.kind, b.prefix, b.items[1][1]}
+        local parts = {b.kind, b.prefix, b.items[1][1], b.sender or '', b.q or ''}
         for i = 1, #b.items do parts[#parts + 1] = b.items[i][2] end
         outbox_push(WF_SELF, string.lower(b.kind) .. ':' .. b.items[1][2],
           table.concat(parts, '\0'), now)

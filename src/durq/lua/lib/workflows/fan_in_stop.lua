@@ -9,7 +9,8 @@
 -- chunks were made by the client at submit (durq.protocol.workflows.compile_workflow):
 -- Q<k> = queue prefix, '1' when it is that queue's last chunk, its steps; Q their number,
 -- P the workflow's queues. While it stops, the structure holds `stop` ('X' failed, 'K'
--- cancelled) and `x`, the next chunk.
+-- cancelled), `x`, the next chunk, and q<prefix>, the number of the 'Q' entry sent to
+-- each queue of another slot that its starts went to.
 local WF_STOP_CHUNK = 50 -- durq.protocol.workflows.STOP_CHUNK (steps per call, about)
 
 -- Made by the engine on first use (its functions cost nothing to calls that stop
@@ -33,6 +34,11 @@ local function wf_stop_build(E)
       for i = 1, #leaves do fields[i] = 'p' .. leaves[i] end
       local specs = E.hmget(w.ws, fields)
       local bucket = E.stops_of(kind, prefix)
+      if bucket.q == nil and not E.here(prefix) then
+        -- the number of the consume its stop entry waits for ('': none was sent)
+        bucket.q = redis.call('HGET', w.ws, 'q' .. prefix) or ''
+        bucket.sender = w.home
+      end
       for i = 1, #leaves do
         if not specs[i] and leaves[i] ~= '' then
           bucket.items[#bucket.items + 1] = {w.wid, w.sid .. '.' .. leaves[i]}
@@ -75,7 +81,11 @@ local function wf_stop_build(E)
         redis.call('HSET', p .. WF_GUARDS, w.sid, kind .. '\t' .. w.wid)
       end
       if sent[i] then
-        local parts = {'Q', p}
+        -- the consume is numbered as the starts are: the stop entries for that queue
+        -- wait until it was applied there (workflow_deliver.lua), so a start that comes
+        -- back late finds either its steps stopped or itself consumed
+        local q = here and '' or wf_seq_next(w.home, p)
+        local parts = {'Q', p, w.home, q}
         for pair in string.gmatch(sent[i], '[^,]+') do
           local sender, seq = string.match(pair, '^(.*)\t(%d+)$')
           if here and not wf_seq_seen(p, sender, tonumber(seq)) then
@@ -85,6 +95,7 @@ local function wf_stop_build(E)
           parts[#parts + 1] = seq
         end
         if not here then
+          redis.call('HSET', w.ws, 'q' .. p, q)
           outbox_push(w.home, 'q:' .. w.sid .. ':' .. p, table.concat(parts, '\0'), E.now)
         end
       end

@@ -43,13 +43,15 @@ local function wf_queue_build(hmget)
       end
       return
     end
-    if not r or (r.state ~= ST_PENDING and r.state ~= ST_DELAYED) then
+    if not r or (r.state ~= ST_PENDING and r.state ~= ST_DELAYED and r.state ~= ST_HELD) then
       redis.call('HDEL', K_PREFIX .. WF_LINKS, id)
       return
     end
     local listed = false
     if r.state == ST_DELAYED then
       redis.call('ZREM', K_DELAYED, id)
+    elseif r.state == ST_HELD then
+      count('held', -1) -- its id stays in its held:<cap>, skipped there (lib/holding/held.lua)
     elseif r.prio ~= 0 then
       redis.pcall('ZREM', ready_prio(r.group), id)
       ready_add(r.group, -1)

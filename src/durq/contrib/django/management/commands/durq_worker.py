@@ -59,6 +59,13 @@ class Command(BaseCommand):
             help="Serve Prometheus metrics on this port (process i of -p N: PORT+i).")  # fmt: skip
         add("--metrics-host", default="127.0.0.1",
             help="Address of the metrics endpoint (default 127.0.0.1: no auth).")  # fmt: skip
+        add("--health-port", type=int, default=None,
+            help="Serve /livez, /readyz, /scale.json and /metrics on this port (process i "
+                 "of -p N: PORT+i; docs/deployment.md, Kubernetes).")  # fmt: skip
+        add("--health-host", default="127.0.0.1",
+            help="Address of the health endpoint (default 127.0.0.1: no auth).")  # fmt: skip
+        add("--target-latency", type=float, default=10.0,
+            help="Seconds within which ready jobs should start (/scale.json).")  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         configure_logging(options["log_level"], options["log_format"])
@@ -84,6 +91,13 @@ class Command(BaseCommand):
                 burst=options["burst"],
                 heartbeat=options["heartbeat"],
                 name=name,
+                health_port=(
+                    None
+                    if options["health_port"] is None
+                    else options["health_port"] + int(os.environ.get(SLOT_ENV, "0"))
+                ),
+                health_host=options["health_host"],
+                target_latency=options["target_latency"],
             )
         except DurqError as exc:
             raise CommandError(str(exc)) from None
@@ -106,7 +120,8 @@ def _child_args(options: dict[str, Any]) -> list[str]:
     for queue in options["queues"]:
         out += ["-q", queue]
     for flag in ("concurrency", "url", "lease", "grace", "prefetch", "heartbeat",
-                 "log_level", "log_format", "metrics_port", "metrics_host"):  # fmt: skip
+                 "log_level", "log_format", "metrics_port", "metrics_host", "health_port",
+                 "health_host", "target_latency"):  # fmt: skip
         if options[flag] is not None:
             out += [f"--{flag.replace('_', '-')}", str(options[flag])]
     if options["burst"]:

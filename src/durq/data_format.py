@@ -1,0 +1,20 @@
+"""The format of durq's data in Redis, and which release writes what.
+
+A format number names a layout of the records, keys and entries durq keeps;
+``DATA_FORMAT`` is the one this tree writes. Each worker's heartbeat carries its durq
+version and its format, so ``durq workers`` shows a fleet that mixes releases.
+
+- **1**, durq 0.1.0 (``RELEASES``): records of 33-byte headers, schedules, workflows in
+  one hash per workflow, limits, dead letters.
+- **2**, durq 0.2: the same records (one more state, 9: held) and schedules; workflow
+  runs and numbered start entries, a sharded queue's pause entries (``P``); the holding
+  area (``caps``, ``held:<capability>``, ``heldidx``: ``lua/lib/holding/held.lua``); a
+  task's version in a job's metadata (``v``, absent at version 1).
+"""
+
+from __future__ import annotations
+
+__all__ = ["DATA_FORMAT"]
+
+#: the format of the data this tree writes
+DATA_FORMAT = 2

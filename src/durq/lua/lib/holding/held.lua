@@ -1,0 +1,66 @@
+--- @include "lib/core/keys"
+--- @include "lib/core/record"
+--- @include "lib/core/counters"
+--- @include "lib/core/reason"
+--- @include "lib/core/dead_letter"
+--- @include "lib/core/type_check"
+
+-- The holding area (docs/deployment.md, "Jobs wait for a worker that can run them"): jobs
+-- whose task, at the version they carry, the worker that fetched them does not run. A
+-- capability is "<task>" (version 1) or "<task>@<version>". Keys, under the queue's
+-- prefix (so in its slot):
+--   caps        hash  capability -> when a worker of the queue last said it runs it
+--                     (ms, server time; refreshed with each heartbeat, caps.lua; it
+--                     expires 2 x grace + 60 s after the last heartbeat)
+--   held:<cap>  zset  job id -> when it was held (ms): the jobs waiting for <cap>
+--   heldidx     zset  capability -> when its oldest held job was held (ms)
+-- A held job's record is in state HELD, its attempt given back, its group slot freed,
+-- and it returns to the head of its group when a capable worker brings it back
+-- (unhold.lua). It is dead-lettered (reason unknown_task) only once it was held for the
+-- grace and no worker of the queue said it runs its capability for as long (caps.lua).
+local HELD_CAPS = 'caps'
+local HELD_INDEX = 'heldidx'
+
+local function held_key(cap)
+  return K_PREFIX .. 'held:' .. cap
+end
+
+-- The problem with the holding keys of `caps` (and the index, the caps hash), or nil.
+local function held_types_error(caps)
+  local problem = type_error(K_PREFIX .. HELD_INDEX, 'zset')
+    or type_error(K_PREFIX .. HELD_CAPS, 'hash')
+  for i = 1, #caps do
+    problem = problem or type_error(held_key(caps[i]), 'zset')
+  end
+  return problem
+end
+
+-- The index entry of `cap` after jobs left its held:<cap>: when its oldest job left was
+-- held, or no entry once none is left.
+local function held_reindex(cap)
+  local oldest = redis.call('ZRANGE', held_key(cap), 0, 0, 'WITHSCORES')
+  if oldest[2] then
+    redis.call('ZADD', K_PREFIX .. HELD_INDEX, oldest[2], cap)
+  else
+    redis.call('ZREM', K_PREFIX .. HELD_INDEX, cap)
+  end
+end
+
+-- The task and version a capability names.
+local function held_task(cap)
+  local task, version = string.match(cap, '^(.*)@(%d+)$')
+  if task then return task, version end
+  return cap, '1'
+end
+
+-- Dead-letter job id (record r, held or active) whose capability no live worker ran for
+-- `grace` ms; `since`: when the job was held (nil: now, by the worker that fetched it).
+local function held_bury(id, r, cap, now, grace, since)
+  local task, version = held_task(cap)
+  local what = 'task ' .. task
+  if version ~= '1' then what = what .. ' at version ' .. version end
+  set_reason(id, {reason = 'unknown_task', at = now, task = task, version = tonumber(version),
+    held_since = since, message = 'no worker of this queue has run ' .. what .. ' for '
+      .. string.format('%d', grace / 1000) .. ' s (unknown_task_grace)'})
+  kill(id, r, now)
+end

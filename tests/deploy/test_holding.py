@@ -1,0 +1,252 @@
+"""Jobs wait for a worker that can run them: the holding area (docs/deployment.md, "Jobs
+wait for a worker that can run them"), with workers of two releases of one app on one
+queue, in this process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import durq
+from deploy.apps import Ran, v1, v2
+from helpers import eventually
+from worker.support import running_worker
+
+
+@pytest.fixture
+def ran() -> Ran:
+    return Ran()
+
+
+@pytest.fixture
+def apps(redis_url: str, queue_name: str, ran: Ran) -> Iterator[tuple[durq.App, durq.App]]:
+    old, new = v1(redis_url, queue_name, ran), v2(redis_url, queue_name, ran)
+    yield old, new
+    old.close()
+    new.close()
+
+
+def test_a_job_of_a_task_the_worker_does_not_run_is_held_without_an_attempt_and_not_fetched_again(
+    apps: tuple[durq.App, durq.App], queue_name: str
+) -> None:
+    old, new = apps
+    queue = old.queue(queue_name)
+    with running_worker(old):
+        handle = new.tasks["t"].enqueue(1)
+        eventually(lambda: queue.stats().held == 1, 10)
+        info = queue.job(handle.id)
+        assert info is not None and info.state is durq.JobState.HELD
+        assert info.attempts == 0 and info.deliveries == 1
+        assert info.reason is not None and info.reason["reason"] == "held"
+        assert (info.reason["task"], info.reason["version"]) == ("t", 1)
+        time.sleep(1.0)  # five heartbeats of an incapable worker: nobody fetches it again
+        info = queue.job(handle.id)
+        assert info is not None and info.deliveries == 1 and info.state is durq.JobState.HELD
+
+
+def test_a_worker_that_runs_the_task_takes_the_held_jobs_in_its_next_fetch(
+    apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
+) -> None:
+    old, new = apps
+    queue = old.queue(queue_name)
+    with running_worker(old):
+        new.tasks["t"].enqueue_many([(i,) for i in range(30)])
+        eventually(lambda: queue.stats().held == 30, 10)
+        with running_worker(new, concurrency=5):
+            eventually(lambda: len(ran.of("t")) == 30, 10)
+    assert sorted(args[0] for _, args in ran.of("t")) == list(range(30))
+    assert {release for release, _ in ran.of("t")} == {"v2"}
+    stats = queue.stats()
+    assert (stats.held, stats.dead, stats.size) == (0, 0, 0)
+
+
+def test_a_job_of_an_older_version_runs_with_its_arguments_upgraded_by_the_migration(
+    apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
+) -> None:
+    old, new = apps
+    old.tasks["u"].enqueue(7)  # a job of version 1: u(x)
+    with running_worker(new):
+        eventually(lambda: ran.of("u") == [("v2", (7, 10))], 10)
+
+
+def test_a_job_of_a_newer_version_waits_for_a_worker_of_that_version(
+    apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
+) -> None:
+    old, new = apps
+    queue = old.queue(queue_name)
+    with running_worker(old):
+        handle = new.tasks["u"].enqueue(3, 2)  # version 2: the v1 worker cannot run it
+        eventually(lambda: queue.stats().held == 1, 10)
+        info = queue.job(handle.id)
+        assert info is not None and info.reason is not None
+        assert (info.reason["task"], info.reason["version"]) == ("u", 2)
+        with running_worker(new):
+            eventually(lambda: ran.of("u") == [("v2", (3, 2))], 10)
+    assert not [r for r, _ in ran.of("u") if r == "v1"]
+
+
+def test_an_older_version_without_a_migration_waits_for_a_worker_of_its_version(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    new = v2(redis_url, queue_name, ran, migrate=False)
+    old = v1(redis_url, queue_name, ran)
+    queue = new.queue(queue_name)
+    try:
+        old.tasks["u"].enqueue(5)
+        with running_worker(new):
+            eventually(lambda: queue.stats().held == 1, 10)
+            with running_worker(old):
+                eventually(lambda: ran.of("u") == [("v1", (5,))], 10)
+    finally:
+        new.close()
+        old.close()
+
+
+def test_a_held_job_is_dead_lettered_as_unknown_task_once_no_worker_had_its_task_for_the_grace(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    old = v1(redis_url, queue_name, ran, unknown_task_grace=1.0)
+    new = v2(redis_url, queue_name, ran)
+    queue = old.queue(queue_name)
+    try:
+        with running_worker(old):
+            handle = new.tasks["t"].enqueue(1)
+            eventually(lambda: queue.stats().held == 1, 10)
+            eventually(lambda: queue.stats().dead == 1, 10)
+        (dead,) = queue.dead_letters()
+        assert dead.id == handle.id and dead.reason is not None
+        assert dead.reason["reason"] == "unknown_task"
+        assert "no worker of this queue has run task t for 1 s" in dead.reason["message"]
+        assert queue.stats().held == 0
+    finally:
+        old.close()
+        new.close()
+
+
+def test_a_held_job_is_not_dead_lettered_while_a_live_worker_of_the_queue_runs_its_task(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    # the capable worker is busy (one slot, taken by a long job), so the held job waits
+    # past the grace; its heartbeats keep saying it runs the task: no dead letter
+    old = v1(redis_url, queue_name, ran, unknown_task_grace=1.0)
+    new = v2(redis_url, queue_name, ran, unknown_task_grace=1.0)
+    gate = durq.Queue(queue_name, redis_url)
+    queue = old.queue(queue_name)
+
+    @new.task(name="busy")
+    def busy() -> None:
+        time.sleep(2.5)
+        ran.add("v2", "busy")
+
+    try:
+        with running_worker(old), running_worker(new, concurrency=1, prefetch=0):
+            new.tasks["busy"].enqueue()
+            eventually(lambda: queue.stats().active == 1, 10)
+            new.tasks["t"].enqueue(1)
+            eventually(lambda: queue.stats().held == 1 or ran.of("t") != [], 10)
+            eventually(lambda: ran.of("t") != [], 10)
+        assert queue.stats().dead == 0
+    finally:
+        gate.close()
+        old.close()
+        new.close()
+
+
+def test_a_held_job_can_be_cancelled_like_a_pending_one(
+    apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
+) -> None:
+    old, new = apps
+    queue = old.queue(queue_name)
+    with running_worker(old):
+        handle = new.tasks["t"].enqueue(1)
+        eventually(lambda: queue.stats().held == 1, 10)
+        (result,) = queue.cancel(handle.id)
+        assert result.status is durq.CancelStatus.CANCELLED
+    with running_worker(new):  # the capable worker finds nothing to bring back
+        time.sleep(0.6)
+    info = queue.job(handle.id)
+    assert info is not None and info.state is durq.JobState.CANCELLED
+    assert ran.of("t") == [] and queue.stats().held == 0
+
+
+def test_a_migration_that_raises_dead_letters_the_job_with_its_reason(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    old = v1(redis_url, queue_name, ran)
+    new = durq.App(redis_url, default_queue=queue_name)
+
+    def broken(
+        args: list[object], kwargs: dict[str, object]
+    ) -> tuple[list[object], dict[str, object]]:
+        raise KeyError("scale")
+
+    @new.task(name="u", version=2, migrate={1: broken})
+    def u(x: int, scale: int) -> None:
+        ran.add("v2", "u", x, scale)
+
+    queue = new.queue(queue_name)
+    try:
+        handle = old.tasks["u"].enqueue(1)
+        with running_worker(new):
+            eventually(lambda: queue.stats().dead == 1, 10)
+        (dead,) = queue.dead_letters()
+        assert dead.id == handle.id and dead.reason is not None
+        assert (dead.reason["reason"], dead.reason["version"]) == ("migration_failed", 1)
+        assert ran.of("u") == []
+    finally:
+        old.close()
+        new.close()
+
+
+def test_held_jobs_of_a_sharded_queue_wait_in_their_shard_and_a_capable_worker_runs_them(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    old = v1(redis_url, queue_name, ran, shards={queue_name: 2})
+    new = v2(redis_url, queue_name, ran, shards={queue_name: 2})
+    shards = [old.queue(name) for name in old.shard_names(queue_name)]
+    try:
+        with running_worker(old):
+            new.tasks["t"].enqueue_many([(i,) for i in range(20)])
+            eventually(lambda: sum(s.stats().held for s in shards) == 20, 10)
+            assert all(s.stats().held > 0 for s in shards)  # each shard holds its own
+            with running_worker(new):
+                eventually(lambda: len(ran.of("t")) == 20, 10)
+        assert sorted(args[0] for _, args in ran.of("t")) == list(range(20))
+        assert [(s.stats().held, s.stats().dead) for s in shards] == [(0, 0), (0, 0)]
+    finally:
+        old.close()
+        new.close()
+
+
+def test_every_way_of_enqueueing_carries_the_task_version(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    # a v1 worker holds version-2 jobs of u for "u@2": each path wrote the version
+    old = v1(redis_url, queue_name, ran)
+    new = v2(redis_url, queue_name, ran)
+    queue = old.queue(queue_name)
+    u = new.tasks["u"]
+    new.schedule("u-tick", u, args=(100, 2), every=3600)
+    try:
+        new.sync_schedules([queue_name])
+        new.schedules.trigger("u-tick")
+        ids = [
+            u.enqueue(1, 2).id,
+            u.options(priority=1).enqueue(2, 2).id,
+            *(r.id for r in u.enqueue_many([(3, 2), (4, 2)])),
+            durq.chain(u.s(5, 2)).enqueue().id,
+        ]
+        with running_worker(old):
+            eventually(lambda: queue.stats().held == 6, 10)
+        assert ran.of("u") == []
+        with running_worker(new):
+            eventually(lambda: len(ran.of("u")) == 6, 10)
+        assert sorted(args for _, args in ran.of("u")) == [
+            (1, 2), (2, 2), (3, 2), (4, 2), (5, 2), (100, 2)
+        ]  # fmt: skip
+        assert len(ids) == 5
+    finally:
+        old.close()
+        new.close()
