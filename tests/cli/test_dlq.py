@@ -38,6 +38,8 @@ def test_dlq_list_shows_each_dead_letter_newest_first_with_its_reason(
     assert "1/5" in lines[0] and "failed" in lines[0] and "the invoice is void" in lines[0]
     assert "2/2" in lines[1] and "exception" in lines[1]
     assert "ValueError: row 3 is not a number" in lines[1]
+    # the issue: dlq list had no task column
+    assert "refuses" in lines[0] and "explodes" in lines[1]
 
 
 def test_dlq_list_with_a_limit(

@@ -177,3 +177,38 @@ def test_an_unreachable_server_is_reported_in_one_line_not_a_traceback(
     assert shown.code == 1, shown
     assert "Traceback" not in shown.stderr
     assert re.fullmatch(r"Error: ConnectionError: .*refused.*\n", shown.stderr), shown
+
+
+def test_job_without_a_queue_asks_every_queue_and_names_the_queue_and_the_task(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
+) -> None:
+    # the issue: `durq job ID` required -q, and log lines do not name the queue
+    other = f"{queue_name}-other"
+    app.queue(other).enqueue("not a task call")
+    handle = app.tasks["work"].options(delay=60).enqueue(str(exec_log), "k")
+    result = run("job", "--url", redis_url, "--", handle.id)
+    assert result.exit_code == 0, result.output
+    assert _row(result.output, "queue")[1] == queue_name
+    assert _row(result.output, "task")[1] == "work"
+    assert _row(result.output, "state")[1] == "delayed"
+    missing = run("job", "no-such-job", "--url", redis_url)
+    assert missing.exit_code == 1
+    assert "no queue has a trace of job no-such-job" in missing.output
+
+
+def test_a_finished_job_shows_its_result_while_the_result_is_kept(
+    app: durq.App, queue_name: str, redis_url: str
+) -> None:
+    # the issue: a completed job with result=True showed no result, then "no trace"
+    @app.task(queue=queue_name, result=True)
+    def total(items: list[int]) -> dict[str, int]:
+        return {"total": sum(items)}
+
+    handle = total.enqueue([1, 2, 3])
+    with running_worker(app, queues=[queue_name]):
+        assert handle.result(timeout=10) == {"total": 6}
+    result = run("job", "--url", redis_url, "--", handle.id)
+    assert result.exit_code == 0, result.output
+    assert _row(result.output, "queue")[1] == queue_name
+    assert _row(result.output, "state")[1] == "completed"
+    assert _row(result.output, "result")[1] == '{"total":6}'

@@ -56,6 +56,8 @@ def test_arguments_must_fit_the_signature(app: durq.App) -> None:
         app.schedule("s", "add", every=1, args=(1, 2, 3))
     with pytest.raises(durq.InvalidArgument, match="JSON"):
         app.schedule("s", "add", every=1, args=(object(),))
+    with pytest.raises(durq.InvalidArgument, match=r"argument 'a' is '1' \(a str\), expected int"):
+        app.schedule("s", "add", every=1, args=("1",))
 
 
 def test_the_task_must_be_registered(app: durq.App) -> None:

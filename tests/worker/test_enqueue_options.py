@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
+from typing import Any
+
+import pytest
+
 import durq
 from durq.models import JobState
 from worker.support import ExecLog
@@ -36,3 +41,40 @@ async def test_options_aenqueue_many_goes_to_the_queue_given(
     assert {h.queue for h in handles} == {other}
     assert app.queue(other).stats().pending == 3
     await app.aclose()
+
+
+def test_eta_takes_an_aware_datetime_and_the_job_is_due_then(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    # the issue: only delay= in seconds; Celery's apply_async(eta=datetime) had no peer
+    work = app.tasks["work"]
+    eta = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+    handle = work.options(eta=eta).enqueue(str(exec_log), "later")
+    past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    now = work.options(eta=past).enqueue(str(exec_log), "now")  # in the past: at once
+    queue = app.queue(queue_name)
+    info = queue.job(handle.id)
+    assert info is not None and info.state is JobState.DELAYED and info.due_at is not None
+    assert abs(info.due_at - eta.timestamp()) < 30  # the server's clock, this machine's eta
+    assert (queue.job(now.id) or info).state is JobState.PENDING
+    prepared = work.options(eta=eta).call(str(exec_log), "prepared")
+    (many,) = app.enqueue_calls([prepared])
+    assert (queue.job(many.id) or info).state is JobState.DELAYED
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"eta": datetime.datetime(2030, 1, 1)}, "has no time zone: give an aware datetime"),
+        ({"eta": 60}, "eta must be a datetime, not int"),
+        (
+            {"eta": datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc), "delay": 5},
+            "give eta or delay, not both",
+        ),
+    ],
+)
+def test_a_naive_eta_or_one_with_a_delay_is_refused(
+    app: durq.App, options: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(durq.InvalidArgument, match=problem):
+        app.tasks["work"].options(**options)

@@ -55,6 +55,10 @@ def _cases(app: durq.App, log: str) -> dict[str, tuple[Callable[[], Any], str]]:
         ),
         "too many arguments": (lambda: durq.group([sq.s(log, 1, 2, 3)]).enqueue(), "square()"),
         "a missing argument": (lambda: durq.group([sq.s(log)]).enqueue(), "square()"),
+        "an argument of the wrong type": (
+            lambda: durq.group([sq.s(log, "1")]).enqueue(),
+            "square(): argument 'i' is '1' (a str), expected int",
+        ),
         "no room for the previous result": (
             lambda: durq.chain(sq.s(log, 1), sq.s(log, 2, 0.0)).enqueue(),
             "previous step's result",

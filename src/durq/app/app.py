@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from durq._async.queue import AsyncQueue
@@ -25,7 +26,9 @@ from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.app import batch as batch_spec
 from durq.app.handle import JobHandle
+from durq.app.hooks import Hooks
 from durq.app.jobs import Batch, batches
+from durq.app.routes import Routes
 from durq.app.schedule_control import Schedules, SyncReport, declare
 from durq.app.schedule_spec import Schedule
 from durq.app.task import Call, Task, TaskCall, TaskConfig, exception_types
@@ -36,6 +39,7 @@ from durq.codec import DEFAULT_MAX_PAYLOAD_BYTES, PayloadCodec
 from durq.durability import Durability
 from durq.errors import InvalidArgument
 from durq.keys import check_queue_name, check_shards, shard_name, split_shard
+from durq.limits import Rate
 from durq.models import EnqueueResult
 from durq.protocol.args import delay_ms, lease_ms, new_ids
 from durq.protocol.durable import DEFAULT_SIGNAL_TTL
@@ -46,6 +50,7 @@ __all__ = ["App"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class App:
@@ -79,6 +84,10 @@ class App:
             fetched it does not run waits for a worker that does (default 600): it is
             dead-lettered as ``unknown_task`` only once no worker of its queue has run
             that task for as long (docs/deployment.md). 0: dead-lettered at once.
+        routes: tasks' queues in one place, as Celery's ``task_routes``: task names,
+            or patterns of names or of functions' dotted paths (``"shop.emails.*"``),
+            mapped to queues; the first match decides a task's queue when it is
+            declared (``durq.app.routes``).
     """
 
     def __init__(
@@ -98,6 +107,7 @@ class App:
         shards: Mapping[str, int] | None = None,
         redact: Redact | None = None,
         unknown_task_grace: float = 600.0,
+        routes: Mapping[str, str] | None = None,
     ) -> None:
         self.url = connection.resolve_url(url)
         self.namespace = namespace
@@ -118,6 +128,7 @@ class App:
         if redact is not None and not isinstance(redact, Redact):
             raise InvalidArgument(f"redact must be a durq.Redact, got {type(redact).__name__}")
         self.redact = redact if redact is not None else Redact()
+        self.routes = Routes(routes)
         self.shards: dict[str, int] = {}
         for queue_name, count in (shards or {}).items():
             self.shard(queue_name, count)
@@ -130,6 +141,7 @@ class App:
         self._client: Any = None
         self._async_client: Any = None
         self.schedules = Schedules(self)  #: declared schedules, and control of any
+        self.hooks = Hooks()  #: the hooks workers run (``on``)
 
     def __repr__(self) -> str:
         return f"<App {connection.redact(self.url)} tasks={sorted(self.tasks)}>"
@@ -157,10 +169,13 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        check_types: bool = True,
+        rate: Rate | None = None,
         version: int = 1,
         migrate: Mapping[int, Migration] | None = None,
         batch: batch_spec.Batch,
     ) -> Callable[[Callable[[list[batch_spec.Item]], Any]], Task[..., Any]]: ...
+
     @overload
     def task(
         self,
@@ -179,6 +194,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        check_types: bool = True,
+        rate: Rate | None = None,
         version: int = 1,
         migrate: Mapping[int, Migration] | None = None,
         batch: None = None,
@@ -201,6 +218,8 @@ class App:
         pool: Literal["thread", "process"] | None = None,
         retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
         dont_retry_on: type[Exception] | tuple[type[Exception], ...] = (),
+        check_types: bool = True,
+        rate: Rate | None = None,
         version: int = 1,
         migrate: Mapping[int, Migration] | None = None,
         batch: batch_spec.Batch | None = None,
@@ -231,6 +250,12 @@ class App:
             dont_retry_on: exceptions never retried, even when ``retry_on`` matches
                 (e.g. ``(ValueError, KeyError)`` for bad input). ``durq.Retry`` always
                 retries and ``durq.Fail`` never does, whatever these say.
+            check_types: check argument values against the function's type hints at
+                enqueue (JSON-able hints, ``TypedDict``, dataclasses and pydantic models
+                as dicts; see ``durq.app.typecheck``); False skips it.
+            rate: a rate limit of this task's own (``durq.Rate``): its jobs go to a
+                queue of their own, ``<queue>.<task>``, limited by the queues' limiter
+                for all workers together (see ``durq.app.routes``).
             version: the version of the task's arguments (1 by default); each job
                 carries the version of the producer that enqueued it. Raise it when a
                 change of the signature would not bind the arguments of jobs already
@@ -244,21 +269,7 @@ class App:
                 parameter, the list of items (``durq.Item``) of a batch; each enqueued
                 call is one item. A batch task owns its queue: no other task may use it.
         """
-        if shards is not None:
-            self.shard(queue or self.default_queue, shards)
-        if timeout is not None and not timeout > 0:
-            raise InvalidArgument("timeout must be > 0 seconds")
-        if lease is not None:
-            lease_ms(lease)
-        if pool not in (None, "thread", "process"):
-            raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
-        if batch is not None and not isinstance(batch, batch_spec.Batch):
-            raise InvalidArgument(f"batch must be a durq.Batch, got {type(batch).__name__}")
-        if batch is not None and pool == "process":
-            raise InvalidArgument(
-                "a batch task runs in the worker's process (its loop, or a thread for a "
-                "plain def): pool='process' is not for batch tasks"
-            )
+        _check_task_options(timeout, lease, pool, batch)
         config = TaskConfig(
             queue=check_queue_name(queue or self.default_queue),
             max_attempts=max_attempts,
@@ -270,6 +281,7 @@ class App:
             pool=pool,
             retry_on=exception_types("retry_on", retry_on),
             dont_retry_on=exception_types("dont_retry_on", dont_retry_on),
+            check_types=check_types,
             version=version,
             migrate=check_migrations(version, migrate),
             batch=batch,
@@ -286,12 +298,34 @@ class App:
                 raise InvalidArgument(f"a task named {task_name!r} is already registered")
             if batch is not None:
                 batch_spec.check_batch_function(func, task_name)
-            self._check_owner(task_name, config)
-            task = Task(self, func, task_name, config)
+            task_config = self._placed(task_name, func, queue, config, rate, shards)
+            self._check_owner(task_name, task_config)
+            task = Task(self, func, task_name, task_config)
             self.tasks[task_name] = task
             return task
 
         return register(fn) if fn is not None else register
+
+    def _placed(
+        self,
+        name: str,
+        func: Callable[..., Any],
+        queue: str | None,
+        config: TaskConfig,
+        rate: Rate | None,
+        shards: int | None,
+    ) -> TaskConfig:
+        """``config`` with the queue the task's jobs go to: routed (``App(routes=...)``),
+        then a queue of its own for a task with a rate of its own; sharded as asked."""
+        routed = self.routes.decide(name, func, queue)
+        placed = config if routed is None else replace(config, queue=routed)
+        if rate is not None:
+            if shards is not None:
+                raise InvalidArgument("a task with a rate of its own cannot be sharded")
+            placed = replace(placed, queue=self.routes.rated_queue(name, placed.queue, rate))
+        if shards is not None:
+            self.shard(placed.queue, shards)
+        return placed
 
     def _check_owner(self, name: str, config: TaskConfig) -> None:
         """A batch task owns its queue: refuse a batch task on a queue that other tasks
@@ -306,6 +340,21 @@ class App:
                     f"task's queue holds its items only, so {name!r} and {other.name!r} "
                     "cannot share it (give one of them another queue)"
                 )
+
+    def on(self, event: str) -> Callable[[F], F]:
+        """Register a hook (a decorator): ``@app.on("task_failure")`` runs the function
+        in the worker when a job fails for good, with ``(job, exc)``. The events:
+        ``worker_start`` ``()``, in each worker process before its first job;
+        ``task_start`` ``(job)``; ``task_success`` ``(job, result)``; ``task_retry``
+        ``(job, exc)``; ``task_failure`` ``(job, exc)``. ``job`` is the ``durq.Job`` (its
+        ``task``, ``id``, ``queue``, ``attempt``). Hooks run in the worker's event loop
+        (an ``async def`` hook is awaited; keep a sync one short); one that raises is
+        logged and changes nothing. See ``durq.app.hooks``."""
+
+        def register(fn: F) -> F:
+            return self.hooks.add(event, fn)
+
+        return register
 
     def topic(self, name: str) -> AppTopic:
         """The topic ``name``: register subscriber tasks on it and publish events."""
@@ -625,3 +674,22 @@ class App:
             return
         for i, call, result in zip(batch.at, batch.calls, results, strict=True):
             handles[i] = JobHandle(self, result.queue or name, result, call[0])
+
+
+def _check_task_options(
+    timeout: float | None, lease: float | None, pool: str | None, batch: Any
+) -> None:
+    """Refuse, at declaration, a task option out of range (InvalidArgument)."""
+    if timeout is not None and not timeout > 0:
+        raise InvalidArgument("timeout must be > 0 seconds")
+    if lease is not None:
+        lease_ms(lease)
+    if pool not in (None, "thread", "process"):
+        raise InvalidArgument(f"pool must be 'thread' or 'process', got {pool!r}")
+    if batch is not None and not isinstance(batch, batch_spec.Batch):
+        raise InvalidArgument(f"batch must be a durq.Batch, got {type(batch).__name__}")
+    if batch is not None and pool == "process":
+        raise InvalidArgument(
+            "a batch task runs in the worker's process (its loop, or a thread for a "
+            "plain def): pool='process' is not for batch tasks"
+        )

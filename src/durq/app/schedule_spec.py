@@ -164,6 +164,9 @@ class Schedule:
             check_json(self.kwargs, "kwargs")
         except NotSerializable as exc:
             raise InvalidArgument(f"{where}: {exc}") from None
+        problem = task.types_problem(list(self.args), self.kwargs)  # the type hints
+        if problem is not None:
+            raise InvalidArgument(f"{where}: {problem}")
         size = len(self.head()) + 32
         if size > task.app.max_payload_bytes:
             raise InvalidArgument(f"{where}: its job payload of {size} bytes is over the limit")

@@ -17,6 +17,7 @@ from durq.app import tracing
 from durq.app.arguments import ArgumentCheck
 from durq.app.batch import Batch
 from durq.app.handle import HandleOwner, JobHandle
+from durq.app.typecheck import TypeCheck
 from durq.app.versions import Migration, runnable_versions, upgrade
 from durq.backoff import Backoff
 from durq.codec import PayloadCodec, check_json
@@ -79,6 +80,9 @@ class TaskConfig:
     retry_on: tuple[type[Exception], ...] = (Exception,)
     #: ...unless it is one of these (they dead-letter the job at once)
     dont_retry_on: tuple[type[Exception], ...] = ()
+    #: argument values checked against the function's type hints at enqueue
+    #: (``@app.task(check_types=False)`` opts out; see ``durq.app.typecheck``)
+    check_types: bool = True
     #: the version of the task's arguments, and the migrations of older versions' (see
     #: ``durq.app.versions``)
     version: int = 1
@@ -118,6 +122,33 @@ class _EnqueueOptions:
     debounce: float | None = None
     max_wait: float | None = None
     keep_last: bool | None = None
+    eta: datetime.datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.eta is not None:
+            _check_eta(self.eta, self.delay)
+
+    @property
+    def wait(self) -> float | None:
+        """Seconds before the job is ready: ``delay``, or the time left until ``eta``
+        (measured now, at enqueue; an ``eta`` in the past: at once)."""
+        if self.eta is None:
+            return self.delay
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return max(0.0, (self.eta - now).total_seconds())
+
+
+def _check_eta(eta: Any, delay: float | None) -> None:
+    """InvalidArgument unless ``eta`` is an aware datetime given without ``delay``."""
+    if not isinstance(eta, datetime.datetime):
+        raise InvalidArgument(f"eta must be a datetime, not {type(eta).__name__}")
+    if eta.tzinfo is None or eta.utcoffset() is None:
+        raise InvalidArgument(
+            f"eta={eta.isoformat()} has no time zone: give an aware datetime "
+            "(e.g. datetime.now(timezone.utc) + timedelta(hours=1))"
+        )
+    if delay is not None:
+        raise InvalidArgument("give eta or delay, not both")
 
 
 #: the options of a call that has none of its own (shared: never changed)
@@ -209,6 +240,11 @@ class Task(Generic[P, R]):
         self.signature = batch.item_signature() if batch is not None else inspect.signature(fn)
         # the signature check, remembered per argument shape
         self._check = ArgumentCheck(name, self.signature)
+        # the type check, when there are hints to check and the task did not opt out
+        annotated = any(p.annotation is not p.empty for p in self.signature.parameters.values())
+        self._types = (
+            TypeCheck(name, fn, self.signature) if config.check_types and annotated else None
+        )
         #: the versions of jobs this task runs, newest first (durq.app.versions)
         self.versions = runnable_versions(config.version, config.migrate or {})
         #: what every job of this task carries in its payload's metadata: its version
@@ -262,6 +298,7 @@ class Task(Generic[P, R]):
         debounce: float | None = None,
         max_wait: float | None = None,
         keep_last: bool | None = None,
+        eta: datetime.datetime | None = None,
     ) -> TaskCaller[P, R]:
         """Per-job options: ``task.options(delay=60, group="tenant-7").enqueue(...)``.
 
@@ -281,12 +318,15 @@ class Task(Generic[P, R]):
                 wait from the burst's first enqueue, so a steady stream still runs.
             keep_last: (with ``key``) while a job of the key runs, one follow-up waits,
                 with the newest arguments.
+            eta: an aware datetime the job is ready at (instead of ``delay``); the
+                time left is measured on this machine's clock when the job is
+                enqueued, and one in the past means at once.
         """
         return TaskCaller(
             self,
             _EnqueueOptions(
                 id, delay, priority, group, key, replace, queue,
-                expires, ttl, debounce, max_wait, keep_last,
+                expires, ttl, debounce, max_wait, keep_last, eta,
             ),
         )  # fmt: skip
 
@@ -374,6 +414,7 @@ class Task(Generic[P, R]):
         names the argument) and encoded whole."""
         out: list[tuple[int, bytes]] = []
         shapes = self._check.shapes
+        types = self._types
         name = self.name
         versioned = self.version_meta
         for _task, args, kwargs, _options in calls:
@@ -381,6 +422,8 @@ class Task(Generic[P, R]):
                 problem = shapes[(len(args), *kwargs) if kwargs else len(args)]
             except KeyError:
                 problem = self.arguments_problem(args, kwargs)  # remembers it
+            if problem is None and types is not None:
+                problem = self._types_problem(args, kwargs)
             if problem is not None:
                 raise InvalidArgument(problem)
             meta = None
@@ -396,12 +439,28 @@ class Task(Generic[P, R]):
         """Why ``args`` and ``kwargs`` do not fit the function's signature, or None."""
         return self._check.problem(args, kwargs)
 
+    def types_problem(self, args: Sequence[Any], kwargs: dict[str, Any]) -> str | None:
+        """Why an argument's value does not fit its type hint, or None (for arguments
+        that fit the signature; None too when the task opted out: ``check_types``)."""
+        return None if self._types is None else self._types.problem(args, kwargs)
+
+    def _types_problem(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+        """Why an argument's value does not fit its type hint, or None; a value that is
+        not JSON data at all raises NotSerializable first, as it would without hints."""
+        assert self._types is not None
+        problem = self._types.problem(args, kwargs)
+        if problem is not None:
+            self._payload(args, kwargs, None)  # NotSerializable, naming the argument
+        return problem
+
     def message(self, call: Call[Any], meta: Mapping[str, Any] | None = None) -> Message:
         """The queue message for ``call``, with its options: arguments checked, payload
         built (for code that hands a task's job to a queue itself, or checks a call
         early, as ``durq.contrib.django.enqueue_on_commit`` does)."""
         args, kwargs = call.args, call.kwargs
         problem = self.arguments_problem(args, kwargs)
+        if problem is None and self._types is not None:
+            problem = self._types_problem(args, kwargs)
         if problem is not None:
             raise InvalidArgument(problem)
         o = call.options
@@ -412,7 +471,7 @@ class Task(Generic[P, R]):
         return Message(
             self._payload(args, kwargs, meta),
             o.id,
-            o.delay,
+            o.wait,
             o.priority,
             self.config.max_attempts,
             o.group,

@@ -423,6 +423,11 @@ class _Builder:
             check_json(call.kwargs, "kwargs")
         except NotSerializable as exc:
             raise NotSerializable(f"{task.name}(): {exc}") from None
+        # the type hints of the step's own arguments (a step that receives the previous
+        # result has that checked by _check_type, its own arguments not yet)
+        problem = None if receives else task.types_problem(args, call.kwargs)
+        if problem is not None:
+            raise InvalidArgument(problem)
         queue = o.queue or task.queue
         count = app.shards.get(queue, 0)
         if count:
@@ -445,7 +450,8 @@ class _Builder:
         head = b"[" + orjson.dumps(task.name) + b",["
         rest = payload[len(head) :]
         tail = rest if rest.startswith(b"]") else b"," + rest
-        delay = delay_ms(o.delay) if o.delay is not None else 0
+        wait = o.wait
+        delay = delay_ms(wait) if wait is not None else 0
         return wf.StepSpec(
             queue=queue,
             prefix=keys.prefix,

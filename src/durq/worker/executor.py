@@ -65,6 +65,7 @@ class Outcome:
     summary: str = ""  # one line for the log: what went wrong
     scope: Literal["group", "queue"] = "group"  # limited: what pauses (durq.RateLimited)
     trace: str = ""  # retry, dead: the traceback of the exception, for the log
+    error: BaseException | None = None  # retry, dead: the exception, for the hooks
     cap: str = ""  # hold: the capability the job waits for (durq.protocol.holding)
 
 
@@ -145,6 +146,17 @@ def _timed(fn: Callable[..., Any], streak: list[int], args: Any, kwargs: Any) ->
         else:
             streak[0] = 0
             streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
+
+
+async def _decided(job: Job, prepared: Outcome) -> Outcome:
+    """The run of a job whose outcome ``prepare`` decided (it cannot run)."""
+    return prepared
+
+
+def _raised_by(outcome: Outcome, exc: BaseException) -> Outcome:
+    """``outcome`` (a fresh retry or dead one) with the exception that made it."""
+    outcome.error = exc
+    return outcome
 
 
 class Executor:
@@ -248,13 +260,35 @@ class Executor:
         durq frame less each time (bench/archive/analysis-wave2.md §3.2 item 2)."""
         if prepared is None:
             prepared = self.prepare(job)
+        if isinstance(prepared, Outcome):  # decided without a run: it cannot run
+            run: Callable[..., Coroutine[Any, Any, Outcome]] = _decided
+        else:
+            run = self._hooked if self.app.hooks.around_jobs else self._execute
         if tracing.enabled() if traced is None else traced:
-            return tracing.traced_execution(job, partial(self._execute, prepared=prepared))
-        return self._execute(job, prepared)
+            return tracing.traced_execution(job, partial(run, prepared=prepared))
+        return run(job, prepared)
 
-    async def _execute(self, job: Job, prepared: Call | Outcome) -> Outcome:
-        if isinstance(prepared, Outcome):
-            return prepared
+    async def _hooked(self, job: Job, prepared: Call) -> Outcome:
+        """``_execute`` with the app's hooks of a job's events (``durq.app.hooks``), in
+        the job's context, once its outcome is decided."""
+        hooks = self.app.hooks
+        job.task = prepared[0].name
+        set_current_job(job)
+        await hooks.run("task_start", job)
+        returned: list[Any] = []
+        outcome = await self._execute(job, prepared, returned)
+        if outcome.kind == "done":
+            await hooks.run("task_success", job, returned[0] if returned else None)
+        elif outcome.kind == "retry":
+            await hooks.run("task_retry", job, outcome.error)
+        elif outcome.kind == "dead":
+            await hooks.run("task_failure", job, outcome.error)
+        return outcome
+
+    async def _execute(
+        self, job: Job, prepared: Call, returned: list[Any] | None = None
+    ) -> Outcome:
+        """Run a job; its outcome (``returned``: gets the task's return value)."""
         task, args, kwargs, meta = prepared
         timeout = task.config.timeout
         started = time.monotonic()
@@ -270,14 +304,16 @@ class Executor:
                 value = await self._run_sync(task, args, kwargs, timeout)
         except JobParked:  # a durable sleep or wait: the job left the worker
             return PARKED
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError as exc:
             elapsed = time.monotonic() - started
             note = "" if task.is_async else " (its thread was abandoned and replaced)"
-            return self.timed_out(task, job, elapsed, note)
+            return _raised_by(self.timed_out(task, job, elapsed, note), exc)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return self.raised(task, job, exc)
+        if returned is not None:  # for the hooks (_hooked)
+            returned.append(value)
         # a workflow step's result goes to its workflow (the next step's input)
         if not task.config.result and "wf" not in meta:
             return DONE  # most jobs: no call to _done
@@ -286,7 +322,12 @@ class Executor:
     # -- outcomes of a call made elsewhere too (the process pool's children, worker.pool)
 
     def raised(self, task: Task[Any, Any], job: Job, exc: BaseException) -> Outcome:
-        """The outcome of a run of ``task`` that raised ``exc``."""
+        """The outcome of a run of ``task`` that raised ``exc`` (with ``exc``, for the
+        hooks, when it is a failure)."""
+        outcome = self._outcome_of(task, job, exc)
+        return outcome if outcome.kind == "limited" else _raised_by(outcome, exc)
+
+    def _outcome_of(self, task: Task[Any, Any], job: Job, exc: BaseException) -> Outcome:
         if isinstance(exc, RateLimited):  # no attempt counted, however often
             return Outcome("limited", delay=exc.retry_after, scope=exc.scope, summary=str(exc))
         if isinstance(exc, Retry):

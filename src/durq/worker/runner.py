@@ -135,7 +135,9 @@ class Worker:
         self.app = app
         self.config = config or WorkerConfig()
         self.lease = app.lease if self.config.lease is None else self.config.lease
-        self.queue_names = list(self.config.queues) or app.queues or [app.default_queue]
+        named = list(self.config.queues)  # with their tasks' queues of their own (rate=)
+        self.queue_names = app.routes.consumed(named) if named else app.queues
+        self.queue_names = self.queue_names or [app.default_queue]
         self.id = self.config.name or new_worker_id()
         self.metrics = metrics or WorkerMetrics()
         self.state = WorkerState.STARTING
@@ -394,6 +396,13 @@ class Worker:
                 )
         return queues
 
+    async def _set_task_rates(self) -> None:
+        """The rates of tasks' queues of their own (``@app.task(rate=...)``), set on the
+        queues this worker consumes."""
+        for name, (_, rate) in self.app.routes.rated.items():
+            if name in self.pumps:
+                await self.pumps[name].queue.configure(rate=rate)
+
     async def run(self) -> None:
         """Run until stopped (signal, ``stop()``) or, in burst mode, drained."""
         if self._client is None:
@@ -401,8 +410,10 @@ class Worker:
         if not await wait_for_redis(self._client, self.app.url, self._stop):
             await self._stopped_early()
             return
+        await self.app.hooks.run("worker_start")  # app.on("worker_start"): set-up per process
         await find_shards(self.app, self._client, self.queue_names)
         queues = self._make_pumps()
+        await self._set_task_rates()
         # jobs this worker cannot run wait for one that can (worker.holding)
         holding = Holding(self.app.tasks.values(), self.id, self.app.unknown_task_grace)
         for pump in self.pumps.values():
