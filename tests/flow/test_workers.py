@@ -252,8 +252,9 @@ def test_idle_workers_of_a_parked_queue_send_few_commands(
     per_worker_second = sum(sent.values()) / workers / seconds
     print(f"commands sent by {workers} idle workers in {seconds} s: {sent}")
     # each idle worker blocks for up to a lease (2 s here; 5 s at most), then looks again
-    # with one dequeue: about 2 commands per wait, nothing in between
-    assert per_worker_second <= 1.5
+    # with one dequeue: about 2 commands per wait, nothing in between; its courier of
+    # the app's default queue (the home of workflows with an id) waits the same way
+    assert per_worker_second <= 2.0
     assert len(events(log)) == 1
     flow_app.close()
 

@@ -109,7 +109,7 @@ def test_an_empty_payload_is_a_valid_record() -> None:
         record()[: FIXED_SIZE + 1],
         record(version=2),
         record(state=0),
-        record(state=9),  # past the last state (expired, 8)
+        record(state=10),  # past the last state (held, 9)
         record()[:FIXED_SIZE] + b"\x05ab",  # group longer than the record
         record(group=b"abc")[: FIXED_SIZE + 4],  # no key length byte
         record(key=b"abc")[:-1],  # key longer than the record

@@ -7,7 +7,7 @@ SCRIPT_COMMANDS = (
     "+zrangebyscore +zrevrange +zincrby +hincrby +hmget +hlen +sismember +sadd +srem +zmscore "
     "+smembers +type +del +pexpire +zpopmin +hgetall +time +get +set +publish +exists +hscan "
     "+hsetnx +persist +rename +scard +zcount +zremrangebyscore +zrevrangebyscore +unlink "
-    "+append +hrandfield +smismember +lindex"
+    "+append +hrandfield +smismember +lindex +pexpireat +ltrim"
 )
 # Redis 7+ and Valkey: FCALL runs the scripts as Functions, FUNCTION LIST checks that the
 # library is durq's own before the first call; Redis 6.2 knows neither (leave them out).

@@ -39,9 +39,9 @@ if #caps > 0 then
   -- past twice the grace without a heartbeat, every entry reads as unseen anyway: the
   -- hash goes, as a queue no worker consumes any more should leave nothing behind
   redis.call('PEXPIRE', K_PREFIX .. HELD_CAPS, 2 * grace + 60000)
-  local held = redis.call('ZMSCORE', index, unpack(caps))
+  local waiting = redis.call('ZMSCORE', index, unpack(caps))
   for i = 1, #caps do
-    if held[i] then out[#out + 1] = caps[i] end
+    if waiting[i] then out[#out + 1] = caps[i] end
   end
 end
 -- the sweep: capabilities whose oldest job was held for the grace, and that no worker

@@ -19,7 +19,7 @@ local SAMPLE = 16
 local problem = keys_error({'stats', 'active', 'delayed', 'groups', 'jobs'})
 if problem then return wrongtype(problem) end
 local now = now_ms()
-local counts = redis.call('HMGET', K_STATS, 'ready', 'held')
+local sizes = redis.call('HMGET', K_STATS, 'ready', 'held')
 local oldest = 0
 local function head(g)
   if group_error(g) then return end -- not ours to read: left out of the sample
@@ -37,7 +37,7 @@ head('')
 local groups = redis.call('ZREVRANGE', K_GROUPS, 0, SAMPLE - 1)
 for i = 1, #groups do head(groups[i]) end
 return {
-  math.max(tonumber(counts[1]) or 0, 0), redis.call('ZCARD', K_ACTIVE),
-  math.max(tonumber(counts[2]) or 0, 0), redis.call('ZCARD', K_DELAYED),
+  math.max(tonumber(sizes[1]) or 0, 0), redis.call('ZCARD', K_ACTIVE),
+  math.max(tonumber(sizes[2]) or 0, 0), redis.call('ZCARD', K_DELAYED),
   redis.call('ZCOUNT', K_DELAYED, '-inf', now), oldest, now,
 }

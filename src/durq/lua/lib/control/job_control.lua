@@ -57,7 +57,7 @@ local function control()
     redis.call('HSET', K_PREFIX .. 'ctl', id, cjson.encode(data))
   end
 
-  local function set_reason(id, fields)
+  local function put_reason(id, fields)
     redis.call('HSET', K_REASONS, id, cjson.encode(fields))
   end
 
@@ -145,7 +145,7 @@ local function control()
     if not listed then redis.call('ZADD', K_DONE, now + get_conf().dedup_window, id) end
     fields.reason = why
     fields.at = now
-    set_reason(id, fields)
+    put_reason(id, fields)
     c.outcome(id, why, now, ttl)
     count(why, 1)
     fan_in_dead(id, r, now) -- a workflow step: its workflow applies its failure policy
@@ -163,7 +163,7 @@ local function control()
     r.flags = bit.band(r.flags, FLAG_CONTROL)
     r.tail = string.char(#r.group) .. r.group .. string.char(#r.key) .. r.key
     redis.call('HSET', K_JOBS, id, rec_encode(r))
-    set_reason(id, {reason = 'cancelled', at = now, attempt = r.attempts,
+    put_reason(id, {reason = 'cancelled', at = now, attempt = r.attempts,
       message = 'cancelled while it ran'})
     count('cancelled', 1)
     fan_in_dead(id, r, now) -- a workflow step: its workflow applies its failure policy
