@@ -34,6 +34,7 @@ from durq.cron import timing_of
 from durq.dev.server import RedisServer
 from durq.payloads import encode_result
 from durq.protocol import schedules as schedule_ops
+from durq.protocol.calls import CHUNK
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
 from helpers import flavor_params, start_server
 
@@ -216,6 +217,23 @@ def test_large_batches_of_every_operation(server: RedisServer, raw: Any) -> None
             pending = q.enqueue_many([Message(i) for i in range(n)])
             q.cancel([r.id for r in pending])  # pending: ended
             drain(q)
+
+    bounded(raw, scenario)
+
+
+def test_requeues_of_long_failures_into_full_error_lists(server: RedisServer, raw: Any) -> None:
+    """Calls of requeue at its size (CHUNK) whose failures have long messages and
+    tracebacks, longer than a job's error list keeps of them (lib/core/attempt_errors.lua),
+    each appended to its job's list until the list is full and trimmed."""
+    n = CHUNK["requeue"]
+    reason = {"type": "ValueError", "message": "m" * 2_000, "traceback": "t" * 6_000}
+
+    def scenario(name: str) -> None:
+        with Queue(name, server.url, max_attempts=10) as q:
+            q.enqueue_many(range(n))
+            for _ in range(6):
+                q.requeue_many(q.dequeue_many(n), reason=reason, delay=0)
+            assert len(q.job(q.dequeue().id).errors) == 5  # type: ignore[union-attr]
 
     bounded(raw, scenario)
 

@@ -254,6 +254,16 @@ def _age(now: float, then: float | None) -> str:
     return f"{seconds:.0f}s"
 
 
+def _failure(error: dict[str, Any]) -> str:
+    """One of a job's last failures on one line: when, the exception, and the line of
+    the task's code that raised it (the last "File" line of its traceback)."""
+    kind = str(error.get("type") or error.get("reason") or "failed").rsplit(".", 1)[-1]
+    where = [line.strip() for line in str(error.get("traceback", "")).splitlines()]
+    files = [line for line in where if line.startswith("File ")]
+    shown = f"{_when(error.get('at'))}  {kind}: {error.get('message', '')}"
+    return shown + (f"  ({files[-1]})" if files else "")
+
+
 def _show(info: JobInfo, redact: Redact) -> None:
     info = redact.job(info)  # its reason and progress; the payload below
     table = Table(show_header=False, title=plain(f"job {info.id}"))
@@ -292,6 +302,8 @@ def _show(info: JobInfo, redact: Redact) -> None:
     if info.reason:
         for k, v in info.reason.items():
             table.add_row(plain(f"reason.{k}"), plain(v))
+    for error in info.errors:  # its last failures, oldest first (the latest is the reason)
+        table.add_row(plain(f"attempt {error.get('attempt', '?')} failed"), plain(_failure(error)))
     if info.data is not None:
         try:
             shown = orjson.dumps(redact.value(info.payload())).decode()
@@ -309,7 +321,8 @@ def _show(info: JobInfo, redact: Redact) -> None:
 @redact_options
 @_redis_errors
 def job(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
-    """Show everything stored about one job: state, attempts, times, reason, payload.
+    """Show everything stored about one job: state, attempts, times, reason, its last
+    failures, payload.
 
     Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
     with _queue(queue, url, namespace) as q:
