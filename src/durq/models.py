@@ -340,6 +340,11 @@ class JobInfo:
     died_at: float | None = None
     retained_until: float | None = None
     reason: dict[str, Any] | None = None
+    #: its last failures (up to 5), oldest first, each a dict with ``failure`` (its
+    #: count), ``attempt``, ``at`` (seconds), ``reason``, ``type``, ``message`` (its
+    #: head) and the tail of its ``traceback``;
+    #: kept for the queue's result TTL after the latest failure
+    errors: tuple[dict[str, Any], ...] = ()
     codec_id: int | None = None
     data: bytes | None = field(default=None, repr=False)
     corrupt: bool = False

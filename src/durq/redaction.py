@@ -245,11 +245,12 @@ class Redact:
         return shown
 
     def job(self, info: JobInfo) -> JobInfo:
-        """``info`` as the dashboard and the CLI show it: its failure reason and its
-        progress information through this Redact (its payload stays as stored: show
-        ``value(info.payload())``)."""
+        """``info`` as the dashboard and the CLI show it: its failure reason, its last
+        failures and its progress information through this Redact (its payload stays as
+        stored: show ``value(info.payload())``)."""
         progress = info.progress
         if progress is not None and progress.info is not None:
             progress = replace(progress, info=self.value(progress.info))
         reason = self.fields(info.reason) if info.reason else info.reason
-        return replace(info, reason=reason, progress=progress)
+        errors = tuple(self.fields(error) for error in info.errors)
+        return replace(info, reason=reason, errors=errors, progress=progress)

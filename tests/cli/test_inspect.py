@@ -130,6 +130,21 @@ def test_job_shows_its_state_attempts_and_payload(
     assert f'["work",["{exec_log}","k"],{{}}]' in result.output
 
 
+def test_job_shows_the_errors_of_its_last_failed_attempts(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str
+) -> None:
+    with running_worker(app):  # explodes: ValueError on each of its 2 attempts
+        handle = app.tasks["explodes"].enqueue(str(exec_log), "k", "invoice 7 is not a PDF")
+        eventually(lambda: app.queue(queue_name).stats().dead == 1, 10)
+    result = run("job", "-q", queue_name, "--url", redis_url, "--", handle.id)
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.replace("│", " ").split())  # rows fold at 80 columns
+    for attempt in (1, 2):
+        assert f"attempt {attempt} failed" in output
+    assert output.count("ValueError: invoice 7 is not a PDF") >= 2
+    assert "in _parse_invoice" in output  # where the task's code raised it
+
+
 def test_a_job_id_that_begins_with_a_dash_is_given_after_a_double_dash(
     app: durq.App, queue_name: str, redis_url: str
 ) -> None:

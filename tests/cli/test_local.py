@@ -55,8 +55,11 @@ def test_server_on_a_port_in_use_says_so_instead_of_claiming_to_listen(
 
 
 @pytest.mark.slow
-def test_demo_runs_to_its_expected_end(durq_cli: Durq) -> None:
+def test_demo_runs_to_its_expected_end_and_leaves_no_folder_behind(
+    durq_cli: Durq, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     started = time.time()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     demo = durq_cli.start("demo")
     assert demo.wait(90) == 0, demo.output()
     out = demo.output()
@@ -71,6 +74,7 @@ def test_demo_runs_to_its_expected_end(durq_cli: Durq) -> None:
         10,
         "the demo's workers to exit",
     )
+    assert not list(tmp_path.glob("durq-demo-*")), "the demo left its folder behind"
 
 
 def _started_since(since: float, text: str) -> list[psutil.Process]:

@@ -63,3 +63,27 @@ def test_a_read_only_dashboard_offers_no_cancel(
             refused = client.post("/queue/job/cancel", data={"q": queue_name, "id": job_id})
             assert refused.status_code == 403
         assert queue.stats().pending == 1
+
+
+def test_the_job_page_shows_the_errors_of_its_last_failed_attempts(
+    redis_url: str, queue_name: str, serve: Serve
+) -> None:
+    with durq.Queue(queue_name, redis_url) as queue:
+        job_id = queue.enqueue("x", max_attempts=5).id
+        for attempt in (1, 2):
+            job = queue.dequeue()
+            assert job is not None
+            reason = {
+                "type": "builtins.ValueError",
+                "message": f"<bad> row {attempt}",
+                "traceback": f'File "tasks.py", line {attempt}, in parse',
+            }
+            queue.requeue(job, reason=reason, delay=0)
+        dash = serve(redis_url)
+        with httpx.Client(base_url=dash.url) as client:
+            page = client.get(f"/queue/job?q={queue_name}&id={job_id}")
+    assert page.status_code == 200
+    failures = page.text.split("Last failures", 1)[1]
+    assert failures.index("&lt;bad&gt; row 1") < failures.index("&lt;bad&gt; row 2")
+    assert "<bad>" not in page.text  # escaped, never raw HTML
+    assert "line 1, in parse" in failures and "line 2, in parse" in failures

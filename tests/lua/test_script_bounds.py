@@ -35,6 +35,7 @@ from durq.dev.server import RedisServer
 from durq.payloads import encode_result
 from durq.protocol import holding, scaling
 from durq.protocol import schedules as schedule_ops
+from durq.protocol.calls import CHUNK
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
 from helpers import flavor_params, start_server
 
@@ -255,6 +256,21 @@ def test_the_largest_batches_of_a_batch_task(server: RedisServer, raw: Any) -> N
             while jobs := q.dequeue_batch(n):
                 q.settle(jobs, cause="size")
             assert len(q.batches()) >= 5
+
+
+def test_requeues_of_long_failures_into_full_error_lists(server: RedisServer, raw: Any) -> None:
+    """Calls of requeue at its size (CHUNK) whose failures have long messages and
+    tracebacks, longer than a job's error list keeps of them (lib/core/attempt_errors.lua),
+    each appended to its job's list until the list is full and trimmed."""
+    n = CHUNK["requeue"]
+    reason = {"type": "ValueError", "message": "m" * 2_000, "traceback": "t" * 6_000}
+
+    def scenario(name: str) -> None:
+        with Queue(name, server.url, max_attempts=10) as q:
+            q.enqueue_many(range(n))
+            for _ in range(6):
+                q.requeue_many(q.dequeue_many(n), reason=reason, delay=0)
+            assert len(q.job(q.dequeue().id).errors) == 5  # type: ignore[union-attr]
 
     bounded(raw, scenario)
 

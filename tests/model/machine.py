@@ -401,10 +401,21 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
         (status,) = front.requeue_many([job], delay=delay / 1000, dead=dead, reason="model")
         if mj is None:
             return self._refused(unit, job, status)
+        attempt = mj.attempts
         expected = self.units[unit].requeue(mj, delay, dead, self.now)
         assert status.name.lower() == expected, (
             f"requeue {job.id}: {status.name}, expected {expected}"
         )
+        if expected != "cancelled":  # its last 5 failures, a replay included, kept the
+            # result TTL after the latest (a key expires once the server's time is past it)
+            if mj.errors_at is not None and self.now > mj.errors_at + round(RESULT_TTL_S * 1000):
+                mj.errors = []
+            mj.errors, mj.errors_at = [*mj.errors, attempt][-5:], self.now
+            info = front.job(job.id)
+            assert info is not None
+            assert [e["attempt"] for e in info.errors] == mj.errors, (
+                f"errors of {job.id}: {info.errors}, expected attempts {mj.errors}"
+            )
 
     @precondition(lambda self: self.current_handles())
     @rule(data=st.data(), delay=st.sampled_from((0, 300)))

@@ -58,6 +58,10 @@ class JobM:
     control: bool = False  # has job-control data (expiry, a dedup mode, a follow-up)
     ended_at: int | None = None
     origin: str = "job"  # 'job', 'tick', 'step'
+    # its error ring (lib/core/attempt_errors.lua): the attempts of its last 5 failures,
+    # and when the latest was (the ring expires the result TTL after it)
+    errors: list[int] = field(default_factory=list)
+    errors_at: int | None = None
     must_cancel: bool = False  # a cancel answered CANCELLED/CANCELLING: ends cancelled
     result_size: int = 0  # the bytes of the result its holder releases it with (a step)
 

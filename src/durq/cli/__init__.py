@@ -8,12 +8,13 @@ from __future__ import annotations
 import click
 
 from durq._version import __version__
-from durq.cli.admin import dlq, doctor, stats, workers
+from durq.cli.admin import doctor, stats, workers
 from durq.cli.dashboard import dashboard
 from durq.cli.deploy import deploy
 from durq.cli.durable import signal
 from durq.cli.enqueue import enqueue
 from durq.cli.functions import functions
+from durq.cli.job_show import dlq
 from durq.cli.jobs import job
 from durq.cli.limits import limits
 from durq.cli.local import demo, server

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import Any, ParamSpec
 
 import click
-import orjson
 from redis.exceptions import RedisError
 from rich import box
 from rich.console import Console
@@ -20,19 +19,16 @@ from rich.text import Text
 from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.cli.common import namespace_option, redact_options, url_option
+from durq.cli.common import namespace_option, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
 from durq.cli.pool_tables import children_table
-from durq.cli.steps import steps_table
 from durq.errors import DurqError
-from durq.models import GroupInfo, JobInfo, JobState, QueueStats
-from durq.payloads import decode_result
-from durq.redaction import Redact
+from durq.models import GroupInfo, QueueStats
 from durq.transport import connection
 from durq.worker.registry import list_workers
 
-__all__ = ["dlq", "doctor", "job", "stats", "workers"]
+__all__ = ["doctor", "stats", "workers"]
 
 console = Console()
 P = ParamSpec("P")
@@ -262,242 +258,6 @@ def _age(now: float, then: float | None) -> str:
         if seconds >= size:
             return f"{seconds // size:.0f}{unit}"
     return f"{seconds:.0f}s"
-
-
-def _task_of(info: JobInfo) -> str:
-    """The task a job's payload names, or "" (not a task call, or unreadable)."""
-    try:
-        payload = info.payload()
-    except Exception:
-        return ""
-    named = isinstance(payload, list) and payload and isinstance(payload[0], str)
-    return payload[0] if named else ""
-
-
-#: what is kept of a finished job with a stored result: ("result" or "error", value)
-Stored = tuple[str, Any] | None
-
-
-def _stored(q: Queue | ShardedQueue, job_id: str) -> Stored:
-    """The result (or error) stored for ``job_id`` (a task with ``result=True``; kept
-    for its ``result_ttl``), read at once; None when there is none."""
-    if not isinstance(q, Queue):  # a sharded queue's results are read by shard
-        return None
-    raw = q.wait_result(job_id, 0)
-    if raw is None:
-        return None
-    ok, value = decode_result(raw)
-    return ("result" if ok else "error", value)
-
-
-def _lookup(q: Queue | ShardedQueue, job_id: str) -> tuple[JobInfo, Stored] | None:
-    """What ``q`` keeps of ``job_id``: its record, and its stored result once it
-    finished; a finished job whose record is gone but whose result is kept is shown
-    as completed."""
-    info = q.job(job_id)
-    stored = _stored(q, job_id) if info is None or info.state is JobState.COMPLETED else None
-    if info is None:
-        return None if stored is None else (JobInfo(job_id, JobState.COMPLETED), stored)
-    return info, stored
-
-
-def _show(info: JobInfo, redact: Redact, queue: str, stored: Stored = None) -> None:
-    info = redact.job(info)  # its reason and progress; the payload below
-    table = Table(show_header=False, title=plain(f"job {info.id}"))
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    rows: list[tuple[str, Any]] = [
-        ("queue", queue),
-        ("task", _task_of(info) or "-"),
-        ("state", info.state.value + (" (corrupt record)" if info.corrupt else "")),
-        ("group", info.group or "-"),
-        ("key", info.key or "-"),
-        ("priority", info.priority),
-        ("attempts", f"{info.attempts}/{info.max_attempts}"),
-        ("deliveries", info.deliveries),
-        ("failures", info.failures),
-        ("enqueued", _when(info.enqueued_at)),
-        ("last dequeued", _when(info.dequeued_at)),
-        ("last requeued", _when(info.requeued_at)),
-        ("lease ends", _when(info.lease_deadline)),
-        ("due", _when(info.due_at)),
-        ("died", _when(info.died_at)),
-        ("kept until", _when(info.retained_until)),
-    ]
-    # job control (docs/job-control.md)
-    if info.progress is not None:
-        shown = f"{info.progress.fraction:.1%} at {_when(info.progress.at)}"
-        if info.progress.info is not None:
-            shown += f": {orjson.dumps(info.progress.info).decode()[:500]}"
-        rows.append(("progress", shown))
-    if info.expires_at is not None:
-        rows.append(("expires", _when(info.expires_at)))
-    if info.cancel_requested:
-        rows.append(("cancel", "requested: its worker is stopping it"))
-    if info.waits_for is not None:
-        rows.append(("waits for", f"job {info.waits_for} (keep-last follow-up)"))
-    for name, value in rows:
-        table.add_row(name, plain(value))
-    if info.reason:
-        for k, v in info.reason.items():
-            table.add_row(plain(f"reason.{k}"), plain(v))
-    if info.data is not None:
-        try:
-            shown = orjson.dumps(redact.value(info.payload())).decode()
-        except Exception:
-            shown = redact.text(repr(info.data[:500]))
-        table.add_row("payload", plain(shown[:2000]))
-    if stored is not None:
-        table.add_row(stored[0], plain(_json_or_repr(stored[1], redact)[:2000]))
-    console.print(table)
-
-
-def _json_or_repr(value: Any, redact: Redact) -> str:
-    """``value`` as JSON text with its secrets hidden (its repr if it is not JSON)."""
-    try:
-        return orjson.dumps(redact.value(value)).decode()
-    except Exception:
-        return redact.text(repr(value))
-
-
-def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInfo, Stored]:
-    """The queue that has a trace of ``job_id``, and what it has: every queue of the
-    namespace is asked (a round trip or two each), the first that knows the id answers."""
-    for name in _known_queues(url, namespace):
-        with _queue(name, url, namespace) as q:
-            found = _lookup(q, job_id)
-        if found is not None:
-            return name, *found
-    raise click.ClickException(f"no queue has a trace of job {job_id}")
-
-
-@click.command(short_help="Show everything stored about one job.")
-@click.argument("job_id")
-@click.option("-q", "--queue", help="The job's queue (default: found by asking each queue).")
-@url_option
-@namespace_option
-@redact_options
-@_redis_errors
-def job(job_id: str, queue: str | None, url: str | None, namespace: str, redact: Redact) -> None:
-    """Show everything stored about one job: queue, task, state, attempts, times, reason,
-    payload, its durable steps, sleeps and waits, and a finished job's stored result.
-    Without -q, every queue is asked for it.
-
-    Job ids may begin with "-": put such an id after "--" (durq job -q Q -- -xY...)."""
-    if queue is None:
-        queue, info, stored = _find_job(job_id, url, namespace)
-    else:
-        with _queue(queue, url, namespace) as q:
-            found = _lookup(q, job_id)
-        if found is None:
-            raise click.ClickException(f"queue {queue} has no trace of job {job_id}")
-        info, stored = found
-    with _queue(queue, url, namespace) as q:
-        steps = q.steps(job_id)
-    _show(info, redact, queue, stored)
-    if steps:  # durable steps (docs/durable.md)
-        console.print(steps_table(info.id, steps))
-
-
-@click.group()
-def dlq() -> None:
-    """Dead letters: list, show, replay, purge."""
-
-
-@dlq.command("list")
-@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
-@click.option("--limit", default=50, show_default=True)
-@url_option
-@namespace_option
-@redact_options
-@_redis_errors
-def dlq_list(queue: str, limit: int, url: str | None, namespace: str, redact: Redact) -> None:
-    """List dead letters, newest first, with their reasons."""
-    with _queue(queue, url, namespace) as q:
-        total = q.stats().dead
-        items = [redact.job(info) for info in q.dead_letters(limit)]
-    table = Table(title=plain(f"{total} dead letters in {queue}"))
-    for col in ("id", "task", "died", "attempts", "reason", "error"):
-        table.add_column(col, overflow="fold")
-    for info in items:
-        reason = info.reason or {}
-        kind = str(reason.get("type", "")).rsplit(".", 1)[-1]  # builtins.ValueError: ValueError
-        error = f"{kind}: {reason.get('message', '')}" if kind else str(reason.get("message", ""))
-        table.add_row(
-            *map(plain, (
-                info.id,
-                _task_of(info) or "-",
-                _when(info.died_at),
-                f"{info.attempts}/{info.max_attempts}",
-                reason.get("reason", ""),
-                error[:120],
-            ))
-        )  # fmt: skip
-    console.print(table)
-
-
-@dlq.command("show")
-@click.argument("job_id")
-@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
-@url_option
-@namespace_option
-@redact_options
-@_redis_errors
-def dlq_show(job_id: str, queue: str, url: str | None, namespace: str, redact: Redact) -> None:
-    """Show one dead letter with its traceback.
-
-    Job ids may begin with "-": put such an id after "--" (durq dlq show -q Q -- -xY...)."""
-    with _queue(queue, url, namespace) as q:
-        info = q.job(job_id)
-    if info is None or info.died_at is None:
-        raise click.ClickException(f"{job_id} is not a dead letter of {queue}")
-    _show(info, redact, queue)
-
-
-def _ids_or_all(ids: tuple[str, ...], all_: bool) -> None:
-    if bool(ids) == all_:
-        raise click.UsageError("give job ids, or --all (not both)")
-
-
-@dlq.command("replay")
-@click.argument("ids", nargs=-1)
-@click.option("--all", "all_", is_flag=True, help="Replay every dead letter.")
-@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
-@url_option
-@namespace_option
-@_redis_errors
-def dlq_replay(
-    ids: tuple[str, ...], all_: bool, queue: str, url: str | None, namespace: str
-) -> None:
-    """Put dead letters back in the queue with fresh attempts.
-
-    Job ids may begin with "-": put such an id after "--" (durq dlq replay -q Q -- -xY...)."""
-    _ids_or_all(ids, all_)
-    with _queue(queue, url, namespace) as q:
-        n = q.replay_all() if all_ else q.replay(list(ids))
-    console.print(f"replayed {n} job(s)")
-
-
-@dlq.command("purge")
-@click.argument("ids", nargs=-1)
-@click.option("--all", "all_", is_flag=True, help="Delete every dead letter.")
-@click.option("-q", "--queue", required=True, help="The dead letters' queue.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation with --all.")
-@url_option
-@namespace_option
-@_redis_errors
-def dlq_purge(
-    ids: tuple[str, ...], all_: bool, queue: str, yes: bool, url: str | None, namespace: str
-) -> None:
-    """Delete dead letters for good.
-
-    Job ids may begin with "-": put such an id after "--" (durq dlq purge -q Q -- -xY...)."""
-    _ids_or_all(ids, all_)
-    if all_ and not yes:
-        click.confirm(f"delete every dead letter of {queue}?", abort=True)
-    with _queue(queue, url, namespace) as q:
-        n = q.purge_all() if all_ else q.purge(list(ids))
-    console.print(f"purged {n} job(s)")
 
 
 def _library_notes(space: Namespace) -> list[tuple[str, str]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import click
 
 from durq.cli.admin import _queue, _redis_errors, console
-from durq.cli.admin import job as show_job
 from durq.cli.common import namespace_option, url_option
 from durq.cli.inert import plain
+from durq.cli.job_show import job as show_job
 from durq.models import CancelStatus
 
 __all__ = ["job"]

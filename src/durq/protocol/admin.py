@@ -108,9 +108,11 @@ def job_info(
     retained_until: Any = None,
     control: bytes | None = None,
     progress: bytes | None = None,
+    errors: Sequence[bytes] = (),
 ) -> JobInfo:
-    """Build a JobInfo from a stored record and the scores that surround it (ms), and
-    its job control data (``protocol.control``)."""
+    """Build a JobInfo from a stored record and the scores that surround it (ms), its
+    job control data (``protocol.control``) and its last failures (``errors``: the
+    error ring of lib/core/attempt_errors.lua as HGETALL returns it)."""
     parked = due_at is not None and float(due_at) >= PARKED  # a keep-last follow-up
     base = JobInfo(
         job_id,
@@ -121,6 +123,7 @@ def job_info(
         retained_until=_seconds(retained_until),
         reason=_reason(reason),
         progress=parse_progress(progress),
+        errors=_attempt_errors(errors),
         **parse_control(control),
     )
     if raw is None:
@@ -148,15 +151,27 @@ def job_info(
     )
 
 
+def _attempt_errors(ring: Sequence[bytes]) -> tuple[dict[str, Any], ...]:
+    """A job's error ring (HGETALL: slot, entry, ...) as its failures, oldest first, their
+    times in seconds."""
+    out = []
+    for entry in ring[1::2]:
+        fields = _reason(entry) or {}
+        if isinstance(fields.get("at"), (int, float)):
+            fields["at"] = fields["at"] / 1000
+        out.append(fields)
+    return tuple(sorted(out, key=lambda e: int(e.get("failure", 0) or 0)))
+
+
 def job(keys: QueueKeys, job_id: str) -> Op[JobInfo | None]:
     """Everything stored about ``job_id``; None when the queue knows nothing of it."""
-    raw, reason, lease, due, died, retained, _now, control, progress = yield script_call(
-        "job", keys, (check_job_id(job_id),)
-    )
+    (raw, reason, lease, due, died, retained, _now, control, progress,
+     errors) = yield script_call("job", keys, (check_job_id(job_id),))  # fmt: skip
     if raw is None and retained is None:
         return None
     return job_info(job_id, raw, reason, lease_deadline=lease, due_at=due, died_at=died,
-                    retained_until=retained, control=control, progress=progress)  # fmt: skip
+                    retained_until=retained, control=control, progress=progress,
+                    errors=errors)  # fmt: skip
 
 
 def dead_letters(

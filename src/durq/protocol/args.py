@@ -19,12 +19,15 @@ from durq.errors import InvalidArgument
 from durq.keys import check_job_id
 
 __all__ = [
+    "ATTEMPT_ERROR_MESSAGE",
+    "ATTEMPT_ERROR_TRACEBACK",
     "MAX_ATTEMPTS_RANGE",
     "MAX_DELAY",
     "MAX_LEASE",
     "MAX_REASON_BYTES",
     "MIN_LEASE",
     "PRIORITY_RANGE",
+    "attempt_error_json",
     "delay_ms",
     "int_in",
     "job_ids",
@@ -40,6 +43,10 @@ MAX_DELAY = 10 * 365 * 86400.0
 MAX_LEASE = 7 * 86400.0
 MIN_LEASE = 0.05
 MAX_REASON_BYTES = 64 * 1024
+#: what a job's error list keeps of each failure (lib/core/attempt_errors.lua): the head of
+#: its message and the tail of its traceback (where it was raised), in characters
+ATTEMPT_ERROR_MESSAGE = 1024
+ATTEMPT_ERROR_TRACEBACK = 4096
 PRIORITY_RANGE = range(-10, 11)
 MAX_ATTEMPTS_RANGE = range(1, 10001)
 
@@ -133,6 +140,24 @@ def reason_json(reason: str | Mapping[str, Any] | None, **extra: Any) -> bytes:
                 fields[name] = text[: MAX_REASON_BYTES // 4] + " ...[truncated]"
         data = orjson.dumps(fields, default=str)[:MAX_REASON_BYTES]
     return data
+
+
+def attempt_error_json(reason: bytes) -> bytes:
+    """A failure as a job's error list keeps it: a JSON object of the reason's ``reason``
+    and ``type``, the head of its ``message`` and the tail of its ``traceback`` (requeue
+    adds the attempt and the server's time)."""
+    try:
+        fields = orjson.loads(reason)
+    except orjson.JSONDecodeError:
+        fields = None
+    if not isinstance(fields, dict):
+        fields = {"message": reason.decode("utf-8", "replace")}
+    entry = {k: fields[k] for k in ("reason", "type") if fields.get(k) is not None}
+    if fields.get("message") is not None:
+        entry["message"] = str(fields["message"])[:ATTEMPT_ERROR_MESSAGE]
+    if fields.get("traceback"):
+        entry["traceback"] = str(fields["traceback"])[-ATTEMPT_ERROR_TRACEBACK:]
+    return orjson.dumps(entry, default=str)
 
 
 def natural(name: str, value: Any) -> int:

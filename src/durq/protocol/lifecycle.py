@@ -22,6 +22,7 @@ from durq.models import EnqueueResult, EnqueueStatus, Job, Message
 from durq.protocol.args import (
     MAX_ATTEMPTS_RANGE,
     PRIORITY_RANGE,
+    attempt_error_json,
     delay_ms,
     int_in,
     lease_ms,
@@ -538,7 +539,7 @@ def requeue(
         raise InvalidArgument("results must have one entry per job")
     rows = [
         (j.id, j.token, delay_ms(delay), reason, 1 if dead else 0,
-         (results[i] or b"") if results is not None else b"")
+         (results[i] or b"") if results is not None else b"", attempt_error_json(reason))
         for i, (j, delay, reason, dead) in enumerate(items)
     ]  # fmt: skip
     head = (delay_ms(result_ttl, "result_ttl"),)
