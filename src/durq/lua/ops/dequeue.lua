@@ -478,11 +478,11 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
       if type(named) == 'table' and #named > 0 then
         local known = redis.call('SMISMEMBER', K_RRSET, unpack(named))
         local limits = redis.call('HMGET', K_GLIMIT, unpack(named))
-        local held = redis.call('HMGET', K_GACTIVE, unpack(named))
+        local slots = redis.call('HMGET', K_GACTIVE, unpack(named))
         local add = {}
         for i = 1, #named do
           local lim = tonumber(limits[i]) or get_conf().group_limit
-          if known[i] == 0 and (lim <= 0 or (tonumber(held[i]) or 0) < lim) then
+          if known[i] == 0 and (lim <= 0 or (tonumber(slots[i]) or 0) < lim) then
             add[#add + 1] = named[i]
           end
         end
