@@ -4,7 +4,6 @@ waiting for a signal, read from each queue at scrape time)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -27,17 +26,13 @@ async def job_steps(dash: Dashboard, name: str, job_id: str) -> list[StoredStep]
 
 
 async def parked_counts(dash: Dashboard, names: Sequence[str]) -> dict[str, Parked]:
-    """The parked jobs of each queue, read concurrently; a queue whose keys something
-    else overwrote is left out, as from the other metrics."""
-
-    async def one(name: str) -> Parked:
-        return await dash.data.queue(name).parked()
-
-    found = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+    """The parked jobs of each queue, read through the dashboard's gate (``each``); a
+    queue whose keys something else overwrote is left out, as from the other metrics."""
+    found = await dash.data.each(names, lambda name: dash.data.queue(name).parked())
     return {
         name: parked
         for name, parked in zip(names, found, strict=True)
-        if not isinstance(parked, BaseException)
+        if not isinstance(parked, Exception)
     }
 
 
