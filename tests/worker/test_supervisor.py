@@ -6,6 +6,7 @@ import os
 import signal
 import time
 
+import psutil
 import pytest
 
 import durq
@@ -45,6 +46,27 @@ def test_a_killed_worker_process_is_restarted_and_the_queue_keeps_draining(
     eventually(lambda: supervisor.output().count("consuming") == 3, 10, durq_cli.outputs)
 
     children = supervisor.children()
+    supervisor.send(signal.SIGTERM)
+    assert supervisor.wait(20) == 0
+    eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
+
+
+def test_each_worker_process_is_forked_from_the_supervisor_which_imported_the_app(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    # a fast start (issue 33): no new interpreter and no second import of the app per
+    # process; a forked child runs the supervisor's command line, an exec'd one its own
+    supervisor = durq_cli.worker(redis_url, queue_name, args=("-p", "2", "--lease", "1"))
+    eventually(lambda: supervisor.output().count("consuming") == 2, 20, durq_cli.outputs)
+    parent = psutil.Process(supervisor.pid)
+    children = parent.children()
+    assert len(children) == 2
+    for child in children:
+        assert child.cmdline() == parent.cmdline()
+    # a forked process is a full worker: it runs jobs, and drains on SIGTERM
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.1) for i in range(4)])
+    eventually(lambda: exec_log.count("finish") == 4, 10, durq_cli.outputs)
+    assert {e["pid"] for e in exec_log.events("finish")} <= {c.pid for c in children}
     supervisor.send(signal.SIGTERM)
     assert supervisor.wait(20) == 0
     eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
