@@ -112,12 +112,18 @@ def _compile_durq() -> None:
     """Write durq's bytecode, as installing a wheel does (pip compiled every peer's):
     the working tree's editable install has none until an import writes it, and never
     where PYTHONDONTWRITEBYTECODE is set, so each worker would compile durq's sources
-    at start, a cost no installed durq pays (issue 33: about a third of a start)."""
+    at start, a cost no installed durq pays (issue 33: about a third of a start). The
+    Functions library's file too (durq.lua.library_cache), which an installed durq's
+    first worker writes, but not under PYTHONDONTWRITEBYTECODE."""
     import compileall
 
     import durq
+    from durq.lua import SCRIPT_NAMES
+    from durq.lua.functions import build
+    from durq.lua.library_cache import cached_library
 
     compileall.compile_dir(os.path.dirname(durq.__file__), quiet=1)
+    cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES), write=True)
 
 
 class Peer:
