@@ -1,13 +1,14 @@
 """durq's Functions library kept on disk between processes, like Python's bytecode.
 
 Building the library (``durq.lua.functions.build``: some hundred Lua files flattened,
-then hashed) costs about 50 ms, which every worker paid at its first fetch: a fifth of a
-start (issue 33). The built library is written to ``durq/lua/__pycache__`` under a key
-that hashes its inputs (the builder's code, every Lua file's path and text, the
-operations' names), so that any change to them builds and writes a new one; reading it
-back and hashing the inputs cost a few milliseconds. Nothing is written where Python
-writes no bytecode (``PYTHONDONTWRITEBYTECODE``, ``-B``) unless asked (``write=True``),
-nor where the directory is read-only: then each process builds its own, as before.
+then hashed) was a large part of a worker's start, paid by every worker at its first
+fetch (figures: docs/decisions/fast-start.md). The built library is written to
+``durq/lua/__pycache__`` under a key that hashes its inputs (the builder's code, every
+Lua file's path and text, the operations' names), so that any change to them builds and
+writes a new one; hashing the inputs and reading the file back cost a small part of a
+build. Nothing is written where Python writes no bytecode (``PYTHONDONTWRITEBYTECODE``,
+``-B``) unless asked (``write=True``), nor where the directory is read-only: then each
+process builds its own, as before.
 """
 
 from __future__ import annotations
