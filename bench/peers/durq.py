@@ -119,11 +119,11 @@ def _compile_durq() -> None:
 
     import durq
     from durq.lua import SCRIPT_NAMES
-    from durq.lua.functions import build
+    from durq.lua.functions import Library, build
     from durq.lua.library_cache import cached_library
 
     compileall.compile_dir(os.path.dirname(durq.__file__), quiet=1)
-    cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES), write=True)
+    cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES), Library, write=True)
 
 
 class Peer:

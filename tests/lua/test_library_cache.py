@@ -33,21 +33,21 @@ class Builder:
 
 def test_a_library_built_once_is_read_back_by_the_next_process(root: Path) -> None:
     builder = Builder()
-    first = cached_library(SCRIPT_NAMES, builder, root=root, write=True)
+    first = cached_library(SCRIPT_NAMES, builder, Library, root=root, write=True)
     assert path_of(SCRIPT_NAMES, root).exists()
-    again = cached_library(SCRIPT_NAMES, builder, root=root, write=True)
+    again = cached_library(SCRIPT_NAMES, builder, Library, root=root, write=True)
     assert builder.calls == 1
     assert again == first
 
 
 def test_a_changed_lua_file_builds_and_keeps_a_new_library(root: Path) -> None:
     builder = Builder()
-    first = cached_library(SCRIPT_NAMES, builder, root=root, write=True)
+    first = cached_library(SCRIPT_NAMES, builder, Library, root=root, write=True)
     old = path_of(SCRIPT_NAMES, root)
     lua = next(root.rglob("*.lua"))
     lua.write_text(lua.read_text() + "\n-- changed\n")
     assert path_of(SCRIPT_NAMES, root) != old
-    second = cached_library(SCRIPT_NAMES, builder, root=root, write=True)
+    second = cached_library(SCRIPT_NAMES, builder, Library, root=root, write=True)
     assert builder.calls == 2 and second != first
     # a new operation list is another library too
     assert path_of(SCRIPT_NAMES[:-1], root) != path_of(SCRIPT_NAMES, root)
@@ -58,9 +58,9 @@ def test_a_corrupt_file_is_built_again_and_replaced(root: Path) -> None:
     path = path_of(SCRIPT_NAMES, root)
     path.parent.mkdir()
     path.write_text('{"name": "durq_')  # cut short
-    made = cached_library(SCRIPT_NAMES, builder, root=root, write=True)
+    made = cached_library(SCRIPT_NAMES, builder, Library, root=root, write=True)
     assert builder.calls == 1
-    assert cached_library(SCRIPT_NAMES, builder, root=root, write=True) == made
+    assert cached_library(SCRIPT_NAMES, builder, Library, root=root, write=True) == made
     assert builder.calls == 1
 
 
@@ -69,8 +69,8 @@ def test_nothing_is_written_where_python_writes_no_bytecode(
 ) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     builder = Builder()
-    cached_library(SCRIPT_NAMES, builder, root=root)
-    cached_library(SCRIPT_NAMES, builder, root=root)
+    cached_library(SCRIPT_NAMES, builder, Library, root=root)
+    cached_library(SCRIPT_NAMES, builder, Library, root=root)
     assert builder.calls == 2
     assert not path_of(SCRIPT_NAMES, root).exists()
 

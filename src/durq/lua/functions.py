@@ -401,7 +401,7 @@ def library() -> Library:
     on disk between processes: ``durq.lua.library_cache``)."""
     from durq.lua.library_cache import cached_library
 
-    return cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES))
+    return cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES), Library)
 
 
 def build(ops: Sequence[str]) -> Library:

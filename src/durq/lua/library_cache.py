@@ -21,17 +21,30 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-from durq.lua import functions
-from durq.lua.functions import Library
+from typing import Protocol, TypeVar
 
 __all__ = ["cached_library", "path_of"]
 
-_LUA_DIR = Path(functions.__file__).resolve().parent
+_LUA_DIR = Path(__file__).resolve().parent
+# the builder (durq.lua.functions, which imports this module when first asked for the
+# library): its code is an input of the library as much as the Lua files
+_BUILDER = _LUA_DIR / "functions.py"
+
+
+class _Library(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def functions(self) -> dict[str, str]: ...
+
+
+LibraryT = TypeVar("LibraryT", bound=_Library)
 
 
 def _key(ops: Sequence[str], root: Path) -> str:
-    digest = hashlib.sha1(Path(functions.__file__).read_bytes())
+    digest = hashlib.sha1(_BUILDER.read_bytes())
     digest.update("\0".join(ops).encode())
     for path in sorted(root.rglob("*.lua")):
         digest.update(b"\0" + str(path.relative_to(root)).encode() + b"\0")
@@ -46,17 +59,19 @@ def path_of(ops: Sequence[str], root: Path = _LUA_DIR) -> Path:
 
 def cached_library(
     ops: Sequence[str],
-    build: Callable[[], Library],
+    build: Callable[[], LibraryT],
+    kind: Callable[[str, str, dict[str, str]], LibraryT],
     *,
     root: Path = _LUA_DIR,
     write: bool | None = None,
-) -> Library:
-    """The library that ``build()`` makes, read from its file when one was written for
-    the same inputs, else built (and written, see the module's docstring)."""
+) -> LibraryT:
+    """The library that ``build()`` makes, read from its file (into ``kind(name,
+    source, functions)``) when one was written for the same inputs, else built (and
+    written, see the module's docstring)."""
     path = path_of(ops, root)
     try:
         data = json.loads(path.read_text("utf-8"))
-        return Library(str(data["name"]), str(data["source"]), dict(data["functions"]))
+        return kind(str(data["name"]), str(data["source"]), dict(data["functions"]))
     except (OSError, ValueError, KeyError, TypeError):
         pass  # none yet, or unreadable: built below
     library = build()
@@ -65,7 +80,7 @@ def cached_library(
     return library
 
 
-def _write(path: Path, library: Library) -> None:
+def _write(path: Path, library: _Library) -> None:
     data = {"name": library.name, "source": library.source, "functions": library.functions}
     try:
         path.parent.mkdir(exist_ok=True)
