@@ -72,6 +72,27 @@ def test_each_worker_process_is_forked_from_the_supervisor_which_imported_the_ap
     eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
 
 
+def test_forked_worker_processes_each_run_a_process_pool_of_their_own(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    # the pool's template is forked from each worker process, which started no thread
+    # before it: a worker forked from the supervisor is such a process too
+    args = ("-p", "2", "--pool", "process", "-c", "1")
+    supervisor = durq_cli.worker(redis_url, queue_name, args=args)
+    eventually(lambda: supervisor.output().count("consuming") == 2, 30, durq_cli.outputs)
+    workers = {c.pid for c in psutil.Process(supervisor.pid).children()}
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.1) for i in range(4)])
+    eventually(lambda: exec_log.count("finish") == 4, 20, durq_cli.outputs)
+    ran_in = {e["pid"] for e in exec_log.events("finish")}
+    assert not ran_in & workers  # in the pools' children, not in the worker processes
+    for pid in ran_in:  # each under one of the worker processes (its pool's template)
+        assert {p.pid for p in psutil.Process(pid).parents()} & workers
+    everyone = supervisor.children()
+    supervisor.send(signal.SIGTERM)
+    assert supervisor.wait(30) == 0
+    eventually(lambda: not any(running(c) for c in everyone), 5, "every process to exit")
+
+
 def test_sigterm_to_the_supervisor_drains_every_worker_process(
     app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
 ) -> None:
