@@ -11,7 +11,7 @@ import pytest
 
 import durq
 from helpers import eventually
-from worker.support import Durq, ExecLog, running
+from worker.support import Durq, DurqProcess, ExecLog, running
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -45,10 +45,7 @@ def test_a_killed_worker_process_is_restarted_and_the_queue_keeps_draining(
     # the replacement is a full worker too
     eventually(lambda: supervisor.output().count("consuming") == 3, 10, durq_cli.outputs)
 
-    children = supervisor.children()
-    supervisor.send(signal.SIGTERM)
-    assert supervisor.wait(20) == 0
-    eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
+    _stop(supervisor)
 
 
 def test_each_worker_process_is_forked_from_the_supervisor_which_imported_the_app(
@@ -67,9 +64,7 @@ def test_each_worker_process_is_forked_from_the_supervisor_which_imported_the_ap
     app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.1) for i in range(4)])
     eventually(lambda: exec_log.count("finish") == 4, 10, durq_cli.outputs)
     assert {e["pid"] for e in exec_log.events("finish")} <= {c.pid for c in children}
-    supervisor.send(signal.SIGTERM)
-    assert supervisor.wait(20) == 0
-    eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
+    _stop(supervisor)
 
 
 def test_forked_worker_processes_each_run_a_process_pool_of_their_own(
@@ -87,6 +82,11 @@ def test_forked_worker_processes_each_run_a_process_pool_of_their_own(
     assert not ran_in & workers  # in the pools' children, not in the worker processes
     for pid in ran_in:  # each under one of the worker processes (its pool's template)
         assert {p.pid for p in psutil.Process(pid).parents()} & workers
+    _stop(supervisor)
+
+
+def _stop(supervisor: DurqProcess) -> None:
+    """SIGTERM to the supervisor: it exits 0, and every process under it exits too."""
     everyone = supervisor.children()
     supervisor.send(signal.SIGTERM)
     assert supervisor.wait(30) == 0
