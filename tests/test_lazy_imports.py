@@ -84,3 +84,23 @@ def test_the_worker_command_loads_neither_the_dashboard_nor_the_cli_s_tables() -
     assert _loaded(modules, ("durq.dashboard", "durq.cli.admin", "durq.dev")) == []
     # the process pool's machinery is imported when a task runs there
     assert _loaded(modules, ("durq.worker.pool.pool", "durq.worker.pool.template")) == []
+
+
+# redis-py imports OpenTelemetry's SDK where it is installed (as in the dev venv), and
+# the SDK the tracing API: hidden here, as a user's install without the SDK has it
+_NO_SDK = """
+import sys
+class _NoSdk:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[:2] == ["opentelemetry", "sdk"]:
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, _NoSdk())
+"""
+
+
+def test_without_a_tracer_provider_durq_never_imports_opentelemetry_s_tracing() -> None:
+    modules = _modules_after(
+        _NO_SDK + "import durq\nfrom durq.app import tracing\nimport durq.cli.worker\n"
+        "assert not tracing.enabled()\nassert tracing.enqueue_meta('t', 'q') is None"
+    )
+    assert _loaded(modules, ("opentelemetry.trace", "opentelemetry.propagate")) == []
