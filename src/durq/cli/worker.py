@@ -17,6 +17,7 @@ from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
 from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, ProcessPoolConfig
+from durq.worker.startup import prepare_processes
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
@@ -266,6 +267,7 @@ def worker(
                 return exc.exit_code
             return 0
 
+        prepare_processes()
         sys.exit(Supervisor(child, processes, burst=burst).run())
     _serve(app, config, metrics_port, metrics_host, _slot())
 
