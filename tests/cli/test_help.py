@@ -50,6 +50,22 @@ def test_the_help_table_of_the_commands_says_what_each_command_s_own_help_says()
         assert command.get_short_help_str(limit=1000) == first_sentence, name
 
 
+def test_a_command_added_to_the_group_is_listed_and_runs() -> None:
+    # a command a later change adds with main.add_command, outside durq.cli.COMMANDS
+    @click.command()
+    def extra() -> None:
+        """Print the word extra."""
+        click.echo("extra")
+
+    main.add_command(extra)
+    try:
+        shown = CliRunner().invoke(main, ["--help"])
+        assert re.search(r"^  extra\s+Print the word extra\.$", shown.output, re.M)
+        assert CliRunner().invoke(main, ["extra"]).output == "extra\n"
+    finally:
+        del main.commands["extra"]
+
+
 def test_durq_version_prints_the_version() -> None:
     result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0

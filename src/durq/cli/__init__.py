@@ -58,7 +58,8 @@ class _Group(click.Group):
     "...")."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        # with any command added to the group itself (main.add_command)
+        return sorted({*COMMANDS, *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = self.commands.get(cmd_name)
@@ -69,9 +70,16 @@ class _Group(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        rows = [
+            (name, COMMANDS[name][1] if name in COMMANDS else self._short_help(ctx, name))
+            for name in self.list_commands(ctx)
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str) -> str:
+        command = self.get_command(ctx, name)
+        return "" if command is None else command.get_short_help_str(limit=1000)
 
 
 @click.group(
