@@ -15,15 +15,26 @@ from durq import AsyncQueue, Queue, errors, models
 
 
 def test_all_lists_every_public_name_and_only_existing_ones() -> None:
+    # the names are imported on first use (durq.__getattr__): its table is the list
+    lazy = set(durq._EXPORTS)
+    assert set(durq.__all__) - {"__version__"} == lazy
+    assert len(durq.__all__) == len(set(durq.__all__))
+    for name in durq.__all__:
+        assert hasattr(durq, name), name
+        assert name in dir(durq), name
     public = {
         name
         for name, value in vars(durq).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    assert set(durq.__all__) - {"__version__"} == public
-    assert len(durq.__all__) == len(set(durq.__all__))
-    for name in durq.__all__:
-        assert hasattr(durq, name), name
+    assert public <= set(durq.__all__)
+
+
+def test_every_name_of_durq_all_resolves_to_the_object_of_its_module() -> None:
+    for name, module in durq._EXPORTS.items():
+        assert getattr(durq, name) is getattr(importlib.import_module(module), name), name
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        durq.NoSuchName  # noqa: B018
 
 
 @pytest.mark.parametrize("module", [errors, models])

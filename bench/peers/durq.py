@@ -108,11 +108,30 @@ def __getattr__(name: str) -> Any:  # PEP 562: `durq worker peers.durq:app`
     raise AttributeError(name)
 
 
+def _compile_durq() -> None:
+    """Write durq's bytecode, as installing a wheel does (pip compiled every peer's):
+    the working tree's editable install has none until an import writes it, and never
+    where PYTHONDONTWRITEBYTECODE is set, so each worker would compile durq's sources
+    at start, a cost no installed durq pays (issue 33: about a third of a start). The
+    Functions library's file too (durq.lua.library_cache), which an installed durq's
+    first worker writes, but not under PYTHONDONTWRITEBYTECODE."""
+    import compileall
+
+    import durq
+    from durq.lua import SCRIPT_NAMES
+    from durq.lua.functions import Library, build
+    from durq.lua.library_cache import cached_library
+
+    compileall.compile_dir(os.path.dirname(durq.__file__), quiet=1)
+    cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES), Library, write=True)
+
+
 class Peer:
     bulk_api = "Task.enqueue_many"
     bulk_note = "one round trip per queue per call"
 
     def setup(self) -> None:
+        _compile_durq()
         built = _build()
         self.app, self.noop, self.lat = built["app"], built["noop"], built["lat"]
 

@@ -35,9 +35,6 @@ BATCH_QUEUE = "bench-batch"  # a batch task owns its queue
 @functools.cache
 def missing() -> dict[str, str | None]:
     """Per feature, why this durq cannot run it (None: it can)."""
-    import durq
-
-    out: dict[str, str | None] = {"startup": None}
     help_text = subprocess.run(
         [sys.executable, "-m", "durq", "worker", "--help"],
         capture_output=True,
@@ -45,7 +42,18 @@ def missing() -> dict[str, str | None]:
         timeout=60,
         check=False,
     ).stdout
-    out["pool"] = None if "--pool" in help_text else "`durq worker` has no --pool option"
+    pool = None if "--pool" in help_text else "`durq worker` has no --pool option"
+    return {**api_missing(), "pool": pool}
+
+
+@functools.cache
+def api_missing() -> dict[str, str | None]:
+    """The part of ``missing()`` that the worker's app needs (``register``), read from
+    durq's API alone: no ``durq worker --help`` run inside every worker's start, which
+    the startup row would count as durq's."""
+    import durq
+
+    out: dict[str, str | None] = {"startup": None}
     out["batch"] = None if hasattr(durq, "Batch") else "no durq.Batch"
     lacking = [f"durq.{n}" for n in ("step", "sleep") if not hasattr(durq, n)]
     out["durable"] = f"no {' nor '.join(lacking)}" if lacking else None
@@ -68,7 +76,7 @@ def register(app: durq.App, queue: str) -> dict[str, Any]:
     tasks: dict[str, Any] = {"bulk_job": bulk_job}
     declare: Any = app.task
     api: Any = durq
-    if missing()["batch"] is None:
+    if api_missing()["batch"] is None:
 
         async def bulk_batch(items: list[Any]) -> None:
             for item in items:
@@ -78,7 +86,7 @@ def register(app: durq.App, queue: str) -> dict[str, Any]:
 
         batch = api.Batch(max_size=100, max_wait=BATCH_MAX_WAIT)
         tasks["bulk_batch"] = declare(queue=BATCH_QUEUE, batch=batch)(bulk_batch)
-    if missing()["durable"] is None:
+    if api_missing()["durable"] is None:
 
         async def wf3() -> None:  # three steps, each one INCR; the last counts the job
             await api.step("one", work.io_redis_async, "bench:steps")

@@ -9,13 +9,16 @@ import pytest
 from click.testing import CliRunner
 
 import durq
-from durq.cli import main
+from durq.cli import COMMANDS, main
 from worker.support import Durq
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         out.append((*prefix, name))
         if isinstance(command, click.Group):
             out += _commands(command, (*prefix, name))
@@ -30,11 +33,37 @@ def test_durq_help_lists_every_command_with_its_whole_first_sentence(durq_cli: D
     assert "Start here:" in text
     assert "durq worker myapp.tasks:app" in text  # the \b block keeps its lines
     commands = text.split("Commands:", 1)[1]
-    for name in main.commands:
+    for name in COMMANDS:
         assert re.search(rf"^  {name}\s+\S", commands, re.M), f"{name} missing"
     assert "..." not in commands  # first sentences are wrapped, never cut
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
+
+
+def test_the_help_table_of_the_commands_says_what_each_command_s_own_help_says() -> None:
+    # `durq --help` lists the commands from durq.cli.COMMANDS without importing them
+    ctx = click.Context(main)
+    for name, (_module, first_sentence) in COMMANDS.items():
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name, name
+        assert not command.hidden, name
+        assert command.get_short_help_str(limit=1000) == first_sentence, name
+
+
+def test_a_command_added_to_the_group_is_listed_and_runs() -> None:
+    # a command a later change adds with main.add_command, outside durq.cli.COMMANDS
+    @click.command()
+    def extra() -> None:
+        """Print the word extra."""
+        click.echo("extra")
+
+    main.add_command(extra)
+    try:
+        shown = CliRunner().invoke(main, ["--help"])
+        assert re.search(r"^  extra\s+Print the word extra\.$", shown.output, re.M)
+        assert CliRunner().invoke(main, ["extra"]).output == "extra\n"
+    finally:
+        del main.commands["extra"]
 
 
 def test_durq_version_prints_the_version() -> None:

@@ -10,7 +10,6 @@ import pytest
 
 import durq
 from cli.support import durq as run
-from durq.cli.worker import _child_args
 from durq.transport import connection
 from durq.worker.registry import list_workers
 from helpers import eventually
@@ -130,21 +129,6 @@ def test_worker_log_level_warning_leaves_out_the_info_lines(
     assert worker.wait(10) == 0
     assert "consuming" not in worker.output()
     assert "SIGTERM received" in worker.output()
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["worker", "m:app", "-p", "2", "-q", "a"],
-        ["worker", "m:app", "--processes", "2", "-q", "a"],
-        ["worker", "m:app", "--processes=2", "-q", "a"],
-        ["worker", "m:app", "-p2", "-q", "a"],
-    ],
-)
-def test_the_supervisor_starts_each_child_with_the_same_arguments_but_one_process(
-    argv: list[str],
-) -> None:
-    assert _child_args(argv) == ["worker", "m:app", "-q", "a"]
 
 
 def test_an_import_error_inside_the_worker_is_not_retried_on_another_loop(

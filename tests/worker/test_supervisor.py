@@ -6,11 +6,12 @@ import os
 import signal
 import time
 
+import psutil
 import pytest
 
 import durq
 from helpers import eventually
-from worker.support import Durq, ExecLog, running
+from worker.support import Durq, DurqProcess, ExecLog, running
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -44,10 +45,52 @@ def test_a_killed_worker_process_is_restarted_and_the_queue_keeps_draining(
     # the replacement is a full worker too
     eventually(lambda: supervisor.output().count("consuming") == 3, 10, durq_cli.outputs)
 
-    children = supervisor.children()
+    _stop(supervisor)
+
+
+def test_each_worker_process_is_forked_from_the_supervisor_which_imported_the_app(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    # a fast start (issue 33): no new interpreter and no second import of the app per
+    # process; a forked child runs the supervisor's command line, an exec'd one its own
+    supervisor = durq_cli.worker(redis_url, queue_name, args=("-p", "2", "--lease", "1"))
+    eventually(lambda: supervisor.output().count("consuming") == 2, 20, durq_cli.outputs)
+    parent = psutil.Process(supervisor.pid)
+    children = parent.children()
+    assert len(children) == 2
+    for child in children:
+        assert child.cmdline() == parent.cmdline()
+    # a forked process is a full worker: it runs jobs, and drains on SIGTERM
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.1) for i in range(4)])
+    eventually(lambda: exec_log.count("finish") == 4, 10, durq_cli.outputs)
+    assert {e["pid"] for e in exec_log.events("finish")} <= {c.pid for c in children}
+    _stop(supervisor)
+
+
+def test_forked_worker_processes_each_run_a_process_pool_of_their_own(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    # the pool's template is forked from each worker process, which started no thread
+    # before it: a worker forked from the supervisor is such a process too
+    args = ("-p", "2", "--pool", "process", "-c", "1")
+    supervisor = durq_cli.worker(redis_url, queue_name, args=args)
+    eventually(lambda: supervisor.output().count("consuming") == 2, 30, durq_cli.outputs)
+    workers = {c.pid for c in psutil.Process(supervisor.pid).children()}
+    app.tasks["work"].enqueue_many([(str(exec_log), f"job-{i}", 0.1) for i in range(4)])
+    eventually(lambda: exec_log.count("finish") == 4, 20, durq_cli.outputs)
+    ran_in = {e["pid"] for e in exec_log.events("finish")}
+    assert not ran_in & workers  # in the pools' children, not in the worker processes
+    for pid in ran_in:  # each under one of the worker processes (its pool's template)
+        assert {p.pid for p in psutil.Process(pid).parents()} & workers
+    _stop(supervisor)
+
+
+def _stop(supervisor: DurqProcess) -> None:
+    """SIGTERM to the supervisor: it exits 0, and every process under it exits too."""
+    everyone = supervisor.children()
     supervisor.send(signal.SIGTERM)
-    assert supervisor.wait(20) == 0
-    eventually(lambda: not any(running(c) for c in children), 5, "the workers to exit")
+    assert supervisor.wait(30) == 0
+    eventually(lambda: not any(running(c) for c in everyone), 5, "every process to exit")
 
 
 def test_sigterm_to_the_supervisor_drains_every_worker_process(

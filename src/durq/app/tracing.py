@@ -10,21 +10,27 @@ Tracing is on when the application installed an SDK tracer provider
 (``opentelemetry.trace.set_tracer_provider`` or ``OTEL_PYTHON_TRACER_PROVIDER``); durq
 depends only on ``opentelemetry-api``. Without a provider each hook costs one lookup and
 an ``isinstance`` check: no span, no context, nothing added to the payload.
+
+The API is imported once it can matter: an application that set a provider imported
+``opentelemetry.trace`` to do so, so while that module is not loaded tracing is off, and
+a producer or a worker that does not trace never imports OpenTelemetry (a fast start,
+issue 33).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-from opentelemetry import propagate, trace
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 from durq._version import __version__
 from durq.payloads import parse_call
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
     from durq.models import Job
 
 __all__ = ["META_KEY", "enabled", "enqueue_meta", "traced_execution"]
@@ -36,7 +42,6 @@ _SYSTEM = "durq"
 _NO_GLOBAL = object()
 # read once: configuration by environment is fixed when the process starts
 _PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
-_UNCONFIGURED = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 # (provider, tracer): get_tracer builds a new Tracer per call in the SDK, so it is kept
 # for as long as the global provider stays the same
 _cached: tuple[Any, Tracer] | None = None
@@ -62,6 +67,11 @@ def _provider() -> Any:
     fallback, should the API ever drop that global, and serves the environment variable
     configuration (it installs the provider on first use).
     """
+    trace: Any = sys.modules.get("opentelemetry.trace")
+    if trace is None:  # nobody set a provider through the API
+        if not _PROVIDER_FROM_ENV:
+            return None
+        trace = importlib.import_module("opentelemetry.trace")
     provider = getattr(trace, "_TRACER_PROVIDER", _NO_GLOBAL)
     if provider is None and not _PROVIDER_FROM_ENV:
         return None
@@ -72,7 +82,10 @@ def _tracer() -> Tracer | None:
     """durq's tracer, or None when no tracer provider is configured (the cheap check)."""
     global _cached
     provider = _provider()
-    if provider is None or isinstance(provider, _UNCONFIGURED):
+    if provider is None:
+        return None
+    trace = sys.modules["opentelemetry.trace"]  # loaded: _provider found a provider
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return None
     cached = _cached
     if cached is not None and cached[0] is provider:
@@ -99,6 +112,9 @@ def enqueue_meta(task: str, queue: str, job_id: str | None = None) -> dict[str, 
     tracer = _tracer()
     if tracer is None:
         return None
+    from opentelemetry import propagate
+    from opentelemetry.trace import SpanKind
+
     attributes: dict[str, str] = {
         "messaging.system": _SYSTEM,
         "messaging.operation.type": "create",
@@ -139,6 +155,9 @@ async def traced_execution(job: Job, run: Callable[[Job], Awaitable[OutcomeT]]) 
     tracer = _tracer()
     if tracer is None:
         return await run(job)
+    from opentelemetry import propagate
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
     task, carrier = _task_and_carrier(job)
     parent = propagate.extract(carrier)
     attributes: dict[str, str | int] = {

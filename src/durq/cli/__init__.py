@@ -1,43 +1,85 @@
 """The ``durq`` command line: run workers and a local server, inspect and repair queues.
 
 Every command takes ``--url`` (default ``$DURQ_URL``, then ``redis://localhost:6379/0``).
+
+Each command's module is imported when that command runs (or its own help is asked
+for): ``durq --help`` lists them from the table below without importing one, and
+``durq stats`` does not import the worker, the dashboard or the demo.
 """
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from durq._version import __version__
-from durq.cli.admin import doctor, stats, workers
-from durq.cli.dashboard import dashboard
-from durq.cli.deploy import deploy
-from durq.cli.durable import signal
-from durq.cli.enqueue import enqueue
-from durq.cli.functions import functions
-from durq.cli.job_show import dlq
-from durq.cli.jobs import job
-from durq.cli.limits import limits
-from durq.cli.local import demo, server
-from durq.cli.schedules import schedules
-from durq.cli.worker import worker
-from durq.cli.workflow import workflow
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module of durq.cli, the first sentence of its help; tests/cli/test_help.py
+    # checks each against the command's own)
+    "worker": ("worker", "Run the tasks of the App at MODULE:APP (e.g. myapp.tasks:app)."),
+    "stats": ("admin", "Show the queues: sizes, totals and throughput."),
+    "limits": ("limits", "Show or change flow control: rate limits and max_active."),
+    "workers": (
+        "admin",
+        "List the live workers (with the durq version each runs) and the jobs in their hands.",
+    ),
+    "job": ("jobs", "Show one job, or cancel jobs."),
+    "workflow": ("workflow", "Inspect and cancel workflows (durq.chain, durq.group)."),
+    "dlq": ("job_show", "Dead letters: list, show, replay, purge."),
+    "schedules": (
+        "schedules",
+        "List and control periodic jobs (pause, resume, remove, trigger).",
+    ),
+    "enqueue": ("enqueue", "Enqueue a call of a task by name, with JSON arguments."),
+    "doctor": (
+        "admin",
+        "Check the server's settings and the queues' keys for what can lose jobs.",
+    ),
+    "dashboard": (
+        "dashboard",
+        "Serve the web dashboard: queues, groups, workers, jobs, dead letters (replay and "
+        "purge), and Prometheus metrics at /metrics.",
+    ),
+    "functions": ("functions", "Load, list and prune durq's Redis Functions libraries."),
+    "deploy": ("deploy", "Check a deploy before it rolls out."),
+    "server": ("local", "Run a local Redis-compatible server with persistence."),
+    "demo": ("local", "Watch durq recover from failures, live (nothing to set up)."),
+    "signal": ("durable", "Send a signal to the jobs waiting for it (durq.wait_for)."),
+}
 
 
 class _Group(click.Group):
-    """A group whose list of commands shows each one's first sentence whole, wrapped
-    if need be (click cuts it to the terminal's width with "...")."""
+    """The commands, each imported on first use; the list of commands shows each one's
+    first sentence whole, wrapped if need be (click cuts it to the terminal's width with
+    "...")."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        # with any command added to the group itself (main.add_command)
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            module = importlib.import_module(f"durq.cli.{COMMANDS[cmd_name][0]}")
+            command = getattr(module, cmd_name)
+            self.add_command(command, cmd_name)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=1000)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        rows = [
+            (name, COMMANDS[name][1] if name in COMMANDS else self._short_help(ctx, name))
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str) -> str:
+        command = self.get_command(ctx, name)
+        return "" if command is None else command.get_short_help_str(limit=1000)
 
 
 @click.group(
@@ -56,10 +98,3 @@ def main() -> None:
       durq stats                         queues at a glance
       durq dashboard                     the web dashboard, on http://127.0.0.1:8080
     """
-
-
-for command in (
-    worker, stats, limits, workers, job, workflow, dlq, schedules, enqueue, doctor, dashboard,
-    functions, deploy, server, demo, signal,
-):  # fmt: skip
-    main.add_command(command)

@@ -17,6 +17,7 @@ from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
 from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, ProcessPoolConfig
+from durq.worker.startup import prepare_processes
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["worker"]
@@ -224,8 +225,9 @@ def worker(
     route_task_logs(handler, log_level)
     if url:
         app.url = url
-    try:
-        config = WorkerConfig(
+
+    def make_config(slot: int) -> WorkerConfig:
+        return WorkerConfig(
             queues=queues,
             concurrency=concurrency,
             prefetch=prefetch,
@@ -242,17 +244,38 @@ def worker(
             ),
             memory_limit=memory_limit,
             # the supervisor numbers its children, so that each gets a port of its own
-            health_port=None if health_port is None else health_port + _slot(),
+            health_port=None if health_port is None else health_port + slot,
             health_host=health_host,
             target_latency=target_latency,
         )
+
+    try:
+        config = make_config(_slot())
     except InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
     if SLOT_ENV not in os.environ:  # once, not again in each child of -p N
         _warn_unused_queues(app, queues)
     if processes > 1:
-        argv = [sys.executable, "-m", "durq", *_child_args(sys.argv[1:])]
-        sys.exit(Supervisor(argv, processes, burst=burst).run())
+        # each worker process is forked from this one, which has imported the app (and
+        # started no thread nor loop yet): no new interpreter, no second import
+
+        def child(slot: int) -> int:
+            try:
+                _serve(app, make_config(slot), metrics_port, metrics_host, slot)
+            except click.ClickException as exc:
+                exc.show()
+                return exc.exit_code
+            return 0
+
+        prepare_processes()
+        sys.exit(Supervisor(child, processes, burst=burst).run())
+    _serve(app, config, metrics_port, metrics_host, _slot())
+
+
+def _serve(
+    app: App, config: WorkerConfig, metrics_port: int | None, metrics_host: str, slot: int
+) -> None:
+    """Run one worker process until it stops."""
     metrics = WorkerMetrics()
     try:
         # made before the metrics endpoint's thread: a process pool's template is
@@ -262,7 +285,7 @@ def worker(
         raise click.UsageError(str(exc)) from None
     if metrics_port is not None:
         # the supervisor numbers its children, so that each gets a port of its own
-        serve_metrics(metrics, metrics_port + _slot(), metrics_host)
+        serve_metrics(metrics, metrics_port + slot, metrics_host)
     _run(runner)
 
 
@@ -284,20 +307,3 @@ def _warn_unused_queues(app: App, queues: tuple[str, ...]) -> None:
 def _slot() -> int:
     """This process's number among the supervisor's children (0 without one)."""
     return int(os.environ.get(SLOT_ENV, "0"))
-
-
-def _child_args(args: list[str]) -> list[str]:
-    """The same command line with one process per child."""
-    out: list[str] = []
-    skip = False
-    for i, arg in enumerate(args):
-        if skip:
-            skip = False
-            continue
-        if arg in ("-p", "--processes"):
-            skip = i + 1 < len(args)
-            continue
-        if arg.startswith("--processes=") or (arg.startswith("-p") and arg[2:].isdigit()):
-            continue
-        out.append(arg)
-    return out

@@ -397,8 +397,11 @@ def _declarations(text: str) -> tuple[str, str]:
 
 @functools.cache
 def library() -> Library:
-    """The library of every operation in ``SCRIPT_NAMES``, as the driver loads it."""
-    return build(SCRIPT_NAMES)
+    """The library of every operation in ``SCRIPT_NAMES``, as the driver loads it (kept
+    on disk between processes: ``durq.lua.library_cache``)."""
+    from durq.lua.library_cache import cached_library
+
+    return cached_library(SCRIPT_NAMES, lambda: build(SCRIPT_NAMES), Library)
 
 
 def build(ops: Sequence[str]) -> Library:

@@ -15,17 +15,19 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis as AsyncRedis
 
 from durq._async.driver import AsyncDriver
 from durq._sync.driver import Driver
 from durq.keys import NamespaceKeys
-from durq.metrics import WorkerMetrics
 from durq.protocol.namespace import beat_worker, live_workers, remove_worker
 from durq.transport.cluster import is_cluster
-from durq.worker.capacity import Capacity
+
+if TYPE_CHECKING:  # the admin commands read the registry without the worker's runtime
+    from durq.metrics import WorkerMetrics
+    from durq.worker.capacity import Capacity
 
 __all__ = ["WorkerRegistry", "list_workers", "new_worker_id"]
 

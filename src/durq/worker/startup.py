@@ -16,6 +16,7 @@ from durq._async.queue import AsyncQueue
 from durq._async.retry import retrying
 from durq._async.topic import AsyncTopic
 from durq.keys import NamespaceKeys
+from durq.lua.functions import library
 from durq.protocol.namespace import shard_counts
 from durq.protocol.server_settings import server_warnings
 from durq.redaction import redact_url
@@ -23,9 +24,17 @@ from durq.redaction import redact_url
 if TYPE_CHECKING:
     from durq.app.app import App
 
-__all__ = ["check_server", "find_shards", "subscribe", "wait_for_redis"]
+__all__ = ["check_server", "find_shards", "prepare_processes", "subscribe", "wait_for_redis"]
 
 log = logging.getLogger("durq.worker")
+
+
+def prepare_processes() -> None:
+    """Make once, in the supervisor of ``durq worker -p N`` before it forks, what each
+    worker process would otherwise make at its first fetch: durq's Functions library
+    (read from its file, or built where none could be written, e.g. under
+    PYTHONDONTWRITEBYTECODE: ``durq.lua.library_cache``)."""
+    library()
 
 
 #: the longest pause between two attempts to reach Redis at start

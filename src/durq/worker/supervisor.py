@@ -1,6 +1,8 @@
 """Several worker processes under one supervisor (``durq worker -p N``).
 
-Each child is a full worker process (its own event loop and connections), started in
+Each child is a full worker process (its own event loop and connections): forked from
+the supervisor, which has imported the app (``forked``: no new interpreter, no second
+import), or started from a command line (the Django command's children). Each runs in
 its own process group so that a terminal's Ctrl-C reaches only the supervisor, which
 forwards each signal once: the first drains the children, the second stops them. A
 child that dies is restarted, with a growing pause if it keeps dying at start-up. If the
@@ -14,9 +16,11 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from durq._process import die_with_parent
+from durq.worker.forked import ForkedChild
 
 __all__ = ["SLOT_ENV", "Supervisor"]
 
@@ -26,18 +30,29 @@ SLOT_ENV = "DURQ_WORKER_SLOT"
 log = logging.getLogger("durq.supervisor")
 
 
+class _Child(Protocol):
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def send_signal(self, signum: int) -> None: ...
+
+
 class Supervisor:
-    """Keeps ``count`` child processes running ``argv``.
+    """Keeps ``count`` child processes running: ``start(slot)`` in a forked child (its
+    return value the exit code), or the command line ``start``.
 
     With ``burst`` (children that exit once the queues are drained), a child that exits
     with code 0 is done rather than restarted, and the supervisor returns when all are.
     """
 
-    def __init__(self, argv: Sequence[str], count: int, *, burst: bool = False) -> None:
-        self.argv = list(argv)
+    def __init__(
+        self, start: Callable[[int], int] | Sequence[str], count: int, *, burst: bool = False
+    ) -> None:
+        self.start = start
         self.count = count
         self.burst = burst
-        self.children: list[subprocess.Popen[bytes] | None] = [None] * count
+        self.children: list[_Child | None] = [None] * count
         self._done = [False] * count
         self._started = [0.0] * count
         self._pause = [0.0] * count
@@ -45,14 +60,25 @@ class Supervisor:
         self.restarts = 0
 
     def _spawn(self, slot: int) -> None:
-        self.children[slot] = subprocess.Popen(
-            self.argv,
-            start_new_session=True,
-            preexec_fn=die_with_parent(signal.SIGTERM),
-            env={**os.environ, SLOT_ENV: str(slot)},
-        )
+        child: _Child
+        if callable(self.start):
+            target = self.start
+
+            def run() -> int:
+                os.environ[SLOT_ENV] = str(slot)
+                return target(slot)
+
+            child = ForkedChild(run)
+        else:
+            child = subprocess.Popen(
+                list(self.start),
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+                env={**os.environ, SLOT_ENV: str(slot)},
+            )
+        self.children[slot] = child
         self._started[slot] = time.monotonic()
-        log.info("started worker process %d (pid %d)", slot, self.children[slot].pid)  # type: ignore[union-attr]
+        log.info("started worker process %d (pid %d)", slot, child.pid)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._signals += 1

@@ -24,6 +24,7 @@ from durq.logs import configure_logging
 from durq.metrics import WorkerMetrics, serve_metrics
 from durq.worker import Worker, WorkerConfig
 from durq.worker.handoff import run_worker
+from durq.worker.startup import prepare_processes
 from durq.worker.supervisor import SLOT_ENV, Supervisor
 
 __all__ = ["Command"]
@@ -80,9 +81,11 @@ class Command(BaseCommand):
         import_task_modules(runner.task_modules(backend))
         if options["url"]:
             app.url = options["url"]
-        name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-        try:
-            config = WorkerConfig(
+
+        def make_config(slot: int) -> WorkerConfig:
+            # the id Django's TaskResult.worker_ids shows: one per process
+            name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+            return WorkerConfig(
                 queues=queues,
                 concurrency=options["concurrency"],
                 prefetch=options["prefetch"],
@@ -92,42 +95,42 @@ class Command(BaseCommand):
                 heartbeat=options["heartbeat"],
                 name=name,
                 health_port=(
-                    None
-                    if options["health_port"] is None
-                    else options["health_port"] + int(os.environ.get(SLOT_ENV, "0"))
+                    None if options["health_port"] is None else options["health_port"] + slot
                 ),
                 health_host=options["health_host"],
                 target_latency=options["target_latency"],
             )
+
+        slot = int(os.environ.get(SLOT_ENV, "0"))
+        try:
+            config = make_config(slot)
         except DurqError as exc:
             raise CommandError(str(exc)) from None
         if options["processes"] > 1:
-            argv = [sys.executable, sys.argv[0], "durq_worker", *_child_args(options)]
-            sys.exit(Supervisor(argv, options["processes"], burst=options["burst"]).run())
-        runner.worker_id = name  # the id Django's TaskResult.worker_ids shows
-        metrics = WorkerMetrics()
-        if options["metrics_port"] is not None:
-            slot = int(os.environ.get(SLOT_ENV, "0"))
-            serve_metrics(metrics, options["metrics_port"] + slot, options["metrics_host"])
-        # as `durq worker` runs it: short sync tasks may borrow the loop's thread
-        worker = Worker(app, config, metrics=metrics, handle_signals=False)
-        run_worker(worker.run(), worker.on_signal)
+            # each worker process is forked from this one, which has set Django up and
+            # imported the task modules: no new interpreter, no second set-up. A
+            # database connection opened so far would be shared by the processes:
+            # closed first (each opens its own on first use)
+            from django.db import connections
+
+            connections.close_all()
+            prepare_processes()
+
+            def child(slot: int) -> int:
+                _serve(app, make_config(slot), options, slot)
+                return 0
+
+            sys.exit(Supervisor(child, options["processes"], burst=options["burst"]).run())
+        _serve(app, config, options, slot)
 
 
-def _child_args(options: dict[str, Any]) -> list[str]:
-    """The command line of one child process: the same options, one process."""
-    out = ["--backend", options["backend"]]
-    for queue in options["queues"]:
-        out += ["-q", queue]
-    for flag in ("concurrency", "url", "lease", "grace", "prefetch", "heartbeat",
-                 "log_level", "log_format", "metrics_port", "metrics_host", "health_port",
-                 "health_host", "target_latency"):  # fmt: skip
-        if options[flag] is not None:
-            out += [f"--{flag.replace('_', '-')}", str(options[flag])]
-    if options["burst"]:
-        out.append("--burst")
-    if options.get("settings"):
-        out += ["--settings", options["settings"]]
-    if options.get("pythonpath"):
-        out += ["--pythonpath", options["pythonpath"]]
-    return out
+def _serve(app: Any, config: WorkerConfig, options: dict[str, Any], slot: int) -> None:
+    """Run one worker process until it stops."""
+    if config.name is not None:  # always, made by make_config
+        runner.worker_id = config.name  # the id Django's TaskResult.worker_ids shows
+    metrics = WorkerMetrics()
+    if options["metrics_port"] is not None:
+        serve_metrics(metrics, options["metrics_port"] + slot, options["metrics_host"])
+    # as `durq worker` runs it: short sync tasks may borrow the loop's thread
+    worker = Worker(app, config, metrics=metrics, handle_signals=False)
+    run_worker(worker.run(), worker.on_signal)
