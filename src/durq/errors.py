@@ -20,7 +20,12 @@ equal).
     │   ├── Cancelled: it was cancelled
     │   ├── Expired: it was not started by its expiry time
     │   └── WorkflowFailed: the workflow whose result was awaited failed
-    └── TimeLimitExceeded: raised inside a sync task of the process pool past its timeout
+    ├── TimeLimitExceeded: raised inside a sync task of the process pool past its timeout
+    ├── ScriptLoadError (also a RuntimeError): a Lua script or one of its includes is
+    │   missing, or the includes form a cycle (a broken install)
+    ├── ServerNotFound (also a RuntimeError): no Redis/Valkey binary for ``durq server``
+    │   or the test servers (durq.dev)
+    └── ServerStartError (also a RuntimeError): such a server exited or did not answer
 
     Exception (raised by a task, caught by the worker)
     ├── Retry: run the job again after a delay (the attempt counts)
@@ -59,6 +64,9 @@ __all__ = [
     "RateLimited",
     "RedisUnavailable",
     "Retry",
+    "ScriptLoadError",
+    "ServerNotFound",
+    "ServerStartError",
     "StepError",
     "TimeLimitExceeded",
     "WaitTimeout",
@@ -294,3 +302,15 @@ class TimeLimitExceeded(DurqError):
     the job fails with the reason ``timeout`` and is retried or dead-lettered by its
     policy, as in Celery's ``soft_time_limit``/``time_limit`` pair.
     """
+
+
+class ScriptLoadError(DurqError, RuntimeError):
+    """A script or one of its includes is missing, or the includes form a cycle."""
+
+
+class ServerNotFound(DurqError, RuntimeError):
+    """No usable Redis/Valkey server binary could be found (durq.dev)."""
+
+
+class ServerStartError(DurqError, RuntimeError):
+    """The server process exited or did not answer PING in time (durq.dev)."""

@@ -68,7 +68,7 @@ def test_pages_of_a_busy_namespace_and_screenshots(
 
         rows.first.locator("a").first.click()
         assert page.locator("h1 .state").inner_text() == "dead"
-        assert "550 mailbox unavailable" in page.locator("pre.traceback").inner_text()
+        assert "550 mailbox unavailable" in page.locator("pre.traceback").first.inner_text()
         assert "send_email" in page.locator("table.fields").first.inner_text()
         _shot(page, shots, "job")
     finally:

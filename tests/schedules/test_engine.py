@@ -149,18 +149,21 @@ class FakeCron:
 
 
 def test_cron_schedules_wait_for_a_refill_past_their_horizon(app: durq.App, redis_url: str) -> None:
+    q = app.queue(app.default_queue)
+    q.stats()  # connected, library loaded: the row is upserted at once after it is made
     schedule = app.schedule("c", "tick", cron="* * * * *", args=("log",))
     row = replace(schedule.row(), spec="fake-every-200")
-    q = app.queue(app.default_queue)
     source = FakeCron(200, 3)
     assert q._run(ops.upsert(q.keys, row, source)) == "created"
     # the stored ticks but the last: once it is due, later ticks may be due too (the
     # horizon is passed) and only a refill can tell. Each of the two fires, or, when the
     # process stalled past the next one (seen once in a full suite), catch_up="latest"
-    # fires the newer and counts the older missed
+    # fires the newer and counts the older missed. The last fires too when a dequeue
+    # looks at the very millisecond of it (no later tick can be due then), as a consumer
+    # that sleeps until the next due time may
     fired = drain(q, 1.0)
     info = app.schedules.get("c")
-    assert info is not None and len(fired) >= 1 and len(fired) + info.missed == 2
+    assert info is not None and len(fired) >= 1 and len(fired) + info.missed in (2, 3)
     time.sleep(0.7)  # past the horizon, as after downtime with the ticks used up
     assert q.dequeue() is None  # the newest tick is unknown: nothing fires
     source.count = 64

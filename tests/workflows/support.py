@@ -36,9 +36,12 @@ def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> l
                 continue
             elif name.startswith("wfi:") and raw.scard(key) <= 1:
                 continue  # at most the number of an entry applied out of order
-            elif (name == "caps" or name.startswith(("ring:", "wfo:ring:"))) and raw.pttl(key) > 0:
+            elif (
+                name == "caps" or name.startswith(("ring:", "wfo:ring:", "errors:"))
+            ) and raw.pttl(key) > 0:
                 # a worker's own wake marker (worker/alarm.py), the capabilities workers
-                # publish (lua/ops/caps.lua): they expire
+                # publish (lua/ops/caps.lua), a failed job's last errors
+                # (lib/core/attempt_errors.lua, kept for the result TTL): they expire
                 continue
             elif name.startswith(("result:", "wf:")):
                 wid = name.split(":", 1)[1]

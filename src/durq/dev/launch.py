@@ -24,6 +24,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from durq.dev.binary import find_server_binary
+from durq.errors import ServerStartError
 from durq.redaction import redact_url
 
 __all__ = ["FSYNC_POLICIES", "ServerStartError", "free_port", "run_foreground"]
@@ -31,10 +32,6 @@ __all__ = ["FSYNC_POLICIES", "ServerStartError", "free_port", "run_foreground"]
 FSYNC_POLICIES = ("always", "everysec", "no")
 # What signal.signal() returns; typeshed's own alias is private.
 _SignalHandler: TypeAlias = "Callable[[int, FrameType | None], Any] | int | None"
-
-
-class ServerStartError(RuntimeError):
-    """The server process exited or did not answer PING in time."""
 
 
 # --------------------------------------------------------------------------- ports

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
+from durq.errors import ScriptLoadError
+
 __all__ = ["SCRIPT_NAMES", "Script", "ScriptLoadError", "lib_names", "load", "load_all"]
 
 # an indented include is inside a function of the including file (functions.py)
@@ -71,10 +73,6 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "workflow_deliver",
     "workflow_submit",
 )
-
-
-class ScriptLoadError(RuntimeError):
-    """A script or one of its includes is missing, or the includes form a cycle."""
 
 
 @dataclass(frozen=True)

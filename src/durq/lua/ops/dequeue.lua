@@ -191,8 +191,8 @@ end
 
 local budget = SKIP_MAX
 -- the batch mode (ARGV[4]): slot: a group's items hold one slot; one: one group per call;
--- only: the group of a top-up; held: groups whose slot this call's batch took
-local batch = {mode = ARGV[4] or '', only = ARGV[5], held = {},
+-- only: the group of a top-up; slotted: groups whose slot this call's batch took
+local batch = {mode = ARGV[4] or '', only = ARGV[5], slotted = {},
   slot = (ARGV[4] or '') ~= '', one = ARGV[4] == 'g'}
 local handed_ids = {} -- an id listed twice (garbage) is handed out once
 -- whether a workflow that ended early is stopping steps of this queue (lib/workflows/stop.lua):
@@ -320,7 +320,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   if got > 0 then
     ready_add(g, -got)
     if counted and batch.slot then
-      batch.held[g] = true -- a batch holds one slot of the group, whatever its items
+      batch.slotted[g] = true -- a batch holds one slot of the group, whatever its items
       slot_add(g, 1)
     elseif counted then
       slot_add(g, got)
@@ -379,7 +379,7 @@ end
 -- although group_settings said there were none.
 local function turn(g, quota, limited, prioritized, now, deadline, out, hargs, zargs)
   -- a batch's group takes one slot (a top-up's batch holds it already): one free is enough
-  local counted = limited and g ~= '' and batch.mode ~= 't' and not batch.held[g]
+  local counted = limited and g ~= '' and batch.mode ~= 't' and not batch.slotted[g]
   if counted and batch.slot then
     if free_slots(g, 1) <= 0 then quota = 0 end
   elseif counted then
