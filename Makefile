@@ -36,8 +36,10 @@ test: $(STAMP)
 # The daily loop: one server flavor (Valkey), without the fault, slow, browser, Cluster
 # and Django 6 tests (`make test` and CI run them all). Under two minutes.
 FAST = not fault and not slow and not serial and not browser and not cluster and not django6
+# four xdist workers on two cores: these tests mostly wait on Redis and subprocesses
+FAST_WORKERS ?= 4
 test-fast: $(STAMP)
-	DURQ_TEST_SERVERS=valkey $(BIN)/python -m pytest $(PARALLEL) -m "$(FAST)" $(ARGS)
+	DURQ_TEST_SERVERS=valkey $(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "$(FAST)" $(ARGS)
 
 # `make test` under coverage.py, with the Python processes the tests start (workers, the
 # CLI; [tool.coverage] in pyproject.toml), then the report of src/durq, which fails

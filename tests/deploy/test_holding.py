@@ -46,6 +46,7 @@ def test_a_job_of_a_task_the_worker_does_not_run_is_held_without_an_attempt_and_
         assert info is not None and info.deliveries == 1 and info.state is durq.JobState.HELD
 
 
+@pytest.mark.slow  # ~10 s: two workers in turn (make test runs it; make test-fast not)
 def test_a_worker_that_runs_the_task_takes_the_held_jobs_in_its_next_fetch(
     apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
 ) -> None:
@@ -71,6 +72,7 @@ def test_a_job_of_an_older_version_runs_with_its_arguments_upgraded_by_the_migra
         eventually(lambda: ran.of("u") == [("v2", (7, 10))], 10)
 
 
+@pytest.mark.slow  # ~10 s: two workers in turn (make test runs it; make test-fast not)
 def test_a_job_of_a_newer_version_waits_for_a_worker_of_that_version(
     apps: tuple[durq.App, durq.App], queue_name: str, ran: Ran
 ) -> None:
@@ -87,6 +89,7 @@ def test_a_job_of_a_newer_version_waits_for_a_worker_of_that_version(
     assert not [r for r, _ in ran.of("u") if r == "v1"]
 
 
+@pytest.mark.slow  # ~10 s: two workers in turn (make test runs it; make test-fast not)
 def test_an_older_version_without_a_migration_waits_for_a_worker_of_its_version(
     redis_url: str, queue_name: str, ran: Ran
 ) -> None:
@@ -125,6 +128,7 @@ def test_a_held_job_is_dead_lettered_as_unknown_task_once_no_worker_had_its_task
         new.close()
 
 
+@pytest.mark.slow  # ~10 s: two workers in turn (make test runs it; make test-fast not)
 def test_a_held_job_is_not_dead_lettered_while_a_live_worker_of_the_queue_runs_its_task(
     redis_url: str, queue_name: str, ran: Ran
 ) -> None:
@@ -200,6 +204,7 @@ def test_a_migration_that_raises_dead_letters_the_job_with_its_reason(
         new.close()
 
 
+@pytest.mark.slow  # ~10 s: two workers in turn (make test runs it; make test-fast not)
 def test_held_jobs_of_a_sharded_queue_wait_in_their_shard_and_a_capable_worker_runs_them(
     redis_url: str, queue_name: str, ran: Ran
 ) -> None:
