@@ -108,14 +108,16 @@ async def test_a_group_limit_counts_a_groups_items_in_a_batch_as_one_holder(
     await fill(q, 30, group="a")
     await fill(q, 30, group="b", start=30)
     jobs = await q.dequeue_batch(100)
-    assert len(jobs) == 60  # both groups, every item: one slot each
+    # both groups, every item, one slot each (a call that a loaded server stops at its
+    # time budget may come a few items short: they wait for the slot like any other)
+    assert len(jobs) >= 50 and {j.group for j in jobs} == {"a", "b"}
     held = {k.decode(): int(v) for k, v in raw.hgetall(q.keys.prefix + "gactive").items()}
     assert held == {"a": 1, "b": 1}
     await fill(q, 5, group="a", start=60)
-    assert await q.dequeue_batch(100) == []  # a's slot is held by the running batch
+    assert await q.dequeue_batch(100) == []  # both slots are held by the running batch
     await q.settle(jobs)
     assert raw.hgetall(q.keys.prefix + "gactive") == {}
-    assert len(await q.dequeue_batch(100)) == 5
+    assert len(await q.dequeue_batch(100)) == 5 + 60 - len(jobs)
 
 
 async def test_a_batch_by_group_takes_one_groups_items_and_serves_groups_in_turn(q: Any) -> None:
