@@ -18,13 +18,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
 
-# The suite runs on three pytest-xdist workers (on two cores: most tests wait on Redis
-# and subprocesses; a quiet 2-core machine ran make coverage in 9 min 15 s against
-# 12 min 24 s on two), each with its own session servers; the `fault` tests form one
-# group (tests/conftest.py), run in turn on one worker while the others take the rest. The `serial` tests (server time, measured by SLOWLOG) run
+# The suite runs on two pytest-xdist workers, each with its own session servers; the
+# `fault` tests form one group (tests/conftest.py), run in turn on one worker while the
+# other takes the rest. Three were faster on a quiet 2-core machine (make coverage in
+# 9 min 15 s against 12 min 24 s), but two of three such runs failed a load-sensitive
+# test (a batch cut short by the server's time budget; the durable kill test's bound). The `serial` tests (server time, measured by SLOWLOG) run
 # afterwards, alone. Exit status 5 is pytest's "no test selected" (ARGS may pick a
 # folder without serial tests, or with only those). TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 
 PYTEST ?= $(BIN)/python -m pytest
