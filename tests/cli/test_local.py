@@ -77,6 +77,28 @@ def test_demo_runs_to_its_expected_end_and_leaves_no_folder_behind(
     assert not list(tmp_path.glob("durq-demo-*")), "the demo left its folder behind"
 
 
+def test_a_demo_stopped_early_stops_its_workers_and_leaves_no_folder_behind(
+    durq_cli: Durq, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = time.time()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    demo = durq_cli.start("demo")
+    # (its live view is printed at the end when its output is not a terminal)
+    eventually(
+        lambda: len(_started_since(started, "durq.dev.demo_app:app")) >= 2,
+        60,
+        "the demo's workers to start",
+    )
+    demo.send(signal.SIGTERM)  # as Ctrl-C (a background process may ignore SIGINT)
+    assert demo.wait(30) != 0
+    eventually(
+        lambda: not _started_since(started, "durq.dev.demo_app:app"),
+        15,
+        "the demo's workers to exit",
+    )
+    assert not list(tmp_path.glob("durq-demo-*")), "the demo left its folder behind"
+
+
 def _started_since(since: float, text: str) -> list[psutil.Process]:
     """Running processes started after ``since`` with ``text`` in their command line."""
     found = []

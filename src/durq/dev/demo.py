@@ -145,6 +145,27 @@ def run_demo(console: Console | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="durq-demo-"))
     log = tmp / "workers.log"
     story = _Story()
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        ok = _run(console, story, tmp, log)
+    except KeyboardInterrupt:  # stopped by its user (Ctrl-C, SIGTERM): nothing to keep
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if ok:  # each run would leave its folder behind; a failed run's logs are worth keeping
+        shutil.rmtree(tmp, ignore_errors=True)
+        console.print("[green]demo finished as expected[/]")
+        return 0
+    console.print(f"[red]unexpected end[/]; the workers' logs are in {log}")
+    return 1
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(console: Console, story: _Story, tmp: Path, log: Path) -> bool:
+    """The demo's server, workers and jobs, then its summary: whether every job ended as
+    expected."""
     with RedisServer(appendonly=True, data_dir=tmp / "redis") as server:
         os.environ["DURQ_URL"] = server.url
         demo_app.app.url = server.url
@@ -163,13 +184,7 @@ def run_demo(console: Console | None = None) -> int:
                     p.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        ok = _summary(console, story, report)
-    if ok:  # each run would leave its folder behind; a failed run's logs are worth keeping
-        shutil.rmtree(tmp, ignore_errors=True)
-        console.print("[green]demo finished as expected[/]")
-        return 0
-    console.print(f"[red]unexpected end[/]; the workers' logs are in {log}")
-    return 1
+        return _summary(console, story, report)
 
 
 def _watch(
