@@ -283,18 +283,15 @@ class ProcessPool:
         kind, data, timed_out, stopped = reply
         task, job = delivery.task, delivery.job
         assert task is not None and delivery.started is not None
-        elapsed = time.monotonic() - delivery.started
-        if timed_out:
-            if kind == "done":
-                note = " (stopped by durq.TimeLimitExceeded)"
-            else:
-                note = f" (killed with SIGKILL {self.config.kill_grace:g} s later, and replaced)"
-            return executor.timed_out(task, job, elapsed, note)
-        if kind == "done":
+        if kind == "done":  # decided in the child, which ran the job's hooks by it
             outcome_kind, result, delay, reason, summary, scope = data
             if outcome_kind == "done" and result is None:
                 return DONE
             return Outcome(outcome_kind, result, delay, reason, summary, scope)
+        if timed_out:
+            elapsed = time.monotonic() - delivery.started
+            note = f" (killed with SIGKILL {self.config.kill_grace:g} s later, and replaced)"
+            return executor.timed_out(task, job, elapsed, note)
         if self.broken or stopped:  # not the job's doing: given back, no attempt counted
             why = "the process pool's template process died" if self.broken else stopped
             reason = reason_json({"reason": "pool", "message": why})
