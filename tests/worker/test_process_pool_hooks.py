@@ -54,15 +54,21 @@ def _recording_hooks(app: durq.App, log: str) -> None:
 
     @app.on("task_retry")
     def task_retry(job: durq.Job, exc: BaseException) -> None:
-        seen("task_retry", job, exc=type(exc).__name__)
+        seen("task_retry", job, exc=type(exc).__name__, message=str(exc))
 
     @app.on("task_failure")
     def task_failure(job: durq.Job, exc: BaseException) -> None:
-        seen("task_failure", job, exc=type(exc).__name__)
+        seen("task_failure", job, exc=type(exc).__name__, message=str(exc))
 
 
 def _hook_pids(exec_log: ExecLog, event: str, job_id: str) -> list[int]:
     return [e["pid"] for e in exec_log.events(event) if e["of"] == job_id]
+
+
+def _ends(exec_log: ExecLog, job_id: str) -> list[dict[str, Any]]:
+    """The end hooks called for ``job_id``, in order."""
+    ends = ("task_retry", "task_failure", "task_success")
+    return [e for e in exec_log.events() if e.get("of") == job_id and e["event"] in ends]
 
 
 def test_each_hook_runs_once_per_job_in_the_child_that_runs_it_and_worker_start_once_per_child(
@@ -88,9 +94,7 @@ def test_each_hook_runs_once_per_job_in_the_child_that_runs_it_and_worker_start_
     for handle, key, exc in ((exploded, "x", "ValueError"), (hung, "h", "TimeLimitExceeded")):
         runs = [e["pid"] for e in exec_log.events("start", key)]
         assert _hook_pids(exec_log, "task_start", handle.id) == runs
-        ends = [e for e in exec_log.events() if e.get("of") == handle.id and e["event"] in
-                ("task_retry", "task_failure", "task_success")]  # fmt: skip
-        assert [(e["event"], e["exc"], e["pid"]) for e in ends] == [
+        assert [(e["event"], e["exc"], e["pid"]) for e in _ends(exec_log, handle.id)] == [
             ("task_retry", exc, runs[0]),
             ("task_failure", exc, runs[1]),
         ]
@@ -106,6 +110,40 @@ def test_each_hook_runs_once_per_job_in_the_child_that_runs_it_and_worker_start_
     first_job = {pid: min(e["time"] for e in exec_log.events("task_start") if e["pid"] == pid)
                  for pid in job_pids}  # fmt: skip
     assert all(e["time"] <= first_job[e["pid"]] for e in starts if e["pid"] in job_pids)
+
+
+def test_a_job_whose_child_died_running_it_gets_its_end_hook_once_from_the_worker(
+    app: durq.App, exec_log: ExecLog, queue_name: str
+) -> None:
+    """``hangs_hard`` is killed at its hard limit on each attempt; ``aborts`` dies of
+    SIGABRT on its first delivery and succeeds on the next."""
+    log = str(exec_log)
+    _recording_hooks(app, log)
+    limits = ProcessPoolConfig(kill_grace=0.5)
+    with running_worker(app, concurrency=2, pool="process", process_pool=limits):
+        hung = app.tasks["hangs_hard"].enqueue(log, "h")
+        aborted = app.tasks["aborts"].enqueue(log, "a")
+        queue = app.queue(queue_name)
+        eventually(lambda: (queue.stats().dead, queue.stats().completed) == (1, 1), 20)
+        eventually(lambda: exec_log.count("task_failure") == 1, 5, "the failure hook")
+    worker = os.getpid()
+    for handle, key in ((hung, "h"), (aborted, "a")):  # task_start: in each attempt's child
+        runs = [e["pid"] for e in exec_log.events("start", key)]
+        assert len(runs) == 2 and worker not in runs
+        assert _hook_pids(exec_log, "task_start", handle.id) == runs
+    ends = _ends(exec_log, hung.id)
+    assert [(e["event"], e["exc"], e["pid"]) for e in ends] == [
+        ("task_retry", "TimeLimitExceeded", worker),
+        ("task_failure", "TimeLimitExceeded", worker),
+    ]
+    assert "killed with SIGKILL 0.5 s later" in ends[0]["message"]
+    ends = _ends(exec_log, aborted.id)
+    runs = [e["pid"] for e in exec_log.events("start", "a")]
+    assert [(e["event"], e.get("exc"), e["pid"]) for e in ends] == [
+        ("task_retry", "ChildDied", worker),
+        ("task_success", None, runs[1]),
+    ]
+    assert "died of SIGABRT" in ends[0]["message"]
 
 
 def test_a_hook_that_raises_in_a_child_is_logged_and_loses_no_job(

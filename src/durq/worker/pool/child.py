@@ -36,7 +36,7 @@ from durq.errors import LeaseLost, TimeLimitExceeded
 from durq.models import Job
 from durq.protocol.args import reason_json
 from durq.protocol.control import progress_json
-from durq.worker.executor import Executor, Outcome
+from durq.worker.executor import Executor, Outcome, end_hook
 from durq.worker.pool.rss import SelfRss
 from durq.worker.pool.wire import Channel, make_job
 
@@ -132,13 +132,9 @@ def _run(executor: Executor, job: Job, hooks: ChildHooks) -> Outcome:
         if hooks.around_jobs:
             hooks.run("task_start", job)
         outcome, value = _call(executor, task, job, args, kwargs, meta)
-        if hooks.around_jobs:
-            if outcome.kind == "done":
-                hooks.run("task_success", job, value)
-            elif outcome.kind == "retry":
-                hooks.run("task_retry", job, outcome.error)
-            elif outcome.kind == "dead":
-                hooks.run("task_failure", job, outcome.error)
+        end = end_hook(outcome, value) if hooks.around_jobs else None
+        if end is not None:
+            hooks.run(end[0], job, end[1])
         return outcome
     finally:
         set_current_job(None)
