@@ -42,6 +42,16 @@ def hangs_hard(log: str, key: str) -> None:
             record(log, "time_limit", key)
 
 
+def swallows_time_limit(log: str, key: str) -> str:
+    """Catches TimeLimitExceeded and returns: its job timed out all the same."""
+    record(log, "start", key)
+    try:
+        time.sleep(10**6)
+    except durq.TimeLimitExceeded:
+        record(log, "time_limit", key)
+    return "finished anyway"
+
+
 def blocks_in_c(log: str, key: str) -> None:
     """Locks a pthread mutex twice through ctypes: C code that never returns to Python
     (signals do not interrupt it), so only SIGKILL stops it."""
@@ -146,6 +156,7 @@ _TASKS: list[tuple[Any, dict[str, Any]]] = [
     (hangs, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (hangs_hard, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (blocks_in_c, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
+    (swallows_time_limit, {"timeout": 1.0, "max_attempts": 1, "result": True}),
     (aborts, {"max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (segfaults, {"max_attempts": 1}),
     (leaks, {"result": True}),

@@ -82,9 +82,17 @@ def test_each_hook_runs_once_per_job_in_the_child_that_runs_it_and_worker_start_
         seen = [h.result(timeout=20) for h in done]
         exploded = app.tasks["explodes"].enqueue(log, "x", "bad input")
         hung = app.tasks["hangs"].enqueue(log, "h")  # timeout 1 s: TimeLimitExceeded
+        swallowed = app.tasks["swallows_time_limit"].enqueue(log, "s")  # and returns
         queue = app.queue(queue_name)
-        eventually(lambda: queue.stats().dead == 2, 20, "the two failing jobs dead")
-        eventually(lambda: exec_log.count("task_failure") == 2, 5, "their failure hooks")
+        eventually(lambda: queue.stats().dead == 3, 20, "the three failing jobs dead")
+        eventually(lambda: exec_log.count("task_failure") == 3, 5, "their failure hooks")
+        info = queue.job(swallowed.id)
+    # a task that caught TimeLimitExceeded and returned timed out all the same
+    assert info is not None and info.reason is not None
+    assert info.reason["reason"] == "timeout"
+    assert [(e["event"], e["exc"]) for e in _ends(exec_log, swallowed.id)] == [
+        ("task_failure", "TimeLimitExceeded")
+    ]
     assert all(e["current"] for e in exec_log.events() if e["event"].startswith("task_"))
     for s, handle in zip(seen, done, strict=True):  # in the child that ran the job
         assert _hook_pids(exec_log, "task_start", handle.id) == [s["pid"]]

@@ -128,10 +128,11 @@ def _run(executor: Executor, job: Job, hooks: ChildHooks) -> Outcome:
     task, args, kwargs, meta = prepared
     job.task = task.name  # for the records of the task's own loggers (JobLogContext)
     set_current_job(job)
+    began = time.monotonic()  # the worker's timer counts the hooks too
     try:
         if hooks.around_jobs:
             hooks.run("task_start", job)
-        outcome, value = _call(executor, task, job, args, kwargs, meta)
+        outcome, value = _call(executor, task, job, (args, kwargs, meta), began)
         end = end_hook(outcome, value) if hooks.around_jobs else None
         if end is not None:
             hooks.run(end[0], job, end[1])
@@ -144,13 +145,13 @@ def _call(
     executor: Executor,
     task: Task[Any, Any],
     job: Job,
-    args: list[Any],
-    kwargs: dict[str, Any],
-    meta: dict[str, Any],
+    call: tuple[list[Any], dict[str, Any], dict[str, Any]],
+    began: float,
 ) -> tuple[Outcome, Any]:
-    """Run the task; its outcome and the value it returned."""
+    """Run the task (``call``: its arguments and metadata); its outcome and the value it
+    returned."""
+    args, kwargs, meta = call
     _limited[0] = None
-    began = time.monotonic()
     try:
         try:
             _running[0] = True
@@ -160,14 +161,14 @@ def _call(
     except BaseException as exc:
         if _limited[0] is None:
             return executor.raised(task, job, exc), None
-        error: BaseException = exc
     else:
         if _limited[0] is None:
             return executor.returned(task, job, meta, value), value
-        error = _limited[0]  # it caught the exception and returned: timed out all the same
+    # TimeLimitExceeded was raised in it: timed out, however it ended (it may have caught
+    # the exception and returned, or raised another)
     elapsed = time.monotonic() - began
     outcome = executor.timed_out(task, job, elapsed, " (stopped by durq.TimeLimitExceeded)")
-    outcome.error = error
+    outcome.error = _limited[0]
     return outcome, None
 
 
