@@ -7,6 +7,7 @@ build their own with ``build(url, default_queue=...)``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import time
@@ -44,11 +45,8 @@ def hangs_hard(log: str, key: str) -> None:
 
 def swallows_time_limit(log: str, key: str) -> str:
     """Catches TimeLimitExceeded and returns: its job timed out all the same."""
-    record(log, "start", key)
-    try:
-        time.sleep(10**6)
-    except durq.TimeLimitExceeded:
-        record(log, "time_limit", key)
+    with contextlib.suppress(durq.TimeLimitExceeded):
+        hangs(log, key)
     return "finished anyway"
 
 
