@@ -43,6 +43,7 @@ if typing.TYPE_CHECKING:
     from durq.durability import Durability
     from durq.errors import (
         Cancelled,
+        ChildDied,
         CorruptQueue,
         DurqError,
         Expired,
@@ -156,6 +157,7 @@ _EXPORTS: dict[str, str] = {
     "ServerStartError": "durq.errors",
     "StepError": "durq.errors",
     "TimeLimitExceeded": "durq.errors",
+    "ChildDied": "durq.errors",
     "WaitTimeout": "durq.errors",
     "WorkflowFailed": "durq.errors",
     "FlowInfo": "durq.limits",
@@ -196,6 +198,7 @@ __all__ = [
     "Retry",
     "Task",
     "TimeLimitExceeded",
+    "ChildDied",
     "current_job",
     # periodic jobs
     "Schedule",

@@ -21,6 +21,7 @@ equal).
     │   ├── Expired: it was not started by its expiry time
     │   └── WorkflowFailed: the workflow whose result was awaited failed
     ├── TimeLimitExceeded: raised inside a sync task of the process pool past its timeout
+    ├── ChildDied: a process pool's child died running the job (the hooks of its end)
     ├── ScriptLoadError (also a RuntimeError): a Lua script or one of its includes is
     │   missing, or the includes form a cycle (a broken install)
     ├── ServerNotFound (also a RuntimeError): no Redis/Valkey binary for ``durq server``
@@ -47,6 +48,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 __all__ = [
     "Cancelled",
+    "ChildDied",
     "CorruptQueue",
     "DurqError",
     "Expired",
@@ -301,6 +303,16 @@ class TimeLimitExceeded(DurqError):
     default) the child is killed with SIGKILL and replaced, whatever it does. Either way
     the job fails with the reason ``timeout`` and is retried or dead-lettered by its
     policy, as in Celery's ``soft_time_limit``/``time_limit`` pair.
+    """
+
+
+class ChildDied(DurqError):
+    """The exception the ``task_retry`` and ``task_failure`` hooks get for a job whose
+    child process of the process pool died running it, by itself (a signal such as
+    SIGSEGV or the OOM killer's SIGKILL, an exit code): the child could run no hook, so
+    the worker runs them, and the message says how the child died (Celery's
+    ``WorkerLostError``). A child killed at the hard time limit gives
+    ``TimeLimitExceeded`` instead.
     """
 
 

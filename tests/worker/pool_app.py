@@ -7,11 +7,14 @@ build their own with ``build(url, default_queue=...)``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import time
 from collections.abc import Callable
 from typing import Any
+
+import psutil
 
 import durq
 from worker import apps
@@ -42,6 +45,13 @@ def hangs_hard(log: str, key: str) -> None:
             record(log, "time_limit", key)
 
 
+def swallows_time_limit(log: str, key: str) -> str:
+    """Catches TimeLimitExceeded and returns: its job timed out all the same."""
+    with contextlib.suppress(durq.TimeLimitExceeded):
+        hangs(log, key)
+    return "finished anyway"
+
+
 def blocks_in_c(log: str, key: str) -> None:
     """Locks a pthread mutex twice through ctypes: C code that never returns to Python
     (signals do not interrupt it), so only SIGKILL stops it."""
@@ -68,12 +78,13 @@ def segfaults(log: str, key: str) -> None:
 
 
 def leaks(log: str, key: str) -> int:
-    """Keeps 50 MB more each call (touched: resident); its child's resident bytes."""
+    """Keeps 50 MB more each call (touched: resident); its child's pid (the log has the
+    child's resident bytes after the call)."""
     block = bytearray(LEAK)
     for i in range(0, LEAK, 4096):
         block[i] = 1
     _kept.append(block)
-    record(log, "finish", key, kept=len(_kept))
+    record(log, "finish", key, kept=len(_kept), rss=psutil.Process().memory_info().rss)
     return os.getpid()
 
 
@@ -146,6 +157,7 @@ _TASKS: list[tuple[Any, dict[str, Any]]] = [
     (hangs, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (hangs_hard, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (blocks_in_c, {"timeout": 1.0, "max_attempts": 2, "backoff": durq.fixed(0.0)}),
+    (swallows_time_limit, {"timeout": 1.0, "max_attempts": 1, "result": True}),
     (aborts, {"max_attempts": 2, "backoff": durq.fixed(0.0)}),
     (segfaults, {"max_attempts": 1}),
     (leaks, {"result": True}),

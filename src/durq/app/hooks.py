@@ -6,7 +6,9 @@ database pool after ``-p`` forks), metrics of your own.
 ``@app.on("task_failure")`` registers a function for an event (see ``EVENTS``). Hooks
 run in the worker's event loop, inside the job's context (``durq.current_job()`` is the
 job), with no round trip to Redis; an ``async def`` hook is awaited. A hook that raises
-is logged and changes nothing: the job's outcome is decided before its hooks run.
+is logged and changes nothing: the job's outcome is decided before its hooks run. A job
+of the process pool runs its hooks in the child that runs it (``durq.worker.pool.child``),
+and ``worker_start`` runs once in each child too.
 """
 
 from __future__ import annotations

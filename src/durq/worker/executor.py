@@ -31,7 +31,7 @@ from durq.worker.threads import ThreadRunner
 if TYPE_CHECKING:
     from durq.app.app import App
 
-__all__ = ["DONE", "PARKED", "Call", "Executor", "Outcome"]
+__all__ = ["DONE", "PARKED", "Call", "Executor", "Outcome", "end_hook"]
 
 log = logging.getLogger("durq.worker")
 _DEFAULT_BACKOFF = exponential()
@@ -146,6 +146,20 @@ def _timed(fn: Callable[..., Any], streak: list[int], args: Any, kwargs: Any) ->
         else:
             streak[0] = 0
             streak[1] = min(streak[1] * INLINE_BACKOFF, 1 << 20)
+
+
+#: the hook event of each outcome that ends a run (``durq.app.hooks``)
+_END_EVENTS = {"done": "task_success", "retry": "task_retry", "dead": "task_failure"}
+
+
+def end_hook(outcome: Outcome, value: Any) -> tuple[str, Any] | None:
+    """The hook event of a run that ended in ``outcome`` and the second argument of its
+    hooks (after the job): the returned ``value`` for a success, the exception for a
+    retry or a failure; None when no hook runs (a job given back, limited, parked)."""
+    event = _END_EVENTS.get(outcome.kind)
+    if event is None:
+        return None
+    return event, value if outcome.kind == "done" else outcome.error
 
 
 async def _decided(job: Job, prepared: Outcome) -> Outcome:
@@ -277,12 +291,9 @@ class Executor:
         await hooks.run("task_start", job)
         returned: list[Any] = []
         outcome = await self._execute(job, prepared, returned)
-        if outcome.kind == "done":
-            await hooks.run("task_success", job, returned[0] if returned else None)
-        elif outcome.kind == "retry":
-            await hooks.run("task_retry", job, outcome.error)
-        elif outcome.kind == "dead":
-            await hooks.run("task_failure", job, outcome.error)
+        end = end_hook(outcome, returned[0] if returned else None)
+        if end is not None:
+            await hooks.run(end[0], job, end[1])
         return outcome
 
     async def _execute(

@@ -10,14 +10,24 @@ asks (``Job.cancelled``, ``Job.progress``): a task that never asks pays nothing.
 
 At the task's timeout the worker sends SIGUSR1: the handler raises
 ``durq.TimeLimitExceeded`` in the task (only while a task runs: a signal that arrives as
-the job ends is ignored).
+the job ends is ignored). A task it was raised in fails with reason ``timeout``, however
+it ends.
+
+The app's hooks (``durq.app.hooks``) run here, in the child that runs the job, as
+Celery's signals run in its prefork children: ``worker_start`` once, after the fork and
+before the child's first job (where a database pool or Sentry is set up per process),
+and ``task_start``, then ``task_success``, ``task_retry`` or ``task_failure``, around
+each job, with the job as ``durq.current_job()``. A hook that raises is logged and
+changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
+import time
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +36,14 @@ from durq.errors import LeaseLost, TimeLimitExceeded
 from durq.models import Job
 from durq.protocol.args import reason_json
 from durq.protocol.control import progress_json
-from durq.worker.executor import Executor, Outcome
+from durq.worker.executor import Executor, Outcome, end_hook
 from durq.worker.pool.rss import SelfRss
 from durq.worker.pool.wire import Channel, make_job
 
 if TYPE_CHECKING:
     from durq.app.app import App
+    from durq.app.hooks import Hooks
+    from durq.app.task import Task
 
 __all__ = ["ChildControl", "serve"]
 
@@ -41,12 +53,36 @@ log = logging.getLogger("durq.worker")
 TIME_LIMIT_SIGNAL = signal.SIGUSR1
 
 _running = [False]  # a task runs in this process (one per child: its main thread)
+#: the TimeLimitExceeded raised in the running task, if one was
+_limited: list[TimeLimitExceeded | None] = [None]
 
 
 def _time_limit(signum: int, frame: FrameType | None) -> None:
     if _running[0]:
         _running[0] = False  # raised once: a task that catches it is not hit again
-        raise TimeLimitExceeded("the task ran past its timeout; its process is killed soon")
+        exc = _limited[0] = TimeLimitExceeded(
+            "the task ran past its timeout; its process is killed soon"
+        )
+        raise exc
+
+
+class ChildHooks:
+    """The app's hooks as a child runs them: in its main thread, an ``async def`` hook
+    awaited in the child's own event loop (made at its first use and kept, so that what a
+    hook opens on it stays usable by the next)."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks = hooks
+        self.around_jobs = hooks.around_jobs
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, event: str, *args: Any) -> None:
+        """Call the hooks of ``event`` (``Hooks.run``: one that raises is logged)."""
+        if not self.hooks.by_event[event]:
+            return
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        self._loop.run_until_complete(self.hooks.run(event, *args))
 
 
 class ChildControl:
@@ -85,24 +121,55 @@ class ChildControl:
         self.channel.send(("progress", self.seq, fraction, info))
 
 
-def _run(executor: Executor, job: Job) -> Outcome:
+def _run(executor: Executor, job: Job, hooks: ChildHooks) -> Outcome:
     prepared = executor.prepare(job)
-    if isinstance(prepared, Outcome):
+    if isinstance(prepared, Outcome):  # it cannot run: dead-lettered without hooks
         return prepared
     task, args, kwargs, meta = prepared
     job.task = task.name  # for the records of the task's own loggers (JobLogContext)
     set_current_job(job)
+    began = time.monotonic()  # the worker's timer counts the hooks too
+    try:
+        if hooks.around_jobs:
+            hooks.run("task_start", job)
+        outcome, value = _call(executor, task, job, (args, kwargs, meta), began)
+        end = end_hook(outcome, value) if hooks.around_jobs else None
+        if end is not None:
+            hooks.run(end[0], job, end[1])
+        return outcome
+    finally:
+        set_current_job(None)
+
+
+def _call(
+    executor: Executor,
+    task: Task[Any, Any],
+    job: Job,
+    call: tuple[list[Any], dict[str, Any], dict[str, Any]],
+    began: float,
+) -> tuple[Outcome, Any]:
+    """Run the task (``call``: its arguments and metadata); its outcome and the value it
+    returned."""
+    args, kwargs, meta = call
+    _limited[0] = None
     try:
         try:
             _running[0] = True
             value = task.fn(*args, **kwargs)
         finally:
             _running[0] = False
-    except BaseException as exc:  # TimeLimitExceeded too: the worker says "timeout"
-        return executor.raised(task, job, exc)
-    finally:
-        set_current_job(None)
-    return executor.returned(task, job, meta, value)
+    except BaseException as exc:
+        if _limited[0] is None:
+            return executor.raised(task, job, exc), None
+    else:
+        if _limited[0] is None:
+            return executor.returned(task, job, meta, value), value
+    # TimeLimitExceeded was raised in it: timed out, however it ended (it may have caught
+    # the exception and returned, or raised another)
+    elapsed = time.monotonic() - began
+    outcome = executor.timed_out(task, job, elapsed, " (stopped by durq.TimeLimitExceeded)")
+    outcome.error = _limited[0]
+    return outcome, None
 
 
 def serve(channel: Channel, app: App) -> None:
@@ -110,7 +177,9 @@ def serve(channel: Channel, app: App) -> None:
     executor = Executor(app, threads=0)
     control = ChildControl(channel)
     memory = SelfRss()
+    hooks = ChildHooks(app.hooks)
     signal.signal(TIME_LIMIT_SIGNAL, _time_limit)
+    hooks.run("worker_start")  # set-up per process: before the child takes a job
     channel.send(("ready", os.getpid()))
     while True:
         try:
@@ -126,7 +195,7 @@ def serve(channel: Channel, app: App) -> None:
         try:
             job = make_job(message[2], app.codec)
             job.control = control
-            outcome = _run(executor, job)
+            outcome = _run(executor, job, hooks)
         except TimeLimitExceeded:  # between the task's end and its outcome
             outcome = Outcome("retry", reason=reason_json({"reason": "timeout"}))
         except Exception as exc:  # a bug in durq itself: keep the job safe and say so

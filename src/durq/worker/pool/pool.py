@@ -15,6 +15,9 @@ decides what becomes of the job.
   and follows its retry policy; a child stopped by the exception is replaced too.
 * **Deaths.** A child that dies by itself (a signal, an exit) fails its job with the
   signal in the reason (``durq.worker.pool.reasons``), and is replaced.
+* **Hooks.** A child runs the hooks of the jobs it runs; for a job whose child died
+  running it (killed at its hard limit, or by itself) the worker runs the end hook
+  (``task_retry``/``task_failure``, with ``TimeLimitExceeded`` or ``ChildDied``).
 * **Recycling.** ``max_jobs_per_child`` (each child its own limit, up to 10% lower),
   ``max_memory_per_child`` (resident memory after each job), ``max_child_age``: the
   child is replaced between jobs, its replacement forked before it exits (for the job
@@ -41,11 +44,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from durq.app.task import Task
-from durq.errors import LeaseLost
+from durq.context import set_current_job
+from durq.errors import ChildDied, LeaseLost, TimeLimitExceeded
 from durq.metrics import WorkerMetrics
 from durq.protocol.args import reason_json
 from durq.worker.capacity import Delivery
-from durq.worker.executor import DONE, Executor, Outcome
+from durq.worker.executor import DONE, Executor, Outcome, end_hook
 from durq.worker.pool.child import TIME_LIMIT_SIGNAL
 from durq.worker.pool.config import ProcessPoolConfig
 from durq.worker.pool.errors import PoolBroken
@@ -266,7 +270,23 @@ class ProcessPool:
         finally:
             if timer is not None:
                 timer.cancel()
-        return self._outcome(delivery, executor, reply)
+        outcome = self._outcome(delivery, executor, reply)
+        if reply[0] == "died" and outcome.error is not None and executor.app.hooks.around_jobs:
+            await self._hooks_of_death(executor, delivery, outcome)
+        return outcome
+
+    @staticmethod
+    async def _hooks_of_death(executor: Executor, delivery: Delivery, outcome: Outcome) -> None:
+        """The end hooks of a job whose child died running it (killed at its hard time
+        limit, or by itself): the child could not run them, so the worker does, in the
+        job's context, with the exception that says how it died."""
+        job, task = delivery.job, delivery.task
+        assert task is not None
+        end = end_hook(outcome, None)
+        if end is not None:
+            job.task = task.name
+            set_current_job(job)  # this run's own asyncio task: local to it
+            await executor.app.hooks.run(end[0], job, end[1])
 
     def cancel(self, delivery: Delivery) -> None:
         """A cancel of ``delivery``'s job was asked: ``Job.cancelled`` becomes true in
@@ -283,18 +303,20 @@ class ProcessPool:
         kind, data, timed_out, stopped = reply
         task, job = delivery.task, delivery.job
         assert task is not None and delivery.started is not None
-        elapsed = time.monotonic() - delivery.started
-        if timed_out:
-            if kind == "done":
-                note = " (stopped by durq.TimeLimitExceeded)"
-            else:
-                note = f" (killed with SIGKILL {self.config.kill_grace:g} s later, and replaced)"
-            return executor.timed_out(task, job, elapsed, note)
-        if kind == "done":
+        if kind == "done":  # decided in the child, which ran the job's hooks by it
             outcome_kind, result, delay, reason, summary, scope = data
             if outcome_kind == "done" and result is None:
                 return DONE
             return Outcome(outcome_kind, result, delay, reason, summary, scope)
+        if timed_out:
+            elapsed = time.monotonic() - delivery.started
+            grace = f"killed with SIGKILL {self.config.kill_grace:g} s later"
+            outcome = executor.timed_out(task, job, elapsed, f" ({grace}, and replaced)")
+            outcome.error = TimeLimitExceeded(
+                f"{task.name} ran past its timeout of {task.config.timeout} s; its child "
+                f"process was {grace}"
+            )
+            return outcome
         if self.broken or stopped:  # not the job's doing: given back, no attempt counted
             why = "the process pool's template process died" if self.broken else stopped
             reason = reason_json({"reason": "pool", "message": why})
@@ -302,7 +324,9 @@ class ProcessPool:
         fields = death_fields(data, self._oom)
         self.metrics.killed(fields["reason"])
         log.warning("job %s (%s) of %s: %s", job.id, delivery.name, job.queue, fields["message"])
-        return executor.failed(task, job, fields)
+        outcome = executor.failed(task, job, fields)
+        outcome.error = ChildDied(fields["message"])
+        return outcome
 
     # -- children -----------------------------------------------------------------------
 
