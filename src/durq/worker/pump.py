@@ -233,11 +233,9 @@ class QueuePump:
         """Arm the waiter: block until work may have come, then fetch ``want`` jobs."""
         # next_ms is planned from the leases that exist now. A lease taken later by
         # another consumer, whose holder then dies or hangs, would be reclaimed only
-        # when this wait ends: so an idle consumer with a short lease plans again once
-        # per lease,
-        # and a short lease (< MAX_BLOCK) comes back about when it expires; a longer one
-        # is the upkeep's to notice (worker.upkeep: it looks once per heartbeat, and
-        # rings this pump's own marker when a lease ends before its wait does)
+        # when this wait ends: the upkeep notices it (worker.upkeep: it looks once per
+        # heartbeat, and rings this pump's own marker when a lease ends before its
+        # wait does), and a short lease (< MAX_BLOCK) is looked for once per lease
         limit = self.lease if self.lease < MAX_BLOCK else IDLE_BLOCK
         if self.burst:
             # drained only once the jobs other workers hold have ended, and nothing
