@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
 import durq
 from durq.protocol import lifecycle
+from durq.protocol.calls import Op
 
 
-def _wait(q: durq.Queue | durq.AsyncQueue, seconds: float) -> lifecycle.Op[tuple]:
+def _wait(q: durq.Queue | durq.AsyncQueue, seconds: float) -> Op[Any]:
     return lifecycle.fetch_after_wait(q.keys, q.codec, 1, 10.0, seconds)
 
 
