@@ -86,3 +86,36 @@ def test_a_lease_taken_while_an_idle_worker_waits_is_reclaimed_when_it_ends(
         eventually(lambda: queue.stats().completed == 1, 15, "the job run by the worker")
     assert queue.stats().reclaimed == 1
     assert [e["attempt"] for e in exec_log.events("finish")] == [2]
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["queue", "batch-queue"])
+def test_a_cron_schedule_that_asks_for_ticks_is_refilled_within_a_heartbeat(
+    redis_url: str, queue_name: str, batch: bool
+) -> None:
+    # a cron schedule asks for ticks (srefill: the time its stored ticks want more) once
+    # half are used; the upkeep's look finds the request due and the worker refills it,
+    # on a batch task's queue too
+    app = durq.App(redis_url, default_queue=queue_name)
+    if batch:
+
+        @app.task(batch=durq.Batch(max_size=10, max_wait=0.1))
+        def store(items: list[durq.Item]) -> None: ...
+
+    else:
+
+        @app.task
+        def store() -> None: ...
+
+    app.schedule("nightly", store, cron="0 3 * * *")
+    client = redis.Redis.from_url(redis_url)
+    key = f"{app.queue(queue_name).keys.prefix}srefill"
+    try:
+        with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
+            eventually(lambda: client.zscore(key, "nightly") is not None, 10, "the upsert")
+            planned = client.zscore(key, "nightly")
+            client.zadd(key, {"nightly": 0})  # as a schedule half through its ticks asks
+            eventually(lambda: (client.zscore(key, "nightly") or 0) > 0, 10, "the refill")
+            assert client.zscore(key, "nightly") != planned  # more ticks: asks later
+    finally:
+        client.close()
+        app.close()

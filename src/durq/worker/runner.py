@@ -482,7 +482,12 @@ class Worker:
         # with each heartbeat: what no wake marker announces (leases, alarms, schedule
         # refills, held jobs), so that idle pumps and couriers need not poll
         upkeep = Upkeep(
-            list(self.pumps.values()), [c for _, c in couriers], schedules, holding, interval
+            list(self.pumps.values()),
+            [p.queue for p in self.batch_pumps.values()],
+            [c for _, c in couriers],
+            schedules,
+            holding,
+            interval,
         )
         background.append(asyncio.create_task(self._forever("upkeep", upkeep.run)))
         background += self._keepers()

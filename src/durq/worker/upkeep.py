@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from durq.protocol import wake
 
 if TYPE_CHECKING:
+    from durq._async.queue import AsyncQueue
     from durq.worker.holding import Holding
     from durq.worker.outbox import OutboxCourier
     from durq.worker.pump import QueuePump
@@ -41,18 +42,22 @@ log = logging.getLogger("durq.worker")
 
 
 class Upkeep:
-    """Looks at a worker's queues (its ``pumps``) and outboxes (``couriers``) every
-    ``interval`` seconds (the heartbeat's), and acts on what it finds."""
+    """Looks at a worker's queues (its ``pumps``; ``batch_queues``, the queues of its
+    batch tasks, for their schedules only: their pumps wait 5 s at most) and outboxes
+    (``couriers``) every ``interval`` seconds (the heartbeat's), and acts on what it
+    finds."""
 
     def __init__(
         self,
         pumps: Sequence[QueuePump],
+        batch_queues: Sequence[AsyncQueue],
         couriers: Sequence[OutboxCourier],
         schedules: ScheduleKeeper,
         holding: Holding,
         interval: float,
     ) -> None:
         self.pumps = list(pumps)
+        self.batch_queues = list(batch_queues)
         self.couriers = list(couriers)
         self.schedules = schedules
         self.holding = holding
@@ -71,22 +76,25 @@ class Upkeep:
 
     async def once(self) -> None:
         """One look at every queue and outbox, and what follows from it."""
-        pumps, couriers = self.pumps, self.couriers
+        pumps, batch_queues, couriers = self.pumps, self.batch_queues, self.couriers
         looks: list[Any] = await asyncio.gather(
             *(p.queue._run(wake.look(p.queue.keys, p.alarm.consumer)) for p in pumps),
+            *(q._run(wake.look(q.keys)) for q in batch_queues),
             *(c.queue._run(wake.look(c.keys, queue=False)) for c in couriers),
             return_exceptions=True,
         )
         refill, held = [], False
-        for pump, look in zip(pumps, looks, strict=False):
+        queues = [*(p.queue for p in pumps), *batch_queues]
+        for i, (queue, look) in enumerate(zip(queues, looks, strict=False)):
             if isinstance(look, BaseException):
-                log.debug("queue %s: upkeep look failed: %s", pump.name, look)
+                log.debug("queue %s: upkeep look failed: %s", queue.name, look)
                 continue
-            pump.watch(look)
-            held = held or look.held
+            if i < len(pumps):
+                pumps[i].watch(look)
+                held = held or look.held
             if look.refill:
-                refill.append(pump.queue)
-        for courier, look in zip(couriers, looks[len(pumps) :], strict=True):
+                refill.append(queue)
+        for courier, look in zip(couriers, looks[len(queues) :], strict=True):
             if isinstance(look, BaseException):
                 log.debug("outbox of %s: upkeep look failed: %s", courier.queue.name, look)
                 continue
