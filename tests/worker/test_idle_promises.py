@@ -32,22 +32,32 @@ def _calls(client: redis.Redis) -> dict[str, int]:
     return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
 
 
-@pytest.mark.parametrize("asleep", [0, 10_000], ids=["empty", "10k-asleep"])
+@pytest.mark.parametrize(
+    ("asleep", "batch"),
+    [(0, False), (10_000, False), (0, True)],
+    ids=["empty", "10k-asleep", "batch"],
+)
 def test_an_idle_worker_sends_nothing_but_its_heartbeat(
-    make_server: Callable[..., RedisServer], queue_name: str, asleep: int
+    make_server: Callable[..., RedisServer], queue_name: str, asleep: int, batch: bool
 ) -> None:
     url = make_server().url  # its own server: commandstats counts every client
     app = durq.App(url, default_queue=queue_name)
+    if batch:  # a batch task's queue: its own pump (worker/batches.py)
 
-    @app.task
-    def noop() -> None: ...
+        @app.task(batch=durq.Batch(max_size=10, max_wait=0.05))
+        def noop(items: list[durq.Item]) -> None: ...
+
+    else:
+
+        @app.task
+        def noop() -> None: ...
 
     if asleep:  # jobs asleep for an hour (a durq.sleep parks its job as these)
         noop.options(delay=3600).enqueue_many([()] * asleep)
     client = redis.Redis.from_url(url)
     try:
         with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
-            noop.enqueue()
+            noop.enqueue(*([1] if batch else []))
             eventually(lambda: app.queue(queue_name).stats().completed == 1, 10, "the job")
             time.sleep(2 * HEARTBEAT)  # settled: every loop blocks
             before = _calls(client)

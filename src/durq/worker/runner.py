@@ -483,7 +483,7 @@ class Worker:
         # refills, held jobs), so that idle pumps and couriers need not poll
         upkeep = Upkeep(
             list(self.pumps.values()),
-            [p.queue for p in self.batch_pumps.values()],
+            list(self.batch_pumps.values()),
             [c for _, c in couriers],
             schedules,
             holding,

@@ -1,9 +1,10 @@
 """What a worker does once per heartbeat besides its registry beat: look at each queue
 it waits on for the work that no wake marker announces.
 
-An idle worker sends nothing else: its pumps and outbox couriers block on their wake
-markers until the next delayed job, schedule tick or lease end they know of is due
-(``durq.worker.pump``, ``durq.worker.outbox``; up to ``IDLE_BLOCK``). Some work is due
+An idle worker sends nothing else: its pumps (batch tasks' too) and outbox couriers
+block on their wake markers until the next delayed job, schedule tick or lease end they
+know of is due (``durq.worker.pump``, ``durq.worker.batches``, ``durq.worker.outbox``;
+up to ``IDLE_BLOCK``). Some work is due
 at a time no marker tells them, and this look, one round trip of plain O(1) reads per
 queue (``durq.protocol.wake.look``), finds it:
 
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from durq.protocol import wake
 
 if TYPE_CHECKING:
-    from durq._async.queue import AsyncQueue
+    from durq.worker.batches import BatchPump
     from durq.worker.holding import Holding
     from durq.worker.outbox import OutboxCourier
     from durq.worker.pump import QueuePump
@@ -42,22 +43,21 @@ log = logging.getLogger("durq.worker")
 
 
 class Upkeep:
-    """Looks at a worker's queues (its ``pumps``; ``batch_queues``, the queues of its
-    batch tasks, for their schedules only: their pumps wait 5 s at most) and outboxes
-    (``couriers``) every ``interval`` seconds (the heartbeat's), and acts on what it
-    finds."""
+    """Looks at a worker's queues (its ``pumps``, and the ``batch_pumps`` of its batch
+    tasks) and outboxes (``couriers``) every ``interval`` seconds (the heartbeat's), and
+    acts on what it finds."""
 
     def __init__(
         self,
         pumps: Sequence[QueuePump],
-        batch_queues: Sequence[AsyncQueue],
+        batch_pumps: Sequence[BatchPump],
         couriers: Sequence[OutboxCourier],
         schedules: ScheduleKeeper,
         holding: Holding,
         interval: float,
     ) -> None:
         self.pumps = list(pumps)
-        self.batch_queues = list(batch_queues)
+        self.batch_pumps = list(batch_pumps)
         self.couriers = list(couriers)
         self.schedules = schedules
         self.holding = holding
@@ -76,25 +76,23 @@ class Upkeep:
 
     async def once(self) -> None:
         """One look at every queue and outbox, and what follows from it."""
-        pumps, batch_queues, couriers = self.pumps, self.batch_queues, self.couriers
+        pumps, couriers = self.pumps, self.couriers
+        waiters: list[QueuePump | BatchPump] = [*pumps, *self.batch_pumps]
         looks: list[Any] = await asyncio.gather(
-            *(p.queue._run(wake.look(p.queue.keys, p.alarm.consumer)) for p in pumps),
-            *(q._run(wake.look(q.keys)) for q in batch_queues),
+            *(p.queue._run(wake.look(p.queue.keys, p.alarm.consumer)) for p in waiters),
             *(c.queue._run(wake.look(c.keys, queue=False)) for c in couriers),
             return_exceptions=True,
         )
         refill, held = [], False
-        queues = [*(p.queue for p in pumps), *batch_queues]
-        for i, (queue, look) in enumerate(zip(queues, looks, strict=False)):
+        for i, (waiter, look) in enumerate(zip(waiters, looks, strict=False)):
             if isinstance(look, BaseException):
-                log.debug("queue %s: upkeep look failed: %s", queue.name, look)
+                log.debug("queue %s: upkeep look failed: %s", waiter.name, look)
                 continue
-            if i < len(pumps):
-                pumps[i].watch(look)
-                held = held or look.held
+            waiter.watch(look)
+            held = held or (i < len(pumps) and look.held)  # batch tasks hold nothing
             if look.refill:
-                refill.append(queue)
-        for courier, look in zip(couriers, looks[len(queues) :], strict=True):
+                refill.append(waiter.queue)
+        for courier, look in zip(couriers, looks[len(waiters) :], strict=True):
             if isinstance(look, BaseException):
                 log.debug("outbox of %s: upkeep look failed: %s", courier.queue.name, look)
                 continue
