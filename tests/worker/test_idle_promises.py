@@ -61,7 +61,7 @@ def test_an_idle_worker_sends_nothing_but_its_heartbeat(
             eventually(lambda: app.queue(queue_name).stats().completed == 1, 10, "the job")
             time.sleep(2 * HEARTBEAT)  # settled: every loop blocks
             before = _calls(client)
-            seconds = 2.5
+            seconds = 2.0
             time.sleep(seconds)
             after = _calls(client)
     finally:
