@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import durq
+from cli.support import durq as run
 from durable.apps import events, register
 from helpers import eventually
 from worker.support import running_worker
@@ -50,4 +51,24 @@ def test_a_sharded_queue_lists_the_steps_of_a_job_in_whichever_shard_holds_it(
     for handle in handles:
         assert [s.kind for s in queue.steps(handle.id)] == ["step", "sleep"]
     queue.cancel([h.id for h in handles])
+    assert queue.parked() == durq.Parked(0, 0)
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["-q", "every-queue"])
+def test_durq_signal_from_the_cli_reaches_the_waiters_of_every_shard(
+    sharded_app: durq.App, log: str, queue_name: str, named: bool, redis_url: str
+) -> None:
+    # `durq signal NAME JSON` enters by the signal's shard (the namespace knows the
+    # queue as sharded), whose outbox carries it to the waiters of the others
+    app = sharded_app
+    queue = app.sharded_queue(queue_name)
+    with running_worker(app, concurrency=2):
+        handles = [app.tasks["waiter_async"].enqueue(log, "go") for _ in range(6)]
+        eventually(lambda: queue.parked().waiting == 6, 15, lambda: str(queue.parked()))
+        assert len({s.name for s in queue.shards if s.parked().waiting}) >= 2
+        where = ("-q", queue_name) if named else ()
+        result = run("signal", "go", '{"by": "cli"}', *where, "--url", redis_url)
+        assert result.exit_code == 0, result.output
+        assert "waiting jobs made ready" in result.output
+        assert [h.result(timeout=15) for h in handles] == [{"got": {"by": "cli"}}] * 6
     assert queue.parked() == durq.Parked(0, 0)

@@ -155,7 +155,7 @@ def test_a_worker_of_an_app_without_schedules_warns_of_a_removed_one(
         client = connection.async_client(bare.url)
         try:
             queue = bare.aqueue(queue_name, client=client)
-            await ScheduleKeeper(bare.schedules, [queue_name], [queue], client, 1.0).start()
+            await ScheduleKeeper(bare.schedules, [queue_name], [queue], client).start()
         finally:
             await client.aclose()
 

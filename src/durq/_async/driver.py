@@ -211,6 +211,14 @@ async def _checkout(pool: Any, idle: list[tuple[Any, float]]) -> Any:
     return await pool.get_connection()
 
 
+def _blocks(commands: Sequence[Wire]) -> float:
+    """The seconds the server may hold the replies of ``commands`` back: the timeout of
+    a blocking wait sent first (an idle consumer's BZPOPMIN, which may outlast the
+    socket timeout), else 0."""
+    first = commands[0]
+    return float(first[-1]) if first[0] == "BZPOPMIN" else 0.0
+
+
 async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     """Send ``commands`` on one connection of ``pool`` in one round trip; error replies
     come back in place."""
@@ -223,7 +231,7 @@ async def _send_on(pool: Any, commands: Sequence[Wire]) -> list[Any]:
     if primary is not None and (conn.host, int(conn.port)) != (primary[0], int(primary[1])):
         await conn.disconnect()  # opened to a former primary: reconnects to the new one
     try:
-        replies = await async_exchange(conn, pack(commands), len(commands))
+        replies = await async_exchange(conn, pack(commands), len(commands), _blocks(commands))
         refused = _refused_write(replies)
         if refused is not None:
             # the caller retries as after a lost connection, and reconnects to the

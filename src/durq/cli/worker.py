@@ -142,7 +142,9 @@ def _run(worker: Worker) -> None:
     type=float,
     default=5.0,
     show_default=True,
-    help="Seconds between registry heartbeats (what `durq workers` shows).",
+    help="Seconds between heartbeats: the registry's (what `durq workers` shows) and "
+    "a look at each queue for work no wake-up announces (a dead worker's leases, "
+    "schedule refills, held jobs); an idle worker sends nothing else.",
 )
 @click.option(
     "--log-level",

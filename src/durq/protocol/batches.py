@@ -22,6 +22,8 @@ from durq.keys import QueueKeys
 from durq.models import BatchRecord, Job, Settle
 from durq.protocol.args import delay_ms, lease_ms, reason_json, seconds
 from durq.protocol.calls import (
+    IDLE_BLOCK,
+    MAX_BLOCK,
     Arg,
     Command,
     Op,
@@ -213,13 +215,17 @@ def dequeue_batch(
     by_group: bool = False,
     wait: float | None = None,
     stopping: Callable[[], bool] | None = None,
+    ring: str = "",
 ) -> Op[list[Job]]:
     """Form a batch (``Forming``): block up to ``wait`` seconds for its first item (no
     wait: none), then up to ``max_wait`` seconds from it while it holds fewer than
     ``max_size``, blocking on the wake marker between top-ups (no polling). Returns its
     items, leased together (``Queue.dequeue_batch``). ``stopping``: asked after each
     wake-up while no item came; True ends the wait for the first item (a worker that
-    stops sets the wake marker)."""
+    stops sets the wake marker). ``ring``: a worker's own marker (same slot), which ends
+    a wait too; a worker's single block then lasts up to IDLE_BLOCK, not MAX_BLOCK."""
+    markers = (keys.wake, ring) if ring else (keys.wake,)
+    longest = IDLE_BLOCK if ring else MAX_BLOCK
     max_size, max_wait, lease = check_batch(max_size, max_wait, lease)
     if wait is not None and not seconds("wait", wait) >= 0:
         raise InvalidArgument(f"wait must be >= 0, got {wait!r}")
@@ -238,7 +244,7 @@ def dequeue_batch(
             yield Sleep(timeout)  # on time (see calls.Sleep and lifecycle.dequeue)
             reply = (yield from send_all([call]))[0]
         else:
-            block = Command(("BZPOPMIN", keys.wake, block_timeout(timeout)))
+            block = Command(("BZPOPMIN", *markers, block_timeout(timeout, longest)))
             reply = (yield Pipeline((block, call)))[1]
             if isinstance(reply, BaseException):
                 raise reply

@@ -21,6 +21,7 @@ from durq.lua import Script
 
 __all__ = [
     "CHUNK",
+    "IDLE_BLOCK",
     "MAX_BATCH",
     "MAX_BLOCK",
     "MIN_BLOCK",
@@ -81,6 +82,11 @@ def chunk_of(name: str) -> int:
 
 #: the longest single blocking wait; longer waits are several, so a dead server is noticed
 MAX_BLOCK = 5.0
+#: the longest wait of an idle consumer (a worker's queue or outbox with nothing due:
+#: docs/design.md, "Blocking without polling"). Longer than MAX_BLOCK, so that an idle
+#: worker sends nothing but its heartbeat, and shorter than the four minutes after which
+#: common cloud load balancers and NAT gateways drop an idle connection without a word.
+IDLE_BLOCK = 180.0
 #: the shortest server-side block: Redis 6.2 truncates a blocking timeout to whole ms,
 #: and one that truncates to 0 (0.001 s is stored as 0.000999...) means "block forever"
 MIN_BLOCK = 0.002
@@ -183,10 +189,10 @@ def send_all(calls: Sequence[ScriptCall | Command]) -> Op[list[Any]]:
     return replies
 
 
-def block_timeout(seconds: float) -> float:
+def block_timeout(seconds: float, longest: float = MAX_BLOCK) -> float:
     """The timeout to send with a blocking command (BZPOPMIN, BLMOVE) for a wait of
-    ``seconds``: between MIN_BLOCK and MAX_BLOCK."""
-    return min(max(seconds, MIN_BLOCK), MAX_BLOCK)
+    ``seconds``: between MIN_BLOCK and ``longest``."""
+    return min(max(seconds, MIN_BLOCK), longest)
 
 
 def script_error(exc: Exception) -> Exception:

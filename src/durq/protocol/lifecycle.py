@@ -32,8 +32,8 @@ from durq.protocol.args import (
 )
 from durq.protocol.calls import (
     CHUNK,
+    IDLE_BLOCK,
     MAX_BATCH,
-    MAX_BLOCK,
     Arg,
     Command,
     Op,
@@ -415,7 +415,7 @@ def fetch_after_wait(
     the enqueue (the server runs the fetch as soon as the wait ends). ``ring``: a marker
     of this consumer's own (same slot) that also ends the wait."""
     markers = (keys.wake, ring) if ring else (keys.wake,)
-    block = Command(("BZPOPMIN", *markers, block_timeout(min(timeout, MAX_BLOCK))))
+    block = Command(("BZPOPMIN", *markers, block_timeout(timeout, IDLE_BLOCK)))
     replies = yield Pipeline((block, dequeue_call(keys, count, lease, consumer)))
     for reply in replies:
         if isinstance(reply, BaseException):

@@ -48,8 +48,9 @@ _CLUSTER = ("redis+cluster", "rediss+cluster")
 _SENTINEL = ("redis+sentinel", "rediss+sentinel")
 _SENTINEL_QUERY = ("sentinel_password", "sentinel_username")
 
-# Blocking waits last at most MAX_BLOCK (5 s), scripts milliseconds: a reply that takes
-# longer than this means the server or the network is gone.
+# Scripts last milliseconds: a reply that takes longer than this means the server or the
+# network is gone. A blocking wait (an idle worker's, up to IDLE_BLOCK) gets its own
+# timeout on top (durq.transport.redispy.async_exchange).
 _OPTIONS: dict[str, Any] = {
     # RESP2 replies are what the scripts' reply formats are documented in (RESP3 would
     # turn a Lua false into a boolean), and cost less to parse

@@ -141,17 +141,23 @@ _RESP2 = (None, 2, "2")
 _deadline = getattr(asyncio, "timeout", None) if sys.version_info >= (3, 11) else None
 
 
-async def async_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
+async def async_exchange(
+    conn: Any, packed: Sequence[bytes], count: int, block: float = 0.0
+) -> list[Any]:
     """Send ``packed`` (RESP of ``count`` commands) on ``conn`` and read the ``count``
     replies, error replies in place, within the connection's socket timeout for the
-    whole exchange. Raises redis-py's ConnectionError and TimeoutError as its own
-    methods do; the caller disconnects ``conn`` on any error, cancellation included (a
-    half-read reply leaves the socket unusable)."""
+    whole exchange, plus ``block``: the seconds a blocking command among them may wait
+    on the server (an idle consumer's wait outlasts the socket timeout). Raises
+    redis-py's ConnectionError and TimeoutError as its own methods do; the caller
+    disconnects ``conn`` on any error, cancellation included (a half-read reply leaves
+    the socket unusable)."""
     limit = conn.socket_timeout
+    if limit and block:
+        limit += block
     writer = getattr(conn, "_writer", None)  # redis-py's stream, set while connected
     if _deadline is None or not limit or writer is None:
         await conn.send_packed_command(packed, check_health=False)
-        return [await _reply(conn) for _ in range(count)]
+        return [await _reply(conn, limit if block else None) for _ in range(count)]
     stream = conn._reader
     reader = _lean_reader(conn, _PLAIN_ASYNC_CONNECTIONS, _AsyncHiredisParser)
     try:
@@ -223,9 +229,21 @@ def _checked(reply: Any) -> Any:
     return reply
 
 
-def sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
-    """``async_exchange`` for blocking connections (the socket timeout applies to each
-    send and read)."""
+def sync_exchange(conn: Any, packed: Sequence[bytes], count: int, block: float = 0.0) -> list[Any]:
+    """``async_exchange`` for blocking connections (the socket timeout, plus ``block``,
+    applies to each send and read)."""
+    sock = conn._sock
+    timeout = sock.gettimeout() if sock is not None and block else None
+    if timeout is None:
+        return _sync_exchange(conn, packed, count)
+    sock.settimeout(timeout + block)
+    try:
+        return _sync_exchange(conn, packed, count)
+    finally:
+        sock.settimeout(timeout)
+
+
+def _sync_exchange(conn: Any, packed: Sequence[bytes], count: int) -> list[Any]:
     sock = conn._sock
     reader = _lean_reader(conn, _PLAIN_CONNECTIONS, _HiredisParser)
     if sock is None or reader is None:

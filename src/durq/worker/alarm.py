@@ -8,6 +8,9 @@ also blocks on a marker of its own (``<prefix>ring:<consumer>``, in the queue's 
 a local timer sets it when the wait is due: the wait then ends within a millisecond or
 two, for the cost of one ZADD. Only the consumer that planned the wait is woken; a
 rate-limited queue has one such consumer at a time (the alarm, src/durq/lua/lib/limits/park.lua).
+
+The same marker ends an idle wait early when the worker's upkeep (``worker.upkeep``, once
+per heartbeat) finds work due that the wait was not planned for: ``due``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from durq.protocol import wake
 
 if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
+    from durq.keys import QueueKeys
 
 __all__ = ["Alarm"]
 
@@ -33,13 +37,40 @@ _RING_TTL_MS = 60_000  # a marker left by a consumer that died goes away by itse
 
 
 class Alarm:
-    """The consumer id and the own wake marker of one queue pump."""
+    """The consumer id and the own wake marker of one queue pump (or outbox courier:
+    ``keys``, the outbox's, in the queue's slot)."""
 
-    def __init__(self, queue: AsyncQueue) -> None:
+    def __init__(self, queue: AsyncQueue, keys: QueueKeys | None = None) -> None:
         self.queue = queue
         self.consumer = secrets.token_hex(6)
-        self.ring_key = f"{queue.keys.prefix}ring:{self.consumer}"
+        self.ring_key = f"{(keys or queue.keys).prefix}ring:{self.consumer}"
         self._ringing: asyncio.Task[None] | None = None
+        self._ends: float | None = None  # the loop time the wait under way ends, if any
+        self._due: asyncio.TimerHandle | None = None
+
+    def waiting(self, seconds: float) -> None:
+        """A wait of up to ``seconds`` on the marker begins (``due`` may end it sooner)."""
+        self._ends = asyncio.get_running_loop().time() + seconds
+
+    def woke(self) -> None:
+        """The wait ended: a ring ``due`` set for it is not needed any more."""
+        self._ends = None
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
+
+    def due(self, seconds: float) -> None:
+        """Work is due in ``seconds`` that the wait under way was not planned for: ring
+        then, unless the wait ends first anyway (or none is under way)."""
+        loop = asyncio.get_running_loop()
+        at = loop.time() + seconds
+        if self._ends is None or at >= self._ends:
+            return
+        if self._due is not None:
+            if self._due.when() <= at:
+                return  # rings sooner already
+            self._due.cancel()
+        self._due = loop.call_at(at, self._ring)
 
     @asynccontextmanager
     async def ring_after(self, seconds: float | None) -> AsyncIterator[None]:

@@ -28,8 +28,10 @@ from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.models import Outcome as Answer
 from durq.protocol import batches, wake
-from durq.protocol.calls import MAX_BLOCK
+from durq.protocol.calls import IDLE_BLOCK, MAX_BLOCK
 from durq.protocol.status import Status
+from durq.protocol.wake import Look
+from durq.worker.alarm import Alarm
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.joblog import log_outcome
 
@@ -93,6 +95,7 @@ class BatchPump:
         self.processed = 0
         self._failures = 0
         self._settling: asyncio.Task[None] | None = None  # the last batch's settle
+        self.alarm = Alarm(queue)  # its own marker, which the upkeep rings (worker.upkeep)
 
     @property
     def name(self) -> str:
@@ -115,15 +118,22 @@ class BatchPump:
         try:
             await self._run()
         finally:
+            for ringing in self.alarm.pending():
+                ringing.cancel()
             if self._settling is not None:  # the last batch's settle, under way
                 await asyncio.shield(self._settling)
 
     async def _run(self) -> None:
         spec = self.spec
         while not self.stopping:
-            # an idle wait ends at least once per lease, so that the fetch reclaims the
-            # leases of a dead worker's items about when they expire
-            wait = _BURST_RECHECK if self.burst else min(MAX_BLOCK, self.lease)
+            # an idle wait lasts until the upkeep rings this pump's own marker for a
+            # lease that ends (a dead worker's items: worker.upkeep), or once per lease
+            # when that is short
+            if self.burst:
+                wait = _BURST_RECHECK
+            else:
+                wait = self.lease if self.lease < MAX_BLOCK else IDLE_BLOCK
+            alarm = self.alarm
             try:
                 op = batches.dequeue_batch(
                     self.queue.keys,
@@ -134,8 +144,13 @@ class BatchPump:
                     by_group=spec.by_group,
                     wait=wait,
                     stopping=lambda: self.stopping,
+                    ring=alarm.ring_key,
                 )
-                jobs = await self.queue._run(op)
+                alarm.waiting(wait)
+                try:
+                    jobs = await self.queue._run(op)
+                finally:
+                    alarm.woke()
             except _TRANSIENT as exc:
                 await self._pause(exc)
                 continue
@@ -153,6 +168,13 @@ class BatchPump:
                 await asyncio.shield(self.runner)
             finally:
                 self.runner = None
+
+    def watch(self, look: Look) -> None:
+        """The upkeep's look at this queue (once per heartbeat): end this pump's wait
+        when a lease ends (another worker's items, taken after the wait was planned)
+        before the wait does."""
+        if look.lease_ms >= 0:
+            self.alarm.due(look.lease_ms / 1000 + 0.001)
 
     async def _batch(self, jobs: list[Job], cause: str) -> None:
         """Run one batch and settle its items."""

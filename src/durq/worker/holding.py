@@ -3,8 +3,10 @@
 - A job the worker cannot run (its task is not in the app, or not at the job's version)
   is held: its outcome is ``hold``, sent with the pump's next round trip like any
   acknowledgement (``hold``), no attempt counted.
-- With each heartbeat the worker says, on every queue it consumes, which capabilities it
-  has (``publish``); the reply names those of them that have held jobs. Its pumps then
+- At start, then whenever the upkeep's look once per heartbeat (``worker.upkeep``) finds
+  held jobs in a queue it consumes, and at least every quarter of the grace, the worker
+  says on every queue it consumes which capabilities it has (``publish``); the reply
+  names those of them that have held jobs. Its pumps then
   bring such jobs back in their next round trips, right before their fetch (``unhold``,
   as many as they fetch), until none is left: no extra round trip, and none at all while
   nothing is held. A pump blocked on its queue's wake marker is woken through its own
@@ -83,9 +85,3 @@ class Holding:
                 )
             if held:
                 pump.unhold_soon(held)
-
-    async def run(self, interval: float, pumps: Sequence[QueuePump]) -> None:
-        """Publish at start, then every ``interval`` seconds, until cancelled."""
-        while True:
-            await self.publish(pumps)
-            await asyncio.sleep(interval)

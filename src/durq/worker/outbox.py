@@ -8,7 +8,9 @@ consuming a queue also delivers that queue's outbox: it takes entries under a le
 applies each in its target slot with ``workflow_deliver.lua`` (idempotent), and only
 then releases it. A worker that dies in between leaves the entry to come back when its
 lease ends; applying it again changes nothing, so nothing is lost or counted twice.
-Idle couriers block on the outbox's wake marker (no polling). The same outbox carries
+Idle couriers block on the outbox's wake marker (no polling), and on a marker of their
+own that the worker's upkeep rings when an entry's lease ends before the wait does
+(``worker.upkeep``: the lease of a courier that died). The same outbox carries
 the pauses of a sharded queue (``durq.RateLimited(scope="queue")`` in one shard pauses
 the others: ``limits_pause.lua``, idempotent too).
 """
@@ -32,7 +34,9 @@ from durq.protocol import lifecycle
 from durq.protocol import limits as limit_ops
 from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
-from durq.protocol.calls import MAX_BLOCK, Op, Pipeline, ScriptCall
+from durq.protocol.calls import IDLE_BLOCK, Op, Pipeline, ScriptCall
+from durq.protocol.wake import Look
+from durq.worker.alarm import Alarm
 
 __all__ = ["OutboxCourier"]
 
@@ -62,20 +66,26 @@ class OutboxCourier:
         self.lease = lease
         self.delivered = 0
         self._codec = PayloadCodec()
+        self.alarm = Alarm(queue, self.keys)
 
     async def run(self) -> None:
         """Deliver entries until cancelled."""
+        try:
+            await self._run()
+        finally:
+            for ringing in self.alarm.pending():
+                ringing.cancel()
+
+    async def _run(self) -> None:
         failures = 0
         block: float | None = None  # None: fetch at once; else wait first (seconds)
         while True:
             try:
                 if block is None:
                     op = lifecycle.fetch(self.keys, self._codec, self.batch, self.lease)
+                    jobs, next_ms, _ = await self.queue._run(op)
                 else:
-                    op = lifecycle.fetch_after_wait(
-                        self.keys, self._codec, self.batch, self.lease, block
-                    )
-                jobs, next_ms, _ = await self.queue._run(op)
+                    jobs, next_ms = await self._wait_and_fetch(block)
                 failures = 0
             except _TRANSIENT:
                 failures += 1
@@ -91,7 +101,28 @@ class OutboxCourier:
                 block = None
             else:
                 # an entry whose courier died comes back when its lease ends (next_ms)
-                block = MAX_BLOCK if next_ms < 0 else max(next_ms / 1000, 0.001)
+                block = IDLE_BLOCK if next_ms < 0 else max(next_ms / 1000, 0.001)
+
+    async def _wait_and_fetch(self, block: float) -> tuple[list[Job], int]:
+        """Block on the outbox's wake marker and this courier's own up to ``block``
+        seconds, then fetch."""
+        alarm = self.alarm
+        op = lifecycle.fetch_after_wait(
+            self.keys, self._codec, self.batch, self.lease, block, ring=alarm.ring_key
+        )
+        alarm.waiting(block)
+        try:
+            jobs, next_ms, _ = await self.queue._run(op)
+        finally:
+            alarm.woke()
+        return jobs, next_ms
+
+    def watch(self, look: Look) -> None:
+        """The upkeep's look at this outbox (once per heartbeat): end this courier's
+        wait when an entry's lease ends (another courier's, taken after the wait was
+        planned) before the wait does."""
+        if look.lease_ms >= 0:
+            self.alarm.due(look.lease_ms / 1000 + 0.001)
 
     async def deliver(self, jobs: Sequence[Job]) -> None:
         """Apply ``jobs`` (entries) in their target slots, then release them; entries

@@ -17,8 +17,9 @@ from durq.errors import DurqError
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.protocol import holding, lifecycle, wake
-from durq.protocol.calls import MAX_BLOCK
+from durq.protocol.calls import IDLE_BLOCK, MAX_BLOCK
 from durq.protocol.status import Status
+from durq.protocol.wake import Look
 from durq.worker.acks import AckBuffer, HoldOp
 from durq.worker.alarm import Alarm
 from durq.worker.cancel import cancel_and_wait
@@ -32,6 +33,9 @@ _TRANSIENT = (ConnectionError, TimeoutError, OSError)
 _BURST_RECHECK = 0.5  # seconds
 _NO_RING = contextlib.nullcontext()  # reusable: it holds no state
 _RING_FALLBACK = 0.25  # seconds the server's timeout trails a wait's own ring (worker.alarm)
+# past a flow-control alarm's time, the ms its holder has to act before other idle
+# consumers look (the alarm's own slack in lua/lib/limits/park.lua)
+_ALARM_SLACK_MS = 1000
 # Fetch pacing: while this queue's jobs are in hand, a round trip that would fetch or
 # acknowledge fewer than a quarter of the queue's slots waits up to PACE seconds for
 # more to finish. Jobs that do I/O finish one reply at a time, and a round trip per
@@ -229,10 +233,10 @@ class QueuePump:
         """Arm the waiter: block until work may have come, then fetch ``want`` jobs."""
         # next_ms is planned from the leases that exist now. A lease taken later by
         # another consumer, whose holder then dies or hangs, would be reclaimed only
-        # when this wait ends: so an idle consumer plans again at least once per lease,
-        # and a short lease (< MAX_BLOCK) comes back about when it expires, not up to
-        # MAX_BLOCK later
-        limit = min(MAX_BLOCK, self.lease)
+        # when this wait ends: the upkeep notices it (worker.upkeep: it looks once per
+        # heartbeat, and rings this pump's own marker when a lease ends before its
+        # wait does), and a short lease (< MAX_BLOCK) is looked for once per lease
+        limit = self.lease if self.lease < MAX_BLOCK else IDLE_BLOCK
         if self.burst:
             # drained only once the jobs other workers hold have ended, and nothing
             # wakes this wait when they do: look again soon
@@ -272,6 +276,17 @@ class QueuePump:
             self.alarm.ring()
         else:
             self.changed.set()
+
+    def watch(self, look: Look) -> None:
+        """The upkeep's look at this queue (once per heartbeat): while this pump waits,
+        end its wait when a lease ends (another consumer's, taken after the wait was
+        planned), or a second after the time of a flow-control alarm another consumer
+        holds (its holder may have died), if either comes before the wait's end."""
+        due = [ms for ms in (look.lease_ms, look.alarm_ms) if ms >= 0]
+        if look.alarm_ms >= 0:
+            due[-1] += _ALARM_SLACK_MS
+        if due:
+            self.alarm.due(min(due) / 1000 + 0.001)
 
     def _went_idle(self) -> None:
         """The queue was found empty: leave this pump's share of slots to the others."""
@@ -454,22 +469,29 @@ class QueuePump:
             await self.queue._run(wake.wait(self.queue.keys, min(self._wait_timeout, MAX_BLOCK)))
             return
         # the server ends a blocking wait up to 1/hz s late: a local timer rings this
-        # consumer's own marker on time, and the server's timeout is only the fallback
+        # consumer's own marker on time, and the server's timeout is only the fallback.
+        # Every wait blocks on that marker too: the upkeep rings it for work due sooner
+        # than planned (Alarm.due)
         timeout, precise = self._wait_timeout, self._wait_precise
+        alarm = self.alarm
         op = lifecycle.fetch_after_wait(
             self.queue.keys,
             self.queue.codec,
             want,
             self.lease,
             timeout + _RING_FALLBACK if precise else timeout,
-            self.alarm.consumer,
-            self.alarm.ring_key if precise else "",
+            alarm.consumer,
+            alarm.ring_key,
         )
         # a plain idle wait sets no ring: a null context, not ring_after's generator-based
         # one, on the pickup path
-        ring = self.alarm.ring_after(timeout) if precise else _NO_RING
-        async with ring:
-            jobs, next_ms, reclaimed = await self.queue._run(op)
+        ring = alarm.ring_after(timeout) if precise else _NO_RING
+        alarm.waiting(timeout)
+        try:
+            async with ring:
+                jobs, next_ms, reclaimed = await self.queue._run(op)
+        finally:
+            alarm.woke()
         if len(jobs) < want:
             self._emptied = next_ms
         if self.memory.refusals:

@@ -58,6 +58,7 @@ from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
 from durq.worker.startup import check_server, find_shards, subscribe, wait_for_redis
+from durq.worker.upkeep import Upkeep
 
 if TYPE_CHECKING:
     from durq.app.app import App
@@ -427,11 +428,7 @@ class Worker:
         await check_server(next(iter(queues.values())))
         # upsert the app's schedules before any dequeue
         schedules = ScheduleKeeper(
-            self.app.schedules,
-            self.queue_names,
-            list(queues.values()),
-            self._client,
-            self.config.heartbeat,
+            self.app.schedules, self.queue_names, list(queues.values()), self._client
         )
         await schedules.start()
         registry = WorkerRegistry(
@@ -477,16 +474,22 @@ class Worker:
                     lambda: registry.run(interval, self.capacity, self.metrics, children),
                 )
             ),
-            asyncio.create_task(self._forever("schedules", schedules.run)),
-            asyncio.create_task(
-                self._forever(
-                    "capabilities", lambda: holding.run(interval, list(self.pumps.values()))
-                )
-            ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),
         ]
         background += self._serve_health(loop)
-        background += self._couriers()
+        couriers = self._couriers()
+        background += [asyncio.create_task(self._forever(n, c.run)) for n, c in couriers]
+        # with each heartbeat: what no wake marker announces (leases, alarms, schedule
+        # refills, held jobs), so that idle pumps and couriers need not poll
+        upkeep = Upkeep(
+            list(self.pumps.values()),
+            list(self.batch_pumps.values()),
+            [c for _, c in couriers],
+            schedules,
+            holding,
+            interval,
+        )
+        background.append(asyncio.create_task(self._forever("upkeep", upkeep.run)))
         background += self._keepers()
         # Everything made so far (the app, its imports, clients, scripts) lives about as
         # long as the worker: move it out of the collector's sight while the worker
@@ -540,8 +543,8 @@ class Worker:
         if pool is not None and pool.broken:
             raise PoolBroken("the process pool's template process died; the worker stopped")
 
-    def _couriers(self) -> list[asyncio.Task[None]]:
-        """The tasks that deliver workflow outboxes: each consumed queue's is delivered
+    def _couriers(self) -> list[tuple[str, OutboxCourier]]:
+        """The couriers of workflow outboxes, each with its name: each consumed queue's is delivered
         by its workers (durq.worker.outbox), and the app's default queue is the home of
         the workflows submitted with an id (docs/workflows.md): every worker delivers
         its outbox, consumed or not."""
@@ -552,11 +555,10 @@ class Worker:
         }
         boxes = {name: pump.queue for name, pump in self.pumps.items()}
         boxes.update((name, pump.queue) for name, pump in self.batch_pumps.items())
-        tasks = []
-        for name, box in [*boxes.items(), *homes.items()]:
-            courier = OutboxCourier(box, lease=min(self.lease, 10.0))
-            tasks.append(asyncio.create_task(self._forever(f"outbox {name}", courier.run)))
-        return tasks
+        return [
+            (f"outbox {name}", OutboxCourier(box, lease=min(self.lease, 10.0)))
+            for name, box in [*boxes.items(), *homes.items()]
+        ]
 
     async def _close_pool(self) -> None:
         """Stop the process pool's children and template, if there is a pool."""

@@ -4,13 +4,13 @@ the cron schedules of its queues supplied with upcoming ticks.
 Ticks themselves are fired by the dequeue script (lua/lib/schedules/due.lua), in whichever
 worker dequeues first; nothing here fires a job, so a worker that dies or lags here
 cannot lose or duplicate a tick. Cron times are computed in Python (cronsim) and stored
-ahead; a cron schedule asks for more once half are used, and the keeper looks for such
-requests once per heartbeat (one read per queue), never per job.
+ahead; a cron schedule asks for more once half are used, and the worker's upkeep looks
+for such requests once per heartbeat (one read per queue, ``worker.upkeep``), never per
+job, and refills the queues that have one due.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,8 +35,7 @@ class ScheduleKeeper:
     """Upserts and refills the schedules of one Worker's queues.
 
     ``queue_names`` are the queues the worker was told to consume, ``queues`` the queue
-    (or shard) objects it fetches from, ``client`` its asyncio client, and ``interval``
-    the time between refills (the worker's heartbeat)."""
+    (or shard) objects it fetches from, and ``client`` its asyncio client."""
 
     def __init__(
         self,
@@ -44,13 +43,11 @@ class ScheduleKeeper:
         queue_names: Sequence[str],
         queues: Sequence[AsyncQueue],
         client: Any,
-        interval: float,
     ) -> None:
         self.schedules = schedules
         self.queue_names = list(queue_names)
         self.queues = list(queues)
         self.client = client
-        self.interval = interval
 
     async def start(self) -> None:
         """Upsert the declared schedules of the worker's queues, say which schedules the
@@ -80,19 +77,15 @@ class ScheduleKeeper:
             )  # fmt: skip
         await self.refill()
 
-    async def refill(self) -> None:
-        """Store more ticks for the cron schedules that asked for them."""
-        for queue in self.queues:
-            done = await queue._run(ops.refill(queue.keys, timing_of))
+    async def refill(self, queues: Sequence[AsyncQueue] | None = None) -> None:
+        """Store more ticks for the cron schedules that asked for them, in ``queues``
+        (default: all the worker's). A Redis outage is logged, and the refill tried
+        again when the upkeep finds it due again."""
+        for queue in self.queues if queues is None else queues:
+            try:
+                done = await queue._run(ops.refill(queue.keys, timing_of))
+            except (RedisError, OSError) as exc:
+                log.debug("schedule refill of %s failed: %s", queue.name, exc)
+                continue
             if done:
                 log.debug("refilled the ticks of %d schedules of %s", done, queue.name)
-
-    async def run(self) -> None:
-        """Refill once per heartbeat interval, for ever (a Redis outage is retried at
-        the next interval)."""
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                await self.refill()
-            except (RedisError, OSError) as exc:
-                log.debug("schedule refill failed: %s", exc)
