@@ -12,14 +12,13 @@ from typing import Any, ParamSpec
 import click
 from redis.exceptions import RedisError
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, terminal, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.cli.limits_tables import flow_tables
 from durq.cli.pool_tables import children_table
@@ -30,7 +29,7 @@ from durq.worker.registry import list_workers
 
 __all__ = ["doctor", "stats", "workers"]
 
-console = Console()
+console = terminal()
 P = ParamSpec("P")
 
 

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -15,7 +15,10 @@ from durq.app.app import App
 from durq.errors import InvalidArgument
 from durq.redaction import Redact
 
-__all__ = ["load_app", "namespace_option", "redact_options", "url_option"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["load_app", "namespace_option", "redact_options", "terminal", "url_option"]
 
 url_option = click.option(
     "--url",
@@ -86,3 +89,20 @@ def redact_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "password, secret, token, api key... (repeatable).",
     )
     return keys(patterns(run))
+
+
+class _Terminal:
+    """rich's Console, made anew at each use: a Console measures the terminal (its size,
+    ``COLUMNS``) when it is made, and one made when its module was imported would keep
+    the width of the first command that imported it, in a process that runs several
+    (tests, an embedding program)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from rich.console import Console
+
+        return getattr(Console(), name)
+
+
+def terminal() -> Console:
+    """The console a command prints its tables to (``_Terminal``)."""
+    return cast("Console", _Terminal())

@@ -14,18 +14,17 @@ from typing import TypeVar
 
 import click
 from redis.exceptions import RedisError
-from rich.console import Console
 from rich.table import Table
 
 from durq._sync.namespace import Namespace
-from durq.cli.common import url_option
+from durq.cli.common import terminal, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.errors import ForeignLibrary
 from durq.models import LibraryInfo, Trust
 
 __all__ = ["functions"]
 
-console = Console()
+console = terminal()
 T = TypeVar("T")
 
 

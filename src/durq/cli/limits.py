@@ -6,17 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from rich.console import Console
 
 from durq.cli.admin import _known_queues, _queue, _redis_errors
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, terminal, url_option
 from durq.cli.limits_tables import flow_tables
 from durq.errors import InvalidArgument
 from durq.limits import Rate
 
 __all__ = ["limits"]
 
-console = Console()
+console = terminal()
 _NONE = "none"
 
 

@@ -13,14 +13,13 @@ from typing import Any
 
 import click
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from durq._sync.namespace import Namespace
 from durq._sync.queue import Queue
 from durq.app.schedule_spec import pinned_queue
 from durq.cli.admin import _known_queues, _redis_errors, _when
-from durq.cli.common import namespace_option, url_option
+from durq.cli.common import namespace_option, terminal, url_option
 from durq.cli.inert import escape_controls, plain
 from durq.errors import DurqError
 from durq.keys import shard_name, split_shard
@@ -28,7 +27,7 @@ from durq.models import ScheduleInfo
 
 __all__ = ["schedules"]
 
-console = Console()
+console = terminal()
 
 
 @contextmanager
