@@ -252,6 +252,10 @@ class Task(Generic[P, R]):
         self.version_meta: dict[str, Any] | None = (
             {"v": config.version} if config.version > 1 else None
         )
+        #: the name the worker's log lines give a job of this task, from its arguments,
+        #: for a task that runs other code by name (a Django job: its task's path); None:
+        #: the task's own name
+        self.log_name: Callable[[list[Any]], str] | None = None
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 

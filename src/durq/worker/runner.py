@@ -48,7 +48,7 @@ from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.health import HealthServer
 from durq.worker.holding import Holding
-from durq.worker.joblog import job_fields, log_outcome
+from durq.worker.joblog import job_fields, log_outcome, log_start
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
@@ -211,6 +211,8 @@ class Worker:
             task = executor.task_of(job) if isinstance(call, Outcome) else call[0]
             name = task.name if task is not None else "?"
             metrics = self.metrics.job_metrics(job.queue, name)
+            if task is not None and task.log_name is not None and not isinstance(call, Outcome):
+                name = task.log_name(call[1])  # the code it runs (a Django task's path)
             delivery = Delivery(job, task, call, name, metrics, traced)
             capacity.occupy(delivery)
             if capacity.open:
@@ -294,6 +296,8 @@ class Worker:
             asyncio.get_running_loop().call_soon(delivery.metrics.started, pickup)
         else:
             delivery.metrics.started(pickup)
+        if _debug():
+            log_start(job, delivery.name)
         begun = time.monotonic()
         try:
             if (
@@ -311,7 +315,13 @@ class Worker:
                 outcome = Outcome("defer") if self._giving_back else Outcome("lost")
         except Exception as exc:  # a bug in durq itself: keep the job safe and say so
             name = delivery.name
-            log.exception("job %s: internal error", job.id, extra=job_fields(job, name, None))
+            log.exception(
+                "job %s (%s) of %s: internal error",
+                job.id,
+                name,
+                job.queue,
+                extra=job_fields(job, name, None),
+            )
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
