@@ -29,6 +29,7 @@ __all__ = [
     "encode_error",
     "encode_result",
     "parse_call",
+    "result_summary",
     "task_name_of",
 ]
 
@@ -78,6 +79,16 @@ def encode_result(value: Any) -> bytes:
 def encode_error(error: Mapping[str, Any]) -> bytes:
     """A dead-lettered job's error as stored for ``JobHandle.result``."""
     return orjson.dumps({"ok": False, "error": dict(error)}, default=str)
+
+
+def result_summary(raw: bytes) -> dict[str, Any] | None:
+    """What a stored result keeps of its job (``durq.worker.summary``: task, arguments,
+    attempt, times, worker), or None (a result stored without one)."""
+    try:
+        summary = orjson.loads(raw).get("job")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def decode_result(raw: bytes) -> tuple[bool, Any]:
