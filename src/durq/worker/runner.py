@@ -58,7 +58,7 @@ from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
 from durq.worker.startup import check_server, find_shards, subscribe, wait_for_redis
-from durq.worker.summary import with_summary
+from durq.worker.summary import add_summary
 
 if TYPE_CHECKING:
     from durq.app.app import App
@@ -350,7 +350,7 @@ class Worker:
         if not self.capacity.vacate(delivery):
             return  # already given back during shutdown
         if outcome.result is not None:  # the job's summary rides with its result
-            outcome = with_summary(outcome, delivery, seconds, self.id, self.lease)
+            add_summary(outcome, delivery, seconds, self.id, self.lease)
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1

@@ -8,7 +8,6 @@ tasks that keep a result (``result=True``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -16,24 +15,25 @@ import orjson
 from durq.worker.capacity import Delivery
 from durq.worker.executor import Outcome
 
-__all__ = ["MAX_ARGS_BYTES", "with_summary"]
+__all__ = ["MAX_ARGS_BYTES", "add_summary"]
 
 #: arguments are kept when the job's stored payload is at most this long; a longer one
 #: keeps only its size (a summary must stay small beside the result)
 MAX_ARGS_BYTES = 1024
 
 
-def with_summary(
+def add_summary(
     outcome: Outcome, delivery: Delivery, seconds: float, worker: str, lease: float
-) -> Outcome:
-    """``outcome`` (one with a stored result or error) whose result also keeps the job's
-    summary; as it was for a workflow step (its result goes to its workflow) or a result
-    not written by ``durq.payloads``."""
+) -> None:
+    """Add the job's summary to ``outcome``'s stored result or error (an outcome with a
+    result is made for its job alone: changed in place, without a copy per job); none
+    for a workflow step (its result goes to its workflow) or a result not written by
+    ``durq.payloads``."""
     result, call = outcome.result, delivery.call
     if result is None or not result.endswith(b"}") or isinstance(call, Outcome):
-        return outcome
+        return
     if "wf" in call[3]:
-        return outcome
+        return
     job = delivery.job
     summary: dict[str, Any] = {
         "task": delivery.name,
@@ -56,4 +56,4 @@ def with_summary(
         summary.pop("args"), summary.pop("kwargs")
         summary["args_bytes"] = size
         encoded = orjson.dumps(summary)
-    return replace(outcome, result=result[:-1] + b',"job":' + encoded + b"}")
+    outcome.result = result[:-1] + b',"job":' + encoded + b"}"
