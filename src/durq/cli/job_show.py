@@ -16,7 +16,7 @@ from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import plain
 from durq.cli.steps import steps_table
 from durq.models import JobInfo, JobState
-from durq.payloads import decode_result, result_summary
+from durq.payloads import decode_result, finished_record, result_summary
 from durq.redaction import Redact
 
 __all__ = ["dlq", "job"]
@@ -40,6 +40,7 @@ class Stored(NamedTuple):
     kind: str  # "result" or "error"
     value: Any
     job: dict[str, Any] | None
+    raw: bytes
 
 
 def _stored(q: Queue | ShardedQueue, job_id: str) -> Stored | None:
@@ -51,7 +52,7 @@ def _stored(q: Queue | ShardedQueue, job_id: str) -> Stored | None:
     if raw is None:
         return None
     ok, value = decode_result(raw)
-    return Stored("result" if ok else "error", value, result_summary(raw))
+    return Stored("result" if ok else "error", value, result_summary(raw), raw)
 
 
 def _lookup(q: Queue | ShardedQueue, job_id: str) -> tuple[JobInfo, Stored | None] | None:
@@ -61,27 +62,8 @@ def _lookup(q: Queue | ShardedQueue, job_id: str) -> tuple[JobInfo, Stored | Non
     info = q.job(job_id)
     stored = _stored(q, job_id) if info is None or info.state is JobState.COMPLETED else None
     if stored is not None and (info is None or (info.data is None and stored.job)):
-        return _from_summary(job_id, stored), stored  # no record, or its bare tombstone
+        return finished_record(job_id, stored.raw), stored  # no record, or a bare tombstone
     return None if info is None else (info, stored)
-
-
-def _from_summary(job_id: str, stored: Stored) -> JobInfo:
-    """The record of a finished job whose record is gone, from its stored summary."""
-    state = JobState.COMPLETED if stored.kind == "result" else JobState.DEAD
-    job = stored.job or {}
-
-    def number(name: str) -> Any:
-        value = job.get(name)
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-    return JobInfo(
-        job_id,
-        state,
-        attempts=number("attempt") or 0,
-        max_attempts=number("max_attempts") or 0,
-        deliveries=0,
-        enqueued_at=number("enqueued"),
-    )
 
 
 def _summary_rows(info: JobInfo, stored: Stored | None, redact: Redact) -> list[tuple[str, Any]]:
