@@ -57,27 +57,19 @@ def log_outcome(job: Job, name: str, outcome: Outcome, seconds: float) -> None:
         log.info("job %s (%s) of %s cancelled", job.id, name, job.queue, extra=fields)
     elif kind == "hold":  # a deploy under way: another worker runs it
         log.info("job %s (%s) of %s %s", job.id, name, job.queue, outcome.summary, extra=fields)
-    elif kind == "dead":
-        log.error(
-            "job %s (%s) of %s dead-lettered at attempt %d/%d: %s",
+    elif kind in ("retry", "dead"):
+        dead = kind == "dead"
+        log.log(
+            logging.ERROR if dead else logging.WARNING,
+            "job %s (%s) of %s %s at attempt %d/%d: %s%s",
             job.id,
             name,
             job.queue,
+            "dead-lettered" if dead else "failed",
             job.attempt,
             job.max_attempts,
             outcome.summary,
-            extra=fields,
-        )
-    elif kind == "retry":
-        log.warning(
-            "job %s (%s) of %s failed at attempt %d/%d: %s; retry in %.1fs",
-            job.id,
-            name,
-            job.queue,
-            job.attempt,
-            job.max_attempts,
-            outcome.summary,
-            outcome.delay,
+            "" if dead else f"; retry in {outcome.delay:.1f}s",
             extra=fields,
         )
     elif log.isEnabledFor(logging.DEBUG):
