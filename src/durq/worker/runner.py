@@ -350,7 +350,7 @@ class Worker:
         if not self.capacity.vacate(delivery):
             return  # already given back during shutdown
         if outcome.result is not None:  # the job's summary rides with its result
-            add_summary(outcome, delivery, seconds, self.id, self.lease)
+            add_summary(outcome, job, delivery.name, delivery.call, seconds, self.id, self.lease)
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
@@ -396,6 +396,7 @@ class Worker:
                         self.metrics,
                         lease=self.lease,
                         burst=self.config.burst,
+                        worker=self.id,
                     )
                     continue
                 self.pumps[queue] = QueuePump(

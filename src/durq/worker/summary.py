@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from durq.worker.capacity import Delivery
-from durq.worker.executor import Outcome
+from durq.models import Job
+from durq.worker.executor import Call, Outcome
 
 __all__ = ["MAX_ARGS_BYTES", "add_summary"]
 
@@ -23,20 +23,26 @@ MAX_ARGS_BYTES = 1024
 
 
 def add_summary(
-    outcome: Outcome, delivery: Delivery, seconds: float, worker: str, lease: float
+    outcome: Outcome,
+    job: Job,
+    name: str,
+    call: Call | Outcome,
+    seconds: float,
+    worker: str,
+    lease: float,
 ) -> None:
-    """Add the job's summary to ``outcome``'s stored result or error (an outcome with a
-    result is made for its job alone: changed in place, without a copy per job); none
-    for a workflow step (its result goes to its workflow) or a result not written by
-    ``durq.payloads``."""
-    result, call = outcome.result, delivery.call
+    """Add the summary of ``job`` (of task ``name``, run as ``call``, for ``seconds``,
+    by ``worker``, under a lease of ``lease`` seconds) to ``outcome``'s stored result
+    or error. An outcome with a result is made for its job alone: changed in place,
+    without a copy per job. None for a workflow step (its result goes to its workflow)
+    or a result not written by ``durq.payloads``."""
+    result = outcome.result
     if result is None or not result.endswith(b"}") or isinstance(call, Outcome):
         return
     if "wf" in call[3]:
         return
-    job = delivery.job
     summary: dict[str, Any] = {
-        "task": delivery.name,
+        "task": name,
         "attempt": job.attempt,
         "max_attempts": job.max_attempts,
         "enqueued": job.enqueued_at,
