@@ -109,6 +109,7 @@ def finished_record(job_id: str, raw: bytes) -> JobInfo:
         JobState.COMPLETED if ok else JobState.DEAD,
         attempts=number("attempt") or 0,
         max_attempts=number("max_attempts") or 0,
+        deliveries=number("deliveries") or 0,
         enqueued_at=number("enqueued"),
     )
 

@@ -252,6 +252,7 @@ def test_a_finished_job_shows_task_arguments_attempts_timings_and_worker_while_i
     assert _row(out, "task")[1] == "total"
     assert _row(out, "state")[1] == "completed"
     assert _row(out, "attempts")[1] == "1/3"
+    assert _row(out, "deliveries")[1] == "1"
     assert _row(out, "arguments")[1:] == ['{"args":[[1,2,3]],"kwargs":{"label":"small"}}']
     for timing in ("enqueued", "started", "finished"):
         assert re.search(r"\d\d:\d\d:\d\d", " ".join(_row(out, timing)[1:])), out

@@ -45,6 +45,7 @@ def add_summary(
         "task": name,
         "attempt": job.attempt,
         "max_attempts": job.max_attempts,
+        "deliveries": job.deliveries,
         "enqueued": job.enqueued_at,
         # the lease began when the job was handed out: the server's clock, as the rest
         "started": job.lease_deadline - lease,
