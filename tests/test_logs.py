@@ -1,5 +1,5 @@
-"""Worker logs: one JSON object per line with the job's id, task, queue and attempt, and
-never a payload or a credential."""
+"""Worker logs: one JSON object per line with the job's id, task, queue and attempt, each
+line naming the job, its task and its queue, and never a payload or a credential."""
 
 from __future__ import annotations
 
@@ -69,3 +69,8 @@ def test_worker_logs_are_json_with_job_fields_and_no_payload_or_password(
     (dead,) = of(failed.id, "dead")
     assert dead == {**dead, "task": "charge", "queue": "payments", "attempt": 2}
     assert dead["level"] == "error"
+
+    # every line about a job names it, its task and its queue: start, success, retry, dead
+    (start,) = [r for r in records if r.get("job_id") == done.id and "started" in str(r["message"])]
+    for record, task in ((start, "echo"), (ok, "echo"), (retry, "charge"), (dead, "charge")):
+        assert str(record["message"]).startswith(f"job {record['job_id']} ({task}) of payments ")

@@ -9,7 +9,9 @@ version and its format, so ``durq workers`` shows a fleet that mixes releases.
 - **2**, durq 0.2: the same records (one more state, 9: held) and schedules; workflow
   runs and numbered start entries, a sharded queue's pause entries (``P``); the holding
   area (``caps``, ``held:<capability>``, ``heldidx``: ``lua/lib/holding/held.lua``); a
-  task's version in a job's metadata (``v``, absent at version 1).
+  task's version in a job's metadata (``v``, absent at version 1); a stored result
+  may carry its job's summary (``job``: ``durq.worker.summary``), which a reader that
+  does not know it ignores.
 """
 
 from __future__ import annotations

@@ -97,7 +97,8 @@ class Message:
 
     payload: Any
     id: str | None = None
-    delay: float | None = None
+    #: seconds from now, or an aware datetime (an eta: due then on the server's clock)
+    delay: float | datetime.datetime | None = None
     priority: int | None = None
     max_attempts: int | None = None
     group: str | None = None

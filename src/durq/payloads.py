@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from durq.codec import check_json
+from durq.models import JobInfo, JobState
 
 __all__ = [
     "TOPIC_MARK",
@@ -28,7 +29,9 @@ __all__ = [
     "decode_result",
     "encode_error",
     "encode_result",
+    "finished_record",
     "parse_call",
+    "result_summary",
     "task_name_of",
 ]
 
@@ -78,6 +81,37 @@ def encode_result(value: Any) -> bytes:
 def encode_error(error: Mapping[str, Any]) -> bytes:
     """A dead-lettered job's error as stored for ``JobHandle.result``."""
     return orjson.dumps({"ok": False, "error": dict(error)}, default=str)
+
+
+def result_summary(raw: bytes) -> dict[str, Any] | None:
+    """What a stored result keeps of its job (``durq.worker.summary``: task, arguments,
+    attempt, times, worker), or None (a result stored without one)."""
+    try:
+        summary = orjson.loads(raw).get("job")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+def finished_record(job_id: str, raw: bytes) -> JobInfo:
+    """The record of a finished job whose record is gone, from its stored result
+    ``raw`` and the summary kept with it (completed, or dead for a stored error; a
+    result stored without a summary gives a bare record)."""
+    ok, _ = decode_result(raw)
+    job = result_summary(raw) or {}
+
+    def number(name: str) -> Any:
+        value = job.get(name)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    return JobInfo(
+        job_id,
+        JobState.COMPLETED if ok else JobState.DEAD,
+        attempts=number("attempt") or 0,
+        max_attempts=number("max_attempts") or 0,
+        deliveries=number("deliveries") or 0,
+        enqueued_at=number("enqueued"),
+    )
 
 
 def decode_result(raw: bytes) -> tuple[bool, Any]:

@@ -227,3 +227,39 @@ def test_a_finished_job_shows_its_result_while_the_result_is_kept(
     assert _row(result.output, "queue")[1] == queue_name
     assert _row(result.output, "state")[1] == "completed"
     assert _row(result.output, "result")[1] == '{"total":6}'
+
+
+def test_a_finished_job_shows_task_arguments_attempts_timings_and_worker_while_its_result_is_kept(
+    app: durq.App, queue_name: str, redis_url: str
+) -> None:
+    # the issue: once its record was gone, a completed job showed `attempts 0/0`,
+    # `enqueued -`, no task, arguments, duration or worker: only the stored result
+    @app.task(queue=queue_name, result=True, max_attempts=3)
+    def total(items: list[int], label: str = "") -> int:
+        return sum(items)
+
+    small = total.enqueue([1, 2, 3], label="small")
+    large = total.enqueue(list(range(400)))  # a payload past MAX_ARGS_BYTES
+    with running_worker(app, queues=[queue_name]):
+        assert small.result(timeout=10) == 6  # the result reads as before
+        assert large.result(timeout=10) == sum(range(400))
+    info = app.queue(queue_name).job(small.id)  # the record is gone: a tombstone
+    assert info is not None and info.data is None and info.attempts == 0
+
+    result = run("job", "--url", redis_url, "--", small.id, columns=160)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert _row(out, "task")[1] == "total"
+    assert _row(out, "state")[1] == "completed"
+    assert _row(out, "attempts")[1] == "1/3"
+    assert _row(out, "deliveries")[1] == "1"
+    assert _row(out, "arguments")[1:] == ['{"args":[[1,2,3]],"kwargs":{"label":"small"}}']
+    for timing in ("enqueued", "started", "finished"):
+        assert re.search(r"\d\d:\d\d:\d\d", " ".join(_row(out, timing)[1:])), out
+    assert float(_row(out, "ran")[1]) < 30
+    assert _row(out, "worker")[1] != "-"
+    assert _row(out, "result")[1] == "6"
+
+    result = run("job", "--url", redis_url, "-q", queue_name, "--", large.id, columns=160)
+    assert result.exit_code == 0, result.output
+    assert "not kept (" in " ".join(_row(result.output, "arguments"))

@@ -102,7 +102,8 @@ def test_task_loggers_come_out_with_the_job_and_each_failed_attempt_logs_its_tra
     ), out
     assert f"WARNING shop.orders: order o-2 is late [achatty job {coro.id} queue " in out
     # the first attempt is retried: its warning carries the traceback beneath it
-    retried = out[out.index(f"job {exploding.id} (explodes, attempt 1/2) failed") :]
+    line = f"job {exploding.id} (explodes) of {queue_name} failed at attempt 1/2"
+    retried = out[out.index(line) :]
     assert retried.splitlines()[1].startswith("Traceback (most recent call last):"), out
     assert "_parse_invoice" in retried and "ValueError: bad row 3" in retried
 

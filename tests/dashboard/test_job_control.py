@@ -8,7 +8,8 @@ from collections.abc import Callable
 import httpx
 
 import durq
-from dashboard.support import LiveServer
+from dashboard.apps import build
+from dashboard.support import LiveServer, running_worker
 
 Serve = Callable[..., LiveServer]
 
@@ -87,3 +88,26 @@ def test_the_job_page_shows_the_errors_of_its_last_failed_attempts(
     assert failures.index("&lt;bad&gt; row 1") < failures.index("&lt;bad&gt; row 2")
     assert "<bad>" not in page.text  # escaped, never raw HTML
     assert "line 1, in parse" in failures and "line 2, in parse" in failures
+
+
+def test_the_job_page_of_a_finished_job_shows_its_summary_while_its_result_is_kept(
+    redis_url: str, queue_name: str, serve: Serve
+) -> None:
+    # the issue: once a completed job's record was gone, the page had "no trace" of it
+    app = build(redis_url)
+    try:
+        handle = app.tasks["echo"].options(queue=queue_name).enqueue("<b>hello</b>")
+        with running_worker(app, queues=[queue_name]):
+            assert handle.result(timeout=10) == "<b>hello</b>"
+        dash = serve(redis_url)
+        with httpx.Client(base_url=dash.url) as client:
+            page = client.get(f"/queue/job?q={queue_name}&id={handle.id}")
+    finally:
+        app.close()
+    assert page.status_code == 200, page.text
+    finished = page.text.split("<h2>Finished</h2>", 1)[1].split("</section>", 1)[0]
+    assert "<code>echo</code>" in finished
+    for row in ("worker", "started", "finished", "ran", "arguments", "result"):
+        assert f"<th>{row}</th>" in finished, finished
+    assert "&lt;b&gt;hello&lt;/b&gt;" in finished and "<b>hello" not in page.text
+    assert "<td>1 of 2</td>" in page.text  # attempts, from the summary

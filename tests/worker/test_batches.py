@@ -15,6 +15,7 @@ import redis
 
 import durq
 from durq.dev.server import RedisServer
+from durq.payloads import result_summary
 from helpers import SLACK, eventually
 from worker.support import running_worker
 
@@ -167,6 +168,12 @@ def test_a_batch_task_that_keeps_results_stores_one_per_item(
     handles = double.enqueue_many([(n,) for n in range(4)])
     with running_worker(bapp):
         assert [h.result(timeout=10) for h in handles] == [0, 2, 4, 6]
+    # each item's result keeps its job's summary, as a plain task's does (durq job show)
+    raw = bapp.queue(queue_name).wait_result(handles[1].id, 0)
+    assert raw is not None
+    summary = result_summary(raw) or {}
+    assert (summary["task"], summary["args"], summary["attempt"]) == ("double", [1], 1)
+    assert summary["worker"] and summary["started"] >= summary["enqueued"] > 0
 
 
 def test_a_sharded_batch_task_runs_every_shards_items(bapp: durq.App, queue_name: str) -> None:

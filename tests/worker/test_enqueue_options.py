@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import pytest
@@ -60,6 +65,59 @@ def test_eta_takes_an_aware_datetime_and_the_job_is_due_then(
     prepared = work.options(eta=eta).call(str(exec_log), "prepared")
     (many,) = app.enqueue_calls([prepared])
     assert (queue.job(many.id) or info).state is JobState.DELAYED
+
+
+# A producer whose clock runs 5 minutes ahead (libfaketime): it enqueues with an eta two
+# minutes ahead of the real (and the server's) time, through both front ends, plain and
+# with job control (enqueue_control.lua), and prints what its clock said.
+_SKEWED_PRODUCER = textwrap.dedent(
+    """
+    import asyncio, datetime, json, sys, time
+    import durq
+
+    url, queue, eta = sys.argv[1], sys.argv[2], datetime.datetime.fromisoformat(sys.argv[3])
+    app = durq.App(url, default_queue=queue)
+
+    @app.task
+    def later(label: str) -> None: ...
+
+    sync = later.options(eta=eta).enqueue("sync")
+    controlled = later.options(eta=eta, expires=3600).enqueue("controlled")
+
+    async def main() -> str:
+        handle = await later.options(eta=eta).aenqueue("async")
+        await app.aclose()
+        return handle.id
+
+    ids = [sync.id, controlled.id, asyncio.run(main())]
+    print(json.dumps({"clock": time.time(), "ids": ids}))
+    """
+)
+
+
+def test_an_eta_is_due_on_the_servers_clock_when_the_producers_clock_is_skewed(
+    redis_url: str, queue_name: str
+) -> None:
+    # the issue: the time left until an eta was measured on the producer's clock, so a
+    # producer 5 minutes fast enqueued a job due in 2 minutes as ready at once
+    if shutil.which("faketime") is None:
+        pytest.skip("needs faketime (libfaketime)")
+    eta = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=2)
+    run = subprocess.run(
+        ["faketime", "-f", "+300s", sys.executable, "-c", _SKEWED_PRODUCER,
+         redis_url, queue_name, eta.isoformat()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["clock"] - eta.timestamp() > 120  # its clock was past the eta already
+    app = durq.App(redis_url)
+    queue = app.queue(queue_name)
+    for job_id in out["ids"]:
+        info = queue.job(job_id)
+        assert info is not None and info.state is JobState.DELAYED, info
+        assert info.due_at is not None and abs(info.due_at - eta.timestamp()) < 5, info
+    app.close()
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,7 @@ class Batch:
         for (task, _args, _kwargs, o), (codec, data) in zip(self.calls, self.encoded, strict=True):
             out.append(
                 Message(
-                    Encoded(codec, data), o.id, o.wait, o.priority, task.config.max_attempts,
+                    Encoded(codec, data), o.id, o.due, o.priority, task.config.max_attempts,
                     o.group, o.key, o.replace, o.expires, o.ttl, o.debounce, o.max_wait,
                     o.keep_last,
                 )

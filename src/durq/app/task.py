@@ -129,9 +129,16 @@ class _EnqueueOptions:
             _check_eta(self.eta, self.delay)
 
     @property
+    def due(self) -> float | datetime.datetime | None:
+        """A job's delay as the queue takes it: ``delay``, or the ``eta`` itself, which
+        the enqueue script compares with the server's clock (never this process's)."""
+        return self.delay if self.eta is None else self.eta
+
+    @property
     def wait(self) -> float | None:
-        """Seconds before the job is ready: ``delay``, or the time left until ``eta``
-        (measured now, at enqueue; an ``eta`` in the past: at once)."""
+        """Seconds before a workflow step is ready: ``delay``, or the time left until
+        ``eta`` (measured now, by this process's clock; an ``eta`` past: at once). A
+        job's ``eta`` goes to the queue as it is (``due``)."""
         if self.eta is None:
             return self.delay
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -252,6 +259,10 @@ class Task(Generic[P, R]):
         self.version_meta: dict[str, Any] | None = (
             {"v": config.version} if config.version > 1 else None
         )
+        #: the name the worker's log lines give a job of this task, from its arguments,
+        #: for a task that runs other code by name (a Django job: its task's path); None:
+        #: the task's own name
+        self.log_name: Callable[[list[Any]], str] | None = None
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
 
@@ -318,9 +329,9 @@ class Task(Generic[P, R]):
                 wait from the burst's first enqueue, so a steady stream still runs.
             keep_last: (with ``key``) while a job of the key runs, one follow-up waits,
                 with the newest arguments.
-            eta: an aware datetime the job is ready at (instead of ``delay``); the
-                time left is measured on this machine's clock when the job is
-                enqueued, and one in the past means at once.
+            eta: an aware datetime the job is ready at (instead of ``delay``), by
+                the Redis server's clock, not this machine's; one in the past means
+                at once.
         """
         return TaskCaller(
             self,
@@ -471,7 +482,7 @@ class Task(Generic[P, R]):
         return Message(
             self._payload(args, kwargs, meta),
             o.id,
-            o.wait,
+            o.due,
             o.priority,
             self.config.max_attempts,
             o.group,

@@ -3,7 +3,7 @@ durable steps and stored result) and the dead letters of a queue."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 import orjson
@@ -16,7 +16,7 @@ from durq.cli.common import namespace_option, redact_options, url_option
 from durq.cli.inert import plain
 from durq.cli.steps import steps_table
 from durq.models import JobInfo, JobState
-from durq.payloads import decode_result
+from durq.payloads import decode_result, finished_record, result_summary
 from durq.redaction import Redact
 
 __all__ = ["dlq", "job"]
@@ -32,31 +32,61 @@ def _task_of(info: JobInfo) -> str:
     return payload[0] if named else ""
 
 
-#: what is kept of a finished job with a stored result: ("result" or "error", value)
-Stored = tuple[str, Any] | None
+class Stored(NamedTuple):
+    """What is kept of a finished job with a stored result (a task with
+    ``result=True``), for its ``result_ttl``: the result or the error, and the job's
+    summary the worker kept with it (``durq.worker.summary``; None: stored without)."""
+
+    kind: str  # "result" or "error"
+    value: Any
+    job: dict[str, Any] | None
+    raw: bytes
 
 
-def _stored(q: Queue | ShardedQueue, job_id: str) -> Stored:
-    """The result (or error) stored for ``job_id`` (a task with ``result=True``; kept
-    for its ``result_ttl``), read at once; None when there is none."""
+def _stored(q: Queue | ShardedQueue, job_id: str) -> Stored | None:
+    """The result (or error) stored for ``job_id``, read at once; None when there is
+    none."""
     if not isinstance(q, Queue):  # a sharded queue's results are read by shard
         return None
     raw = q.wait_result(job_id, 0)
     if raw is None:
         return None
     ok, value = decode_result(raw)
-    return ("result" if ok else "error", value)
+    return Stored("result" if ok else "error", value, result_summary(raw), raw)
 
 
-def _lookup(q: Queue | ShardedQueue, job_id: str) -> tuple[JobInfo, Stored] | None:
+def _lookup(q: Queue | ShardedQueue, job_id: str) -> tuple[JobInfo, Stored | None] | None:
     """What ``q`` keeps of ``job_id``: its record, and its stored result once it
-    finished; a finished job whose record is gone but whose result is kept is shown
-    as completed."""
+    finished. A worker deletes a completed job's record at once: then the summary kept
+    with the result stands in for it (a result stored without one: a bare record)."""
     info = q.job(job_id)
     stored = _stored(q, job_id) if info is None or info.state is JobState.COMPLETED else None
-    if info is None:
-        return None if stored is None else (JobInfo(job_id, JobState.COMPLETED), stored)
-    return info, stored
+    if stored is not None and (info is None or (info.data is None and stored.job)):
+        return finished_record(job_id, stored.raw), stored  # no record, or a bare tombstone
+    return None if info is None else (info, stored)
+
+
+def _summary_rows(info: JobInfo, stored: Stored | None, redact: Redact) -> list[tuple[str, Any]]:
+    """The rows only a finished job's summary has: its timings and its worker, and its
+    arguments when its record (and payload) is gone."""
+    job = stored.job if stored is not None else None
+    if not job:
+        return []
+    rows: list[tuple[str, Any]] = []
+    if info.data is not None:
+        pass  # the payload row shows them
+    elif "args" in job:
+        call = {"args": job.get("args"), "kwargs": job.get("kwargs")}
+        rows.append(("arguments", _json_or_repr(call, redact)[:2000]))
+    elif "args_bytes" in job:
+        rows.append(("arguments", f"not kept ({job['args_bytes']} bytes of payload)"))
+    started, seconds = job.get("started"), job.get("seconds")
+    if isinstance(started, int | float) and isinstance(seconds, int | float):
+        rows.append(("started", _when(started)))
+        rows.append(("finished", _when(started + seconds)))
+        rows.append(("ran", f"{seconds:.3f} s"))
+    rows.append(("worker", str(job.get("worker") or "-")))
+    return rows
 
 
 def _failure(error: dict[str, Any]) -> str:
@@ -69,14 +99,14 @@ def _failure(error: dict[str, Any]) -> str:
     return shown + (f"  ({files[-1]})" if files else "")
 
 
-def _show(info: JobInfo, redact: Redact, queue: str, stored: Stored = None) -> None:
+def _show(info: JobInfo, redact: Redact, queue: str, stored: Stored | None = None) -> None:
     info = redact.job(info)  # its reason and progress; the payload below
     table = Table(show_header=False, title=plain(f"job {info.id}"))
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     rows: list[tuple[str, Any]] = [
         ("queue", queue),
-        ("task", _task_of(info) or "-"),
+        ("task", _task_of(info) or _summary_task(stored) or "-"),
         ("state", info.state.value + (" (corrupt record)" if info.corrupt else "")),
         ("group", info.group or "-"),
         ("key", info.key or "-"),
@@ -92,7 +122,7 @@ def _show(info: JobInfo, redact: Redact, queue: str, stored: Stored = None) -> N
         ("died", _when(info.died_at)),
         ("kept until", _when(info.retained_until)),
     ]
-    for name, value in rows + _control_rows(info):
+    for name, value in rows + _summary_rows(info, stored, redact) + _control_rows(info):
         table.add_row(name, plain(value))
     if info.reason:
         for k, v in info.reason.items():
@@ -106,8 +136,13 @@ def _show(info: JobInfo, redact: Redact, queue: str, stored: Stored = None) -> N
             shown = redact.text(repr(info.data[:500]))
         table.add_row("payload", plain(shown[:2000]))
     if stored is not None:
-        table.add_row(stored[0], plain(_json_or_repr(stored[1], redact)[:2000]))
+        table.add_row(stored.kind, plain(_json_or_repr(stored.value, redact)[:2000]))
     console.print(table)
+
+
+def _summary_task(stored: Stored | None) -> str:
+    task = stored.job.get("task") if stored is not None and stored.job else None
+    return task if isinstance(task, str) else ""
 
 
 def _control_rows(info: JobInfo) -> list[tuple[str, Any]]:
@@ -135,7 +170,7 @@ def _json_or_repr(value: Any, redact: Redact) -> str:
         return redact.text(repr(value))
 
 
-def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInfo, Stored]:
+def _find_job(job_id: str, url: str | None, namespace: str) -> tuple[str, JobInfo, Stored | None]:
     """The queue that has a trace of ``job_id``, and what it has: every queue of the
     namespace is asked (a round trip or two each), the first that knows the id answers."""
     for name in _known_queues(url, namespace):

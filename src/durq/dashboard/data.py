@@ -234,6 +234,11 @@ class DashboardData:
         """Everything stored about one job."""
         return await self.queue(name).job(job_id)
 
+    async def stored_result(self, name: str, job_id: str) -> bytes | None:
+        """The result (or error) stored for a finished job, with its summary; None
+        when none is kept."""
+        return await self.queue(name).wait_result(job_id, 0)
+
     async def replay(self, name: str, ids: Sequence[str] | None) -> int:
         """Replay the dead letters ``ids`` (None: all); returns how many."""
         q = self.queue(name)

@@ -12,7 +12,7 @@ from durq.app.tracing import META_KEY
 from durq.codec import Codec, PayloadCodec
 from durq.errors import DurqError
 from durq.models import JobInfo
-from durq.payloads import parse_call
+from durq.payloads import decode_result, parse_call, result_summary
 from durq.redaction import Redact
 
 __all__ = ["PayloadView", "job_numbers", "payload_view", "reason_fields"]
@@ -140,3 +140,50 @@ def job_numbers(info: JobInfo, now: float) -> list[tuple[str, float]]:
     if info.due_at is not None:
         out.append(("due in", info.due_at - now))
     return out
+
+
+@dataclass(frozen=True)
+class FinishedView:
+    """What a finished job's stored result keeps of it (``durq.worker.summary``), ready
+    to show: its task, worker and timings, and, unless payloads are hidden, its
+    arguments and its result or error as JSON text."""
+
+    kind: str  # "result" or "error"
+    task: str | None
+    worker: str | None
+    started: float | None
+    finished: float | None
+    seconds: float | None
+    arguments: str | None
+    value: str | None
+
+
+def finished_view(raw: bytes, show: bool, redact: Redact) -> FinishedView:
+    """The view of a stored result ``raw`` (``show``: payloads, arguments and results
+    shown, through ``redact``)."""
+    ok, value = decode_result(raw)
+    job = result_summary(raw) or {}
+    started, seconds = job.get("started"), job.get("seconds")
+    if not (isinstance(started, int | float) and isinstance(seconds, int | float)):
+        started = seconds = None
+    arguments = None
+    if show and "args" in job:
+        arguments = _text({"args": job.get("args"), "kwargs": job.get("kwargs")}, redact)
+    elif "args_bytes" in job:
+        arguments = f"not kept ({job['args_bytes']} bytes of payload)"
+    task, worker = job.get("task"), job.get("worker")
+    return FinishedView(
+        "result" if ok else "error",
+        task if isinstance(task, str) else None,
+        worker if isinstance(worker, str) else None,
+        started,
+        None if started is None or seconds is None else started + seconds,
+        seconds,
+        arguments,
+        _text(value, redact) if show else None,
+    )
+
+
+def _text(value: Any, redact: Redact) -> str:
+    """``value`` as one line of JSON, its secrets hidden, truncated."""
+    return orjson.dumps(redact.value(value), default=repr).decode()[:MAX_SHOWN]

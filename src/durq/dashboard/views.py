@@ -18,12 +18,13 @@ from durq.dashboard.charts import Chart, format_count, format_rate, format_secon
 from durq.dashboard.data import WorkerEntry, WorkerJob
 from durq.dashboard.durable import job_steps
 from durq.dashboard.history import History, Recent
-from durq.dashboard.jobview import job_numbers, payload_view, reason_fields
+from durq.dashboard.jobview import finished_view, job_numbers, payload_view, reason_fields
 from durq.dashboard.params import corrupt_page, error_page, id_or_error, queue_or_error
 from durq.dashboard.state import Dashboard, dashboard_of, render
 from durq.errors import InvalidArgument
 from durq.keys import check_group
-from durq.models import QueueStats
+from durq.models import JobState, QueueStats
+from durq.payloads import finished_record
 
 __all__ = [
     "api_overview",
@@ -168,9 +169,17 @@ async def job_page(request: Request) -> Response:
         dash.data.stats([name]),
         job_steps(dash, name, job_id),
     )
+    redact = dash.config.redact
+    finished = None
+    if info is None or (info.state is JobState.COMPLETED and info.data is None):
+        # a completed job's record is gone (a tombstone at most): its stored result
+        # keeps the job's summary, for result_ttl
+        raw = await dash.data.stored_result(name, job_id)
+        if raw is not None:
+            info = finished_record(job_id, raw)
+            finished = finished_view(raw, dash.config.show_payloads, redact)
     if info is None:
         return error_page(request, dash, 404, f"Queue {name} has no trace of job {job_id}.")
-    redact = dash.config.redact
     info = redact.job(info)  # its reason and progress; the payload below
     if name not in stats:
         return corrupt_page(request, dash, name)
@@ -188,6 +197,7 @@ async def job_page(request: Request) -> Response:
             "reason": reason_fields(info) if info.reason else None,
             "payload": payload_view(info, dash.config.show_payloads, redact),
             "numbers": job_numbers(info, stats[name].server_time),
+            "finished": finished,
             "group": group,
             "holders": holders,
             "steps": steps,

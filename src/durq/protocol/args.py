@@ -8,8 +8,10 @@ checked and converted (seconds to ms) by one of these.
 from __future__ import annotations
 
 import binascii
+import datetime
 import math
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +30,8 @@ __all__ = [
     "MIN_LEASE",
     "PRIORITY_RANGE",
     "attempt_error_json",
+    "delay_arg",
+    "delay_left_ms",
     "delay_ms",
     "int_in",
     "job_ids",
@@ -97,6 +101,30 @@ def delay_ms(value: Any, name: str = "delay") -> int:
     if not 0 <= secs <= MAX_DELAY:
         raise InvalidArgument(f"{name} must be between 0 and {MAX_DELAY:.0f} s, got {value!r}")
     return round(secs * 1000)
+
+
+def delay_arg(value: Any, name: str = "delay") -> int | str:
+    """A job's delay as a script takes it: ms from now (``delay_ms``), or for an aware
+    datetime (an eta) ``"@"`` and its epoch ms, which the script compares with the
+    server's clock: a producer whose clock is skewed still delays by the right amount."""
+    if not isinstance(value, datetime.datetime):
+        return delay_ms(value, name)
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(
+            f"{name}={value.isoformat()} has no time zone: give an aware datetime"
+        )
+    at = value.timestamp()
+    if not 0 < at <= time.time() + MAX_DELAY:  # the client's clock: a sanity bound only
+        raise InvalidArgument(f"{name}={value.isoformat()} is more than {MAX_DELAY:.0f} s away")
+    return f"@{math.floor(at * 1000)}"
+
+
+def delay_left_ms(arg: Any) -> int:
+    """The ms a ``delay_arg`` leaves from now, by this client's clock (for checks that
+    compare it with other options; the script measures an eta on the server's)."""
+    if isinstance(arg, str):
+        return max(1, int(arg[1:]) - math.floor(time.time() * 1000))
+    return int(arg)
 
 
 def lease_ms(value: Any) -> int:

@@ -19,7 +19,7 @@ from durq.codec import check_json
 from durq.errors import InvalidArgument
 from durq.keys import QueueKeys, check_job_id
 from durq.models import CancelResult, CancelStatus, JobState, Message, Progress
-from durq.protocol.args import MAX_DELAY, delay_ms, job_ids, seconds
+from durq.protocol.args import MAX_DELAY, delay_left_ms, delay_ms, job_ids, seconds
 from durq.protocol.calls import Arg, Command, Op, chunk_of, script_call
 from durq.protocol.record import STATE_NAMES
 from durq.protocol.status import Status
@@ -177,7 +177,7 @@ def control_fields(
         if not _uses_control(m):
             out.append((0, 0, "", 0, 0, 0))
             continue
-        delay, key, replace = int(row[2]), str(row[7]), row[8] == 1
+        delay, key, replace = delay_left_ms(row[2]), str(row[7]), row[8] == 1
         mode, window, max_wait = _mode(m, key, delay, replace)
         if m.expires is not None and mode == "deb":
             expires_in, expires_at = _debounce_expiry(m.expires, max_wait)

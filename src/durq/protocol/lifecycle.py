@@ -23,6 +23,7 @@ from durq.protocol.args import (
     MAX_ATTEMPTS_RANGE,
     PRIORITY_RANGE,
     attempt_error_json,
+    delay_arg,
     delay_ms,
     int_in,
     lease_ms,
@@ -120,7 +121,7 @@ def _enqueue_rows(
             (
                 next(fresh) if m.id is None else check_job_id(m.id),
                 data,
-                d_delay if m.delay is None else delay_ms(m.delay),
+                d_delay if m.delay is None else delay_arg(m.delay),
                 d_prio if m.priority is None else int_in("priority", m.priority, PRIORITY_RANGE),
                 d_max if m.max_attempts is None
                 else int_in("max_attempts", m.max_attempts, MAX_ATTEMPTS_RANGE),

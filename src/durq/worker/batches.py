@@ -34,6 +34,7 @@ from durq.protocol.wake import Look
 from durq.worker.alarm import Alarm
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.joblog import log_outcome
+from durq.worker.summary import add_summary
 
 if TYPE_CHECKING:
     from durq.app.task import Task
@@ -78,6 +79,7 @@ class BatchPump:
         *,
         lease: float,
         burst: bool = False,
+        worker: str = "",
     ) -> None:
         spec = task.config.batch
         assert spec is not None, "a BatchPump runs a batch task"
@@ -88,6 +90,7 @@ class BatchPump:
         self.metrics = metrics
         self.lease = task.config.lease or lease
         self.burst = burst
+        self.worker = worker  # the worker's id, kept in each item's result summary
         self.stopping = False
         #: the batch being run, if any (the worker's drain waits for it)
         self.runner: asyncio.Task[None] | None = None
@@ -183,8 +186,8 @@ class BatchPump:
         outcomes: list[Outcome | None] = [None] * len(jobs)
         items: list[Item] = []
         at: list[int] = []  # the index in jobs of each item
-        for i, job in enumerate(jobs):
-            call = self.executor.prepare(job)
+        calls = [self.executor.prepare(job) for job in jobs]
+        for i, (job, call) in enumerate(zip(jobs, calls, strict=True)):
             if isinstance(call, Outcome):  # undecodable, bad arguments: dead-lettered
                 # a version this worker cannot run: given back for a worker that can
                 outcomes[i] = Outcome("defer", delay=_HOLD_BACK) if call.kind == "hold" else call
@@ -211,12 +214,15 @@ class BatchPump:
         for i, outcome in zip(at, ran, strict=True):
             outcomes[i] = outcome
         final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
-        for job, outcome in zip(jobs, final, strict=True):
+        name = self.task.name
+        for job, call, outcome in zip(jobs, calls, final, strict=True):
             if job.id in lost:
                 outcome = Outcome("lost")
+            elif outcome.result is not None:  # the item's summary rides with its result
+                add_summary(outcome, job, name, call, elapsed, self.worker, self.lease)
             job_metrics.finished(outcome.kind, elapsed)
             if outcome.kind != "done":
-                log_outcome(job, self.task.name, outcome, elapsed)
+                log_outcome(job, name, outcome, elapsed)
         # sent while the next batch forms (one round trip less per batch), after the
         # settle of the batch before: no item is fetched before its batch's call ended
         self._settling = asyncio.create_task(self._settle(jobs, final, cause, lost, self._settling))

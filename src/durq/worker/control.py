@@ -132,7 +132,7 @@ class _Reporter:
         try:
             status = await self.queue._run(write_progress(self.queue.keys, job.id, job.token, data))
         except (RedisError, OSError, DurqError) as exc:
-            log.debug("job %s: progress not written: %s", job.id, exc)
+            log.debug("job %s of %s: progress not written: %s", job.id, job.queue, exc)
             return
         if status is Status.CANCELLED:
             self.on_cancel()

@@ -82,10 +82,11 @@ class DurableRuns:
             orphans = sorted(set(run.stored) - run.names)
             if orphans:
                 log.info(
-                    "job %s (%s) completed without reaching %d stored step(s) of earlier "
-                    "runs: %s (renamed or removed by a deploy?)",
+                    "job %s (%s) of %s completed without reaching %d stored step(s) of "
+                    "earlier runs: %s (renamed or removed by a deploy?)",
                     job.id,
                     name,
+                    job.queue,
                     len(orphans),
                     ", ".join(orphans[:10]),
                     extra=job_fields(job, name, outcome),

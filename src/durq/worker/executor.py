@@ -420,7 +420,9 @@ class Executor:
             return Outcome("done", result=encode_result(value))
         except Exception as exc:  # the job ran; only its return value cannot be stored
             why = self.app.redact.text(_safe_text(exc))
-            log.warning("job %s: result not stored: %s", job.id, why)
+            log.warning(
+                "job %s (%s) of %s: result not stored: %s", job.id, task.name, job.queue, why
+            )
             error = {"reason": "unstorable_result", "message": why}
             return Outcome("done", result=encode_error(error))
 

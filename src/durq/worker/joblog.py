@@ -10,7 +10,7 @@ from durq.models import Job
 from durq.worker.capacity import Delivery
 from durq.worker.executor import Outcome
 
-__all__ = ["job_fields", "log_outcome", "task_name"]
+__all__ = ["job_fields", "log_outcome", "log_start", "task_name"]
 
 log = logging.getLogger("durq.worker")
 
@@ -34,40 +34,51 @@ def job_fields(job: Job, task: str, outcome: Outcome | None) -> dict[str, Any]:
     }
 
 
+def log_start(job: Job, name: str) -> None:
+    """Log (at DEBUG) that ``job`` of task ``name`` starts."""
+    log.debug(
+        "job %s (%s) of %s started, attempt %d/%d",
+        job.id,
+        name,
+        job.queue,
+        job.attempt,
+        job.max_attempts,
+        extra=job_fields(job, name, None),
+    )
+
+
 def log_outcome(job: Job, name: str, outcome: Outcome, seconds: float) -> None:
     """Log how ``job`` (of task ``name``) ended: a cancel, a retry or a dead letter
-    always; a success only at DEBUG."""
-    if outcome.kind == "cancelled":
-        log.info("job %s (%s) cancelled", job.id, name, extra=job_fields(job, name, outcome))
-    elif outcome.kind == "hold":  # a deploy under way: another worker runs it
-        log.info("job %s %s", job.id, outcome.summary, extra=job_fields(job, name, outcome))
-    elif outcome.kind in ("retry", "dead"):
-        if outcome.kind == "dead":
-            log.error(
-                "job %s (%s, attempt %d/%d) dead-lettered: %s",
-                job.id,
-                name,
-                job.attempt,
-                job.max_attempts,
-                outcome.summary,
-                extra=job_fields(job, name, outcome),
-            )
-        else:
-            log.warning(
-                "job %s (%s, attempt %d/%d) failed: %s; retry in %.1fs",
-                job.id,
-                name,
-                job.attempt,
-                job.max_attempts,
-                outcome.summary,
-                outcome.delay,
-                extra=job_fields(job, name, outcome),
-            )
+    always; a success only at DEBUG. Every line names the job, its task and its queue
+    (``durq job show ID`` finds the queue itself, but a line read alone should say it)."""
+    kind = outcome.kind
+    fields = job_fields(job, name, outcome)
+    if kind == "cancelled":
+        log.info("job %s (%s) of %s cancelled", job.id, name, job.queue, extra=fields)
+    elif kind == "hold":  # a deploy under way: another worker runs it
+        log.info("job %s (%s) of %s %s", job.id, name, job.queue, outcome.summary, extra=fields)
+    elif kind in ("retry", "dead"):
+        dead = kind == "dead"
+        log.log(
+            logging.ERROR if dead else logging.WARNING,
+            "job %s (%s) of %s %s at attempt %d/%d: %s%s",
+            job.id,
+            name,
+            job.queue,
+            "dead-lettered" if dead else "failed",
+            job.attempt,
+            job.max_attempts,
+            outcome.summary,
+            "" if dead else f"; retry in {outcome.delay:.1f}s",
+            extra=fields,
+        )
     elif log.isEnabledFor(logging.DEBUG):
         log.debug(
-            "job %s %s in %.4fs",
+            "job %s (%s) of %s %s in %.4fs",
             job.id,
-            outcome.kind,
+            name,
+            job.queue,
+            kind,
             seconds,
-            extra=job_fields(job, name, outcome),
+            extra=fields,
         )

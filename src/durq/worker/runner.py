@@ -48,7 +48,7 @@ from durq.worker.eager import start_eagerly
 from durq.worker.executor import DONE, Executor, Outcome
 from durq.worker.health import HealthServer
 from durq.worker.holding import Holding
-from durq.worker.joblog import job_fields, log_outcome
+from durq.worker.joblog import job_fields, log_outcome, log_start
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
@@ -58,6 +58,7 @@ from durq.worker.pump import QueuePump
 from durq.worker.registry import WorkerRegistry, new_worker_id
 from durq.worker.schedules import ScheduleKeeper
 from durq.worker.startup import check_server, find_shards, subscribe, wait_for_redis
+from durq.worker.summary import add_summary
 from durq.worker.upkeep import Upkeep
 
 if TYPE_CHECKING:
@@ -212,6 +213,8 @@ class Worker:
             task = executor.task_of(job) if isinstance(call, Outcome) else call[0]
             name = task.name if task is not None else "?"
             metrics = self.metrics.job_metrics(job.queue, name)
+            if task is not None and task.log_name is not None and not isinstance(call, Outcome):
+                name = task.log_name(call[1])  # the code it runs (a Django task's path)
             delivery = Delivery(job, task, call, name, metrics, traced)
             capacity.occupy(delivery)
             if capacity.open:
@@ -295,6 +298,8 @@ class Worker:
             asyncio.get_running_loop().call_soon(delivery.metrics.started, pickup)
         else:
             delivery.metrics.started(pickup)
+        if _debug():
+            log_start(job, delivery.name)
         begun = time.monotonic()
         try:
             if (
@@ -312,7 +317,13 @@ class Worker:
                 outcome = Outcome("defer") if self._giving_back else Outcome("lost")
         except Exception as exc:  # a bug in durq itself: keep the job safe and say so
             name = delivery.name
-            log.exception("job %s: internal error", job.id, extra=job_fields(job, name, None))
+            log.exception(
+                "job %s (%s) of %s: internal error",
+                job.id,
+                name,
+                job.queue,
+                extra=job_fields(job, name, None),
+            )
             outcome = Outcome("defer", delay=1.0, reason=str(exc).encode())
         finally:
             self._running -= 1
@@ -339,6 +350,8 @@ class Worker:
         # returns, when the outcome is in the acknowledgement buffer
         if not self.capacity.vacate(delivery):
             return  # already given back during shutdown
+        if outcome.result is not None:  # the job's summary rides with its result
+            add_summary(outcome, job, delivery.name, delivery.call, seconds, self.id, self.lease)
         self.pumps[job.queue].acks.add(job, outcome)
         self.processed += 1
         self.outcomes[outcome.kind] = self.outcomes.get(outcome.kind, 0) + 1
@@ -384,6 +397,7 @@ class Worker:
                         self.metrics,
                         lease=self.lease,
                         burst=self.config.burst,
+                        worker=self.id,
                     )
                     continue
                 self.pumps[queue] = QueuePump(

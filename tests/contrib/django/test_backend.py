@@ -210,3 +210,27 @@ def test_a_job_naming_any_module_imports_nothing_in_get_result_or_the_worker(
     )
     assert not marker.exists()
     assert "planted_module" not in sys.modules and "this" not in sys.modules
+
+
+def test_the_worker_logs_a_django_job_by_its_tasks_path_and_queue(
+    backend: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import logging
+
+    from durq.worker import Worker, WorkerConfig
+
+    app = backend.durq_app
+    name = f"logs-{secrets.token_hex(4)}"  # a queue of its own: the burst ends at once
+    job_id = f"{name}:{secrets.token_urlsafe(12)}"
+    call = ["contrib.django.no_such_module.send", [], {}, {"backend": "default"}]
+    app.queue(name).enqueue(["django", call, {}], id=job_id)
+    caplog.set_level(logging.DEBUG, logger="durq.worker")
+    config = WorkerConfig(queues=[name], burst=True)
+    asyncio.run(Worker(app, config, handle_signals=False).run())
+
+    lines = [r.getMessage() for r in caplog.records if job_id in r.getMessage()]
+    named = f"job {job_id} (contrib.django.no_such_module.send) of {name} "
+    assert any(line.startswith(named + "started") for line in lines), lines
+    assert any(line.startswith(named + "dead-lettered") for line in lines), lines
+    assert not any("(django" in line for line in lines), lines

@@ -99,7 +99,8 @@ def _app_for(alias: str, params: Mapping[str, Any], options: Mapping[str, Any]) 
         kwargs = {k: options[k] for k in _APP_OPTIONS if k in options}
         kwargs.setdefault("result_ttl", _DEFAULT_RESULT_TTL)
         app = durq.App(**kwargs)
-        app.task(name=runner.TASK_NAME, result=True)(runner.run_django_task)
+        dispatcher = app.task(name=runner.TASK_NAME, result=True)(runner.run_django_task)
+        dispatcher.log_name = runner.log_name  # the worker logs a job by its task's path
         _apps[alias] = (params, app)
         return app
 

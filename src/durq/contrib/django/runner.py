@@ -35,7 +35,7 @@ from durq.contrib.django.known import known_task
 from durq.contrib.django.state import Attempt, Outcome, error_of, now, task_errors, to_datetime
 from durq.contrib.django.task import DurqTask
 
-__all__ = ["TASK_NAME", "call_of", "restore", "run_django_task", "worker_id"]
+__all__ = ["TASK_NAME", "call_of", "log_name", "restore", "run_django_task", "worker_id"]
 
 TASK_NAME = "django"
 """The name of the durq task every Django job calls."""
@@ -60,6 +60,13 @@ def call_of(payload: Any) -> tuple[str, list[Any], dict[str, Any], dict[str, Any
         ):
             return call[0], call[1], call[2], call[3]
     raise ValueError("not a Django task job")
+
+
+def log_name(args: list[Any]) -> str:
+    """The name the worker's log lines give a Django job: its task's import path (from
+    Redis: shortened, never imported here)."""
+    path = args[0] if args else None
+    return path[:200] if isinstance(path, str) else TASK_NAME
 
 
 def restore(task: Any, meta: Mapping[str, Any]) -> Any:

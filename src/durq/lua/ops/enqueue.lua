@@ -3,7 +3,9 @@ KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  n: number of jobs
 ARGV[2+9i .. 10+9i], for job i in 0..n-1:
          id, payload, delay_ms, priority (-10..10), max_attempts, codec,
-         group ('' = default group), key ('' = none), replace ('1' or '0')
+         group ('' = default group), key ('' = none), replace ('1' or '0');
+         delay_ms is ms from now, or '@' and the epoch ms the job is due at (an eta),
+         measured against the server's clock (lib/core/clock.lua: delay_of)
 Returns  {status_1, ref_1, ..., status_n, ref_n} where status is
            CREATED      ref = id
            EXISTS       ref = id: a job with this id exists, or finished less than the
@@ -34,7 +36,7 @@ local now = now_ms()
 local out = {}
 for i = 0, n - 1 do
   local b = 2 + ENQUEUE_FIELDS * i
-  local status, ref = enqueue_one(now, ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2]),
+  local status, ref = enqueue_one(now, ARGV[b], ARGV[b + 1], delay_of(ARGV[b + 2], now),
     tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), ARGV[b + 6],
     ARGV[b + 7], ARGV[b + 8])
   out[#out + 1] = status

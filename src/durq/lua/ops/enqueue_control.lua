@@ -63,7 +63,7 @@ local function update(other, r, payload, codec)
 end
 
 local function enqueue_control(now, b)
-  local id, payload, delay = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2])
+  local id, payload, delay = ARGV[b], ARGV[b + 1], delay_of(ARGV[b + 2], now)
   local codec, key = tonumber(ARGV[b + 5]), ARGV[b + 7]
   local mode, window, max_wait = ARGV[b + 11], tonumber(ARGV[b + 12]), tonumber(ARGV[b + 13])
   local park = nil -- keep-last: the running job this one waits for

@@ -59,7 +59,7 @@ for s = 1, #subs do
   earliest_due, conf_cache = nil, nil
   for i = 0, n - 1 do
     local b = 3 + ENQUEUE_FIELDS * i
-    local status, ref = enqueue_one(now, ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 2]),
+    local status, ref = enqueue_one(now, ARGV[b], ARGV[b + 1], delay_of(ARGV[b + 2], now),
       tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), ARGV[b + 6],
       ARGV[b + 7], ARGV[b + 8])
     out[#out + 1] = subs[s]

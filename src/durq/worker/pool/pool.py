@@ -259,8 +259,9 @@ class ProcessPool:
                 await loop.sock_sendall(child.sock, frame(("run", seq, job_fields(job))))
             except OSError:  # it died idle (its exit is on its way): the job never started
                 child.future, child.delivery = None, None
-                log.warning("job %s: its child process died before the job reached it; "
-                            "given back without an attempt", job.id)  # fmt: skip
+                log.warning("job %s (%s) of %s: its child process died before the job "
+                            "reached it; given back without an attempt",
+                            job.id, delivery.name, job.queue)  # fmt: skip
                 return Outcome("defer")
             reply = await future
         except asyncio.CancelledError:
@@ -448,7 +449,7 @@ class ProcessPool:
                 except LeaseLost:
                     self._tell(delivery, "lost")
                 except Exception as exc:  # checked in the child: should not happen
-                    log.debug("job %s: progress not reported: %s", job.id, exc)
+                    log.debug("job %s of %s: progress not reported: %s", job.id, job.queue, exc)
         elif kind == "ready":
             if not child.pid:  # (before the template's "forked": two sockets, no order)
                 child.pid = message[1]

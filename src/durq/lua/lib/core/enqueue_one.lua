@@ -46,7 +46,8 @@ local function enqueue_problem(b0, n)
   for i = 0, n - 1 do
     local b = b0 + ENQUEUE_FIELDS * i
     local g, prio = ARGV[b + 6], tonumber(ARGV[b + 3]) ~= 0
-    delayed = delayed or tonumber(ARGV[b + 2]) > 0
+    local d = ARGV[b + 2]
+    delayed = delayed or string.byte(d, 1) == 64 or tonumber(d) > 0 -- '@': an eta
     prioritized = prioritized or prio
     named = named or g ~= ''
     keyed = keyed or ARGV[b + 7] ~= ''

@@ -1,0 +1,93 @@
+"""The deployment guide's and the migration guides' durq code runs as written: each of
+their Python blocks runs against a server of the test's own (a newcomer's first check).
+
+Rules (each guide says them to its reader where it needs them):
+
+- A block runs on its own, after the page's setup: ``import durq``, ``url`` (the
+  reader's Redis URL) and ``app = durq.App(url)``; ``redis://localhost:6379/0`` in a
+  block is the test's server. Top-level ``await`` works, as in ``python -m asyncio``.
+- A block in another library's tab (``=== "Celery"``, ``"RQ"``, ``"arq"``) is that
+  library's code: not run here.
+- A block whose first line is ``# fragment: ...`` shows part of a program (the comment
+  says what it leaves out: your own objects, a worker running): it is compiled, not run.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import re
+import textwrap
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import durq
+from durq.dev.server import RedisServer
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDES = [
+    "docs/deployment.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "migrating").glob("*.md")),
+]
+_TAB = re.compile(r'^=== "([^"]+)"', re.MULTILINE)
+_BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
+_LOCAL = "redis://localhost:6379/0"
+
+
+def _blocks(text: str) -> list[tuple[int, str]]:
+    """(line, code) of each durq Python block of a page (another library's tab left
+    out)."""
+    out = []
+    for block in _BLOCK.finditer(text):
+        tabs = list(_TAB.finditer(text, 0, block.start()))
+        tab = tabs[-1][1] if tabs and block[1] else "durq"
+        if tab == "durq":
+            out.append((text.count("\n", 0, block.start()) + 2, textwrap.dedent(block[2])))
+    return out
+
+
+def _run(code: str, where: str, url: str) -> None:
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    compiled = compile(code.replace(_LOCAL, url), where, "exec", flags=flags)
+    if code.startswith("# fragment:"):
+        return
+    namespace: dict[str, object] = {"durq": durq, "url": url, "app": durq.App(url)}
+
+    def apps() -> list[durq.App]:
+        return [value for value in namespace.values() if isinstance(value, durq.App)]
+
+    async def awaited(done: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await done
+        finally:
+            for app in apps():
+                await app.aclose()  # its asyncio clients, on the loop they ran on
+
+    try:
+        done = eval(compiled, namespace)
+        if inspect.iscoroutine(done):
+            asyncio.run(awaited(done))
+    finally:
+        for app in apps():
+            app.close()
+
+
+@pytest.mark.parametrize("page", GUIDES)
+def test_a_guides_durq_code_blocks_run_as_written(
+    page: str, make_server: Callable[..., RedisServer]
+) -> None:
+    blocks = _blocks((ROOT / page).read_text())
+    runnable = [code for _, code in blocks if not code.startswith("# fragment:")]
+    assert len(runnable) >= 3, f"{page}: {len(runnable)} durq blocks run"
+    url = make_server().url  # a server per guide: a sharded "emails" is no other's queue
+    failed = []
+    for line, code in blocks:
+        try:
+            _run(code, f"{page}:{line}", url)
+        except Exception as exc:
+            failed.append(f"{page}:{line}: {type(exc).__name__}: {exc}")
+    assert not failed, "\n".join(failed)
