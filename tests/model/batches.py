@@ -123,6 +123,8 @@ class Turns:
         over once more. Returns those passed over more often than there are other
         groups (which the rotation never does)."""
         passed = self.passed.setdefault(unit, {})
+        if group in passed:
+            passed[group] = 0  # (a batch of rules_batches' several in one step)
         others = len(m.groups) - 1
         over = []
         for g in passed:

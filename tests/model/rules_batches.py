@@ -159,11 +159,41 @@ class BatchRules:
                               by_group: bool) -> None:  # fmt: skip
         """A worker forms a batch, runs it and settles every item in one call, each its
         own way (the function's outcome, or the item's own)."""
-        if self._form(unit, n, by_group):
-            batch = self.batches.pop()
-            self.lost.append(batch)
-            cause = "size" if len(batch.items) == n else "wait"
-            self._settle_batch(data, batch, cause, late=False)
+        self._run_batch(data, unit, n, by_group)
+
+    def _run_batch(self, data: st.DataObject, unit: str, n: int, by_group: bool) -> str | None:
+        """Form a batch and settle it; the group of its first item (None: no batch)."""
+        if not self._form(unit, n, by_group):
+            return None
+        batch = self.batches.pop()
+        self.lost.append(batch)
+        cause = "size" if len(batch.items) == n else "wait"
+        self._settle_batch(data, batch, cause, late=False)
+        return batch.items[0].group or ""
+
+    @rule(data=st.data(), unit=st.sampled_from(BATCH_UNITS),
+          flood=st.sampled_from(("", "g1", "g2")))  # fmt: skip
+    def a_flood_of_one_group_waits_its_turn(self, data: st.DataObject, unit: str,
+                                            flood: str) -> None:  # fmt: skip
+        """A flood of one group's items, then batches of one group run one after the
+        other (each settled before the next, as a worker runs them): every group that
+        may start a batch gets one within as many batches as there are such groups, the
+        flood's group included once (docs/batches.md: the groups are served in turn)."""
+        m = self.units[unit]
+        for _ in range(6):
+            self._enqueue(unit, EnqueueM(self.new_id(), {"n": self.serial}, group=flood))
+        waiting = set(m.eligible(self.now))
+        served: list[str] = []
+        for _ in range(len(waiting)):
+            group = self._run_batch(data, unit, 2, True)
+            if group is None:
+                return  # the queue's rate or max_active: no batch now
+            served.append(group)
+        missed = sorted(g for g in waiting - set(served) if g in m.eligible(self.now))
+        assert not missed, (
+            f"{unit}: groups {missed} were ready all along, yet {len(served)} batches of "
+            f"one group served {served}"
+        )
 
     def _settle_batch(self, data: st.DataObject, batch: BatchM, cause: str, late: bool) -> None:
         m = self.units[batch.unit]
