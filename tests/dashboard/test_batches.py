@@ -11,6 +11,7 @@ import httpx
 
 import durq
 from cli.support import durq as run
+from cli.support import table_row as _row
 from dashboard.support import LiveServer
 from helpers import eventually
 from worker.support import running_worker
@@ -32,15 +33,6 @@ def test_the_batches_page_shows_a_queues_recent_batch_sizes_and_causes(
                      "max_wait ran out"):  # fmt: skip
             assert text in page.text, text
         assert httpx.get(f"{server.url}/queue/batches", params={"q": "nope"}).status_code == 404
-
-
-def _row(output: str, first_cell: str) -> list[str]:
-    """The cells of the table row that starts with ``first_cell``."""
-    for line in output.splitlines():
-        cells = line.replace("│", " ").split()
-        if cells and cells[0] == first_cell:
-            return cells
-    raise AssertionError(f"no row for {first_cell!r} in:\n{output}")
 
 
 def test_a_worker_running_a_batch_of_100_shows_100_jobs_in_hand_and_stats_count_its_items(

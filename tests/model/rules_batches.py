@@ -177,14 +177,17 @@ class BatchRules:
                                             flood: str) -> None:  # fmt: skip
         """A flood of one group's items, then batches of one group run one after the
         other (each settled before the next, as a worker runs them): every group that
-        may start a batch gets one within as many batches as there are such groups, the
-        flood's group included once (docs/batches.md: the groups are served in turn)."""
+        may start a batch all along gets one within as many batches as there are groups
+        (docs/batches.md: the groups are served in turn)."""
         m = self.units[unit]
         for _ in range(6):
             self._enqueue(unit, EnqueueM(self.new_id(), {"n": self.serial}, group=flood))
         waiting = set(m.eligible(self.now))
         served: list[str] = []
-        for _ in range(len(waiting)):
+        # as many batches as the rotation lists groups at most: a group listed ahead of
+        # the waiting ones may get ready within a batch call (a delayed job due, a lease
+        # run out) and be served first
+        for _ in range(len(m.groups)):
             group = self._run_batch(data, unit, 2, True)
             if group is None:
                 return  # the queue's rate or max_active: no batch now
