@@ -180,7 +180,7 @@ class BatchRules:
         may start a batch all along gets one within as many batches as there are groups
         (docs/batches.md: the groups are served in turn)."""
         m = self.units[unit]
-        for _ in range(6):
+        for _ in range(4):
             self._enqueue(unit, EnqueueM(self.new_id(), {"n": self.serial}, group=flood))
         waiting = set(m.eligible(self.now))
         served: list[str] = []
@@ -286,10 +286,8 @@ class BatchRules:
         kept = [mj.id for mj in batch.current(m)]
         assert not kept, f"{batch.unit}: the dead holder's items {kept} were not reclaimed"
 
-    # drawn more often: a batch in hand is what the other batch rules need
-    dequeue_batch_2 = dequeue_batch
+    # drawn more often: a batch of one group in hand is what it needs
     top_up_2 = top_up
-    settle_a_batch_2 = settle_a_batch
 
     @invariant()
     def groups_take_turns(self) -> None:
