@@ -29,3 +29,12 @@ def durq(*args: str, input: str | None = None, columns: int = 200) -> Result:
         )
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved
+
+
+def table_row(output: str, first_cell: str) -> list[str]:
+    """The cells of the table row of ``output`` that starts with ``first_cell``."""
+    for line in output.splitlines():
+        cells = line.replace("│", " ").split()
+        if cells and cells[0] == first_cell:
+            return cells
+    raise AssertionError(f"no row for {first_cell!r} in:\n{output}")

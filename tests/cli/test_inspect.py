@@ -9,18 +9,10 @@ import pytest
 
 import durq
 from cli.support import durq as run
+from cli.support import table_row as _row
 from durq.dev.server import RedisServer
 from helpers import eventually
 from worker.support import Durq, ExecLog, running_worker
-
-
-def _row(output: str, first_cell: str) -> list[str]:
-    """The cells of the table row that starts with ``first_cell``."""
-    for line in output.splitlines():
-        cells = line.replace("│", " ").split()
-        if cells and cells[0] == first_cell:
-            return cells
-    raise AssertionError(f"no row for {first_cell!r} in:\n{output}")
 
 
 def test_stats_shows_a_row_per_queue_with_its_sizes_and_totals(

@@ -133,6 +133,26 @@ async def test_a_batch_by_group_takes_one_groups_items_and_serves_groups_in_turn
     assert groups == [("a", 100), ("b", 3), ("c", 3), ("a", 100)]
 
 
+async def test_a_batch_of_one_group_takes_its_items_past_cancelled_ones(q: Any) -> None:
+    # the model test found it: a turn that met only cancelled ids ended the batch (here
+    # at one item, the group's next item left ready)
+    await q.enqueue_many([Message({"i": i}, group="a", id=f"a{i}") for i in range(4)])
+    await q.cancel(["a1", "a2"])
+    jobs = await q.dequeue_batch(2, by_group=True)
+    assert [j.payload["i"] for j in jobs] == [0, 3]
+
+
+async def test_a_group_whose_next_ids_were_cancelled_keeps_its_turn_for_a_batch_of_one_group(
+    q: Any,
+) -> None:
+    # the model test found it: the group's turn went to the next group, its items ready
+    await q.enqueue_many([Message({"i": i}, group="a", id=f"a{i}") for i in range(4)])
+    await fill(q, 2, group="b", start=4)
+    await q.cancel(["a0", "a1"])
+    jobs = await q.dequeue_batch(2, by_group=True)
+    assert [(j.group, j.payload["i"]) for j in jobs] == [("a", 2), ("a", 3)]
+
+
 async def test_a_partial_batch_waits_up_to_max_wait_then_starts_with_what_it_has(q: Any) -> None:
     await fill(q, 7)
     began = time.monotonic()

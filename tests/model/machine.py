@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 )
 
 import durq.app.workflows as workflows_api
-from durq import Job, Outcome, Rate, Settle
+from durq import Job, Outcome, Rate
 from durq._sync.sharded import shard_index
 from durq.errors import InvalidArgument
 from durq.limits import shard_settings
@@ -39,6 +39,7 @@ from durq.protocol import limits as flow
 from durq.protocol import workflows as wf_protocol
 from durq.protocol.status import Status
 from model import invariants
+from model.batches import BY_GROUP, BatchCall
 from model.clock import FrozenClock
 from model.fanin import Workflows
 from model.limiter import RateM
@@ -51,6 +52,7 @@ from model.reference import (
     ModelError,
     Ops,
 )
+from model.rules_batches import BatchRules
 from model.rules_durable import DurableRules
 from model.rules_workflows import BALLAST, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
@@ -69,24 +71,11 @@ RATES = {
 ADVANCES = (300, 1, 100, 700, 1000, 2500)
 
 
-def _settle_of(kind: str, delay_ms: int) -> Settle:
-    """The durq.Settle of a model outcome (a delay in ms)."""
-    if kind == "done":
-        return Settle.done()
-    if kind == "retry":
-        return Settle.retry(delay_ms / 1000, "model")
-    if kind == "dead":
-        return Settle.dead("model")
-    if kind == "defer":
-        return Settle.defer(delay_ms / 1000)
-    return Settle.rate_limited(delay_ms / 1000, "group")
-
-
 def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
+class DurqMachine(WorkflowRules, DurableRules, BatchRules, RuleBasedStateMachine):
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
@@ -110,6 +99,7 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
         self.workflows = Workflows(self.units, {u: u for u in UNITS}, round(RESULT_TTL_S * 1000))
         self.wf_handles: dict[str, Any] = {}
         self.init_durable()
+        self.init_batches()
 
     def _reproducible(self) -> None:
         """Draw the run tags and the ids of workflows without one from a counter of the
@@ -258,26 +248,23 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
         jobs due, ticks of schedules), then the jobs it hands out. How much upkeep a
         call does is bounded by its budget of server time (lib/budget.lua, processor
         time): the driver reads how far it got, and the model follows."""
-        self._dequeue(unit, n, lease, batch=False)
+        self._dequeue(unit, n, lease)
 
-    @precondition(lambda self: any(not m.limited() for m in self.units.values()))
-    @rule(data=st.data(), n=st.sampled_from((2, 3)))
-    def dequeue_batch(self, data: st.DataObject, n: int) -> None:
-        """A batch (durq.Batch) of a queue without group limits (under one, a group's
-        items hold one slot together: not modelled), formed at once (no max_wait):
-        dequeue.lua's batch mode hands out what a dequeue would."""
-        unit = data.draw(st.sampled_from([u for u in UNITS if not self.units[u].limited()]))
-        self._dequeue(unit, n, LEASE_S, batch=True)
-
-    def _dequeue(self, unit: str, n: int, lease: float, *, batch: bool) -> None:
+    def _dequeue(self, unit: str, n: int, lease: float, *,
+                 batch: BatchCall | None = None) -> list[Job]:  # fmt: skip
+        """One dequeue call; ``batch``: a call of a batch mode (rules_batches)."""
         m = self.units[unit]
         front = self.world.fronts[unit]
         invariants.sync_parked(self.world, unit, m)
         leases = m.due_leases(self.now)
         schedules = self.schedules.get(unit)
         due = schedules.due_now(self.now) if schedules else []
-        fetch = batch_ops.fetch if batch else lifecycle.fetch  # batch: dequeue.lua's 'b'
-        jobs, next_ms, reclaimed = front._run(fetch(front.keys, front.codec, n, lease))
+        if batch is None:
+            op = lifecycle.fetch(front.keys, front.codec, n, lease)
+        else:
+            op = batch_ops.fetch(front.keys, front.codec, n, lease,
+                                 by_group=batch.mode == BY_GROUP, group=batch.group)  # fmt: skip
+        jobs, next_ms, reclaimed = front._run(op)
         assert min(len(leases), 1) <= reclaimed <= len(leases), (
             f"{unit}: the dequeue reclaimed {reclaimed} of {len(leases)} leases run out"
         )
@@ -301,15 +288,16 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
         m.count["dequeue calls"] += 1
         m.count["handed out"] += len(jobs)
         for job in jobs:
-            self._started(unit, m, job, round(lease * 1000))
+            self._started(unit, m, job, round(lease * 1000), batch)
         invariants.sync_doomed(self.world, unit, m, self.now)
         if len(jobs) < room and next_ms != 0:  # (0: the call was cut short by its budget)
-            left_over = m.eligible(self.now)
+            left_over = m.eligible(self.now) if batch is None else batch.allowed(m, self.now)
             assert not left_over, (
                 f"dequeue of {n} from {unit} handed out {[j.id for j in jobs]}, but "
                 f"{sorted(left_over.values())} may start now (stranded?)"
             )
         invariants.sync_parked(self.world, unit, m)
+        return jobs
 
     @rule(data=st.data())
     def a_worker_completes_one(self, data: st.DataObject) -> None:
@@ -335,16 +323,18 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
         for unit in UNITS:
             self.dequeue(unit, 1, lease)
 
-    def _started(self, unit: str, m: Ops, job: Job, lease: int) -> None:
+    def _started(self, unit: str, m: Ops, job: Job, lease: int, batch: BatchCall | None) -> None:
         mj = m.jobs.get(job.id)
         if mj is None:
             raise ModelError(f"{unit} handed out {job.id}, a job the model does not know")
-        allowed = m.eligible(self.now)
+        allowed = m.eligible(self.now) if batch is None else batch.allowed(m, self.now)
         assert allowed.get(mj.group) == job.id, (
             f"{unit} handed out {job.id} ({mj.state}, group {mj.group!r}); "
             f"the model allows {sorted(allowed.values())}"
         )
         m.start(mj, self.now, lease)
+        if batch is not None:
+            batch.took(m, mj)
         assert (job.attempt, job.deliveries, job.token) == (mj.attempts, mj.deliveries, mj.token)
         if mj.origin == "job":
             assert job.payload == mj.payload, f"{job.id}: payload {job.payload} != {mj.payload}"
@@ -470,50 +460,6 @@ class DurqMachine(WorkflowRules, DurableRules, RuleBasedStateMachine):
             f"RateLimited of {job.id} (cancel asked: {mj.must_cancel}): {status.name}, "
             f"expected {expected}"
         )
-
-    @precondition(lambda self: self.handles)
-    @rule(data=st.data())
-    def settle(self, data: st.DataObject) -> None:
-        """A batch's items ended in one call (durq.Batch: settle.lua), each its own way
-        (done, retry, dead, defer, RateLimited of its group), each fenced by its own
-        token: current and stale leases mixed, a partial settle of a batch."""
-        unit = data.draw(st.sampled_from(sorted({u for u, _ in self.handles})))
-        m = self.units[unit]
-        picked: dict[str, Job] = {}
-        for _ in range(data.draw(st.integers(1, 4))):
-            _, job, _ = self._pick_in(data, unit)
-            mj = m.jobs.get(job.id)
-            if mj is not None and mj.origin == "step":
-                continue  # a batch task is never a workflow step
-            picked.setdefault(job.id, job)  # an id listed twice is refused: not drawn
-        if not picked:
-            return
-        jobs = list(picked.values())
-        kinds = [data.draw(st.sampled_from(("done", "retry", "dead", "defer", "limited")))
-                 for _ in jobs]  # fmt: skip
-        delays = [data.draw(st.sampled_from((0, 300))) for _ in jobs]
-        outcomes = [_settle_of(k, d) for k, d in zip(kinds, delays, strict=True)]
-        cause = data.draw(st.sampled_from(("", "size", "wait")))
-        statuses = self.world.fronts[unit].settle(jobs, outcomes, cause=cause)
-        for job, kind, delay, status in zip(jobs, kinds, delays, statuses, strict=True):
-            mj = m.held(job.id, job.token)
-            if mj is None:
-                self._refused(unit, job, status)
-                continue
-            if kind == "done":
-                expected = m.release(mj, self.now)
-            elif kind in ("retry", "dead"):
-                expected = m.requeue(mj, delay, kind == "dead", self.now)
-            elif kind == "defer":
-                expected = m.defer(mj, delay, self.now)
-            else:
-                cancel = mj.cancel
-                expected = m.rate_limited(mj, delay, "group", self.now)
-                if cancel:  # settle.lua: it ends cancelled, and its group still pauses
-                    m.flow.pause("group", mj.group, self.now, delay)
-            assert status.name.lower() == expected, (
-                f"settle {job.id} as {kind}: {status.name}, expected {expected}"
-            )
 
     def _pick_in(self, data: st.DataObject, unit: str) -> tuple[str, Job, JobM | None]:
         """A handle of ``unit``: mostly one whose lease is current, sometimes a stale one."""

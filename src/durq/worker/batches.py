@@ -94,6 +94,9 @@ class BatchPump:
         self.stopping = False
         #: the batch being run, if any (the worker's drain waits for it)
         self.runner: asyncio.Task[None] | None = None
+        #: the items of that batch, leased to it: the worker's heartbeat lists them as
+        #: jobs in hand, and its durq_jobs_in_hand counts them
+        self.holding: list[Job] = []
         self.giving_back = False  # the drain cancels the runner: its items go back
         self.processed = 0
         self._failures = 0
@@ -167,10 +170,12 @@ class BatchPump:
                 return
             cause = "size" if len(jobs) >= spec.max_size else "wait"
             self.runner = asyncio.create_task(self._batch(jobs, cause), name="durq-batch")
+            self.holding = jobs
             try:
                 await asyncio.shield(self.runner)
             finally:
                 self.runner = None
+                self.holding = []
 
     def watch(self, look: Look) -> None:
         """The upkeep's look at this queue (once per heartbeat): end this pump's wait

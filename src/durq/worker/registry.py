@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis as AsyncRedis
@@ -27,6 +27,7 @@ from durq.transport.cluster import is_cluster
 
 if TYPE_CHECKING:  # the admin commands read the registry without the worker's runtime
     from durq.metrics import WorkerMetrics
+    from durq.worker.batches import BatchPump
     from durq.worker.capacity import Capacity
 
 __all__ = ["WorkerRegistry", "list_workers", "new_worker_id"]
@@ -78,10 +79,12 @@ class WorkerRegistry:
         capacity: Capacity,
         metrics: WorkerMetrics,
         more: Callable[[], dict[str, Any]] | None = None,
+        batches: Iterable[BatchPump] = (),
     ) -> None:
         """Beat every ``interval`` seconds, listing the jobs in hand, until cancelled; a
         failed beat is retried at the next one. ``more()``: fields to add (the process
-        pool's children)."""
+        pool's children); ``batches``: the batch tasks' pumps, whose running batch's
+        items are jobs in hand too (a batch of 100 is 100 jobs in hand)."""
         while True:
             jobs = [
                 {
@@ -93,6 +96,17 @@ class WorkerRegistry:
                 }
                 for d in capacity.deliveries.values()
             ]
+            for pump in batches:
+                jobs += [
+                    {
+                        "queue": job.queue,
+                        "id": job.id,
+                        "task": pump.task.name,
+                        "attempt": job.attempt,
+                        "running": True,
+                    }
+                    for job in pump.holding
+                ]
             try:
                 if more is not None:
                     self.info.update(more())

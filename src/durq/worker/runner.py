@@ -146,11 +146,13 @@ class Worker:
         # the jobs in hand (fetched, maybe running): one slot each
         self.concurrency = concurrency_for(self.config, app.tasks.values())
         self.capacity = Capacity(self.concurrency + self.config.prefetch)
-        # read when scraped, rather than set twice per job
-        self.metrics.in_hand.set_function(self.capacity.in_use)
         self.pumps: dict[str, QueuePump] = {}
         #: the queues (and shards) of batch tasks, each run by a BatchPump of its own
         self.batch_pumps: dict[str, BatchPump] = {}
+        # read when scraped, rather than set twice per job; a running batch's items count
+        self.metrics.in_hand.set_function(
+            lambda: self.capacity.in_use() + sum(len(p.holding) for p in self.batch_pumps.values())
+        )
         self._registry: WorkerRegistry | None = None
         #: the health and scaling endpoint, while served (``config.health_port``)
         self.health: HealthServer | None = None
@@ -485,7 +487,9 @@ class Worker:
             asyncio.create_task(
                 self._forever(
                     "heartbeat",
-                    lambda: registry.run(interval, self.capacity, self.metrics, children),
+                    lambda: registry.run(
+                        interval, self.capacity, self.metrics, children, self.batch_pumps.values()
+                    ),
                 )
             ),
             asyncio.create_task(self._forever("cancel listener", control.listener.run)),

@@ -453,7 +453,7 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
         limited, prioritized, now, deadline, out, hargs, zargs)
       if restored then prioritized = true end
       handed = handed + got
-      more = m and got > 0 and not garbage
+      more = m and not garbage and budget > 0 -- past a turn of stale ids (see by_group below)
       if more and handed >= check_at then
         check_at = handed + SERVE_CHECK
         cut = budget_spent(SERVE_MS)
@@ -519,8 +519,11 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
           now, deadline, out, hargs, zargs)
         if restored then prioritized = true end
         handed = handed + got
-        -- a batch of one group: that group's turns go on while it gives, in this call
-        while batch.one and got > 0 and more and handed < want and not cut do
+        -- a batch of one group: that group's turns go on while it has more, in this call,
+        -- past a turn that met only stale ids (cancelled, guarded: bounded by the skip
+        -- budget); stopping there would pass the group's turn on with its jobs ready
+        while batch.one and more and not garbage and budget > 0 and handed < want
+            and not cut do
           if handed >= check_at then
             check_at = handed + SERVE_CHECK
             cut = budget_spent(SERVE_MS)
