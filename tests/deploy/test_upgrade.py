@@ -54,9 +54,11 @@ def server() -> Iterator[Any]:
         server.close()
 
 
-def _write(python: Path | str, env: dict[str, str], out: Path, base: int = 0) -> dict[str, Any]:
+def _writer(python: Path | str, env: dict[str, str], out: Path, *args: str) -> dict[str, Any]:
+    """Run ``deploy.upgrade_writer`` with ``args`` under ``python``; what it wrote to
+    ``out``."""
     done = subprocess.run(
-        [str(python), "-m", "deploy.upgrade_writer", str(out), str(base)],
+        [str(python), "-m", "deploy.upgrade_writer", *args],
         env=env_for(env),
         capture_output=True,
         text=True,
@@ -66,22 +68,16 @@ def _write(python: Path | str, env: dict[str, str], out: Path, base: int = 0) ->
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(out.read_text())
     return result
+
+
+def _write(python: Path | str, env: dict[str, str], out: Path, base: int = 0) -> dict[str, Any]:
+    return _writer(python, env, out, str(out), str(base))
 
 
 def _poke(python: Path, env: dict[str, str], tmp_path: Path, expected: Path) -> dict[str, Any]:
     """What ``python``'s durq makes of the held jobs (deploy.upgrade_writer --poke)."""
     out = tmp_path / "poked.json"
-    done = subprocess.run(
-        [str(python), "-m", "deploy.upgrade_writer", "--poke", str(expected), str(out)],
-        env=env_for(env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(out.read_text())
-    return result
+    return _writer(python, env, out, "--poke", str(expected), str(out))
 
 
 def _workflows_running(url: str, workflows: list[dict[str, Any]]) -> int:
