@@ -33,8 +33,9 @@ local function held_forget(id)
   if type(reason.version) == 'number' and reason.version ~= 1 then
     cap = cap .. '@' .. string.format('%d', reason.version)
   end
-  if redis.call('ZREM', held_key(cap), id) == 1 then
+  -- pcall: garbage in these keys must not stop a cancel half-way (the id stays)
+  if redis.pcall('ZREM', held_key(cap), id) == 1 then
     count('held', -1)
-    held_reindex(cap)
+    pcall(held_reindex, cap)
   end
 end
