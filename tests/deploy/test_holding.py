@@ -8,11 +8,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 import durq
 from deploy.apps import Ran, v1, v2
 from durq.protocol.record import FLAG_HELD
+from durq.transport.connection import sync_client
 from helpers import eventually
 from worker.support import running_worker
 
@@ -183,7 +183,7 @@ def test_a_held_record_reads_as_a_delayed_one_to_durq_0_1_0_and_a_cancel_empties
     """docs/decisions/held-records.md: the state byte is 0.1.0's delayed, with FLAG_HELD."""
     old, new = apps
     queue = old.queue(queue_name)
-    raw = redis.Redis.from_url(redis_url)
+    raw = sync_client(redis_url)  # redis.Redis, or RedisCluster under tests/cluster
     prefix = queue.keys.prefix
     with running_worker(old):
         handle = new.tasks["t"].enqueue(1)
