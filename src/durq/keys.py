@@ -306,7 +306,11 @@ def workflow_key(prefix: str, workflow_id: str) -> str:
 
 def workflow_structure_key(prefix: str, workflow_id: str, run: str) -> str:
     """The structure of run ``run`` of workflow ``workflow_id`` (lua/lib/workflows/fan_in.lua): the
-    run is a fixed-length tag, so no two workflow ids share a key."""
+    run is a fixed-length tag, so no two workflow ids share a key. A workflow of durq
+    0.1.0 has no run (``""``): its structure is in its header's hash
+    (lua/lib/workflows/legacy.lua)."""
+    if not run:
+        return workflow_key(prefix, workflow_id)
     return f"{prefix}wfs:{run}:{workflow_id}"
 
 

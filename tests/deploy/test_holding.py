@@ -11,6 +11,8 @@ import pytest
 
 import durq
 from deploy.apps import Ran, v1, v2
+from durq.protocol.record import FLAG_HELD
+from durq.transport.connection import sync_client
 from helpers import eventually
 from worker.support import running_worker
 
@@ -173,6 +175,29 @@ def test_a_held_job_can_be_cancelled_like_a_pending_one(
     info = queue.job(handle.id)
     assert info is not None and info.state is durq.JobState.CANCELLED
     assert ran.of("t") == [] and queue.stats().held == 0
+
+
+def test_a_held_record_reads_as_a_delayed_one_to_durq_0_1_0_and_a_cancel_empties_its_holding_area(
+    apps: tuple[durq.App, durq.App], queue_name: str, redis_url: str
+) -> None:
+    """docs/decisions/held-records.md: the state byte is 0.1.0's delayed, with FLAG_HELD."""
+    old, new = apps
+    queue = old.queue(queue_name)
+    raw = sync_client(redis_url)  # redis.Redis, or RedisCluster under tests/cluster
+    prefix = queue.keys.prefix
+    with running_worker(old):
+        handle = new.tasks["t"].enqueue(1)
+        eventually(lambda: queue.stats().held == 1, 10)
+        record = raw.hget(prefix + "jobs", handle.id)
+        assert isinstance(record, bytes) and record[1] == 2 and record[32] & FLAG_HELD
+        assert raw.zrange(prefix + "held:t", 0, -1) == [handle.id.encode()]
+        (result,) = queue.cancel(handle.id)
+        assert result.status is durq.CancelStatus.CANCELLED
+        record = raw.hget(prefix + "jobs", handle.id)
+        assert isinstance(record, bytes) and record[1] == 7 and not record[32] & FLAG_HELD
+        assert raw.zcard(prefix + "held:t") == 0 and raw.zcard(prefix + "heldidx") == 0
+        assert queue.stats().held == 0
+    raw.close()
 
 
 def test_a_migration_that_raises_dead_letters_the_job_with_its_reason(

@@ -3,8 +3,13 @@ this repository's history, enqueues jobs of every kind and half-drains them unde
 kills; workers of this tree and of the previous release then run side by side, then
 this tree's alone, and every job is counted: plain, delayed, grouped (group limit 1),
 prioritized, keyed, expiring, retried and dead-lettered jobs (replayed by this tree), a
-rate limit, a periodic schedule (no tick fires twice). Workflows of the previous release
-are read and cancelled, not run (docs/workflows.md, "Upgrading")."""
+rate limit, a periodic schedule (no tick fires twice), and workflows (chains across the
+two queues' slots, groups with a callback) that the previous release submitted and
+began, run on by both fleets in the previous release's layout (lua/lib/workflows/legacy.lua):
+every step runs, and each result counts once. Jobs held by a worker of this tree while
+a worker of the previous release runs stay readable by the previous release (a delayed
+job to it: docs/decisions/held-records.md): its producer deduplicates against them by
+key, and they run once when a capable worker brings them back."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import json
 import secrets
 import subprocess
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +27,7 @@ import pytest
 import durq
 from deploy.fleet import Fleet, done_seqs, env_for, read_ledger, wait_for
 from deploy.releases import Release, previous_release, release_python
+from durq.app.workflows import WorkflowHandle
 from helpers import start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault]
@@ -47,9 +54,11 @@ def server() -> Iterator[Any]:
         server.close()
 
 
-def _write(python: Path | str, env: dict[str, str], out: Path, base: int = 0) -> dict[str, Any]:
+def _writer(python: Path | str, env: dict[str, str], out: Path, *args: str) -> dict[str, Any]:
+    """Run ``deploy.upgrade_writer`` with ``args`` under ``python``; what it wrote to
+    ``out``."""
     done = subprocess.run(
-        [str(python), "-m", "deploy.upgrade_writer", str(out), str(base)],
+        [str(python), "-m", "deploy.upgrade_writer", *args],
         env=env_for(env),
         capture_output=True,
         text=True,
@@ -59,6 +68,25 @@ def _write(python: Path | str, env: dict[str, str], out: Path, base: int = 0) ->
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(out.read_text())
     return result
+
+
+def _write(python: Path | str, env: dict[str, str], out: Path, base: int = 0) -> dict[str, Any]:
+    return _writer(python, env, out, str(out), str(base))
+
+
+def _poke(python: Path, env: dict[str, str], tmp_path: Path, expected: Path) -> dict[str, Any]:
+    """What ``python``'s durq makes of the held jobs (deploy.upgrade_writer --poke)."""
+    out = tmp_path / "poked.json"
+    return _writer(python, env, out, "--poke", str(expected), str(out))
+
+
+def _workflows_running(url: str, workflows: list[dict[str, Any]]) -> int:
+    """How many of ``workflows`` still run."""
+    running = 0
+    for wf in workflows:
+        info = durq.Queue(wf["queue"], url=url).workflow(wf["id"])
+        running += info is not None and info.state == "running"
+    return running
 
 
 def test_a_queue_written_and_half_drained_by_the_previous_release_is_finished_by_this_one(
@@ -76,6 +104,8 @@ def test_a_queue_written_and_half_drained_by_the_previous_release_is_finished_by
     assert expected["version"] == release.version
     seqs = set(expected["seqs"])
     queues = [f"{prefix}-a", f"{prefix}-b"]
+    qc = durq.Queue(f"{prefix}-c", url=server.url)
+    held = {h["seq"] for h in expected["held"]}
     fleet = Fleet(tmp_path, env)
     try:
 
@@ -90,12 +120,30 @@ def test_a_queue_written_and_half_drained_by_the_previous_release_is_finished_by
         wait_for("50% done", lambda: progress() >= 0.5, 60, fleet)
         for proc in old:
             proc.kill()
+        # the previous release began its workflows; chains wait behind the plain jobs
+        assert _workflows_running(server.url, expected["workflows"])
         # both at once
         new = [fleet.spawn(sys.executable, TARGET, queues, label="new0")]
-        mixed = fleet.spawn(old_python, TARGET, queues, label="old3")
+        # a worker of this tree without `later` holds its jobs; one of the previous
+        # release runs beside it (on their queue too), and its producer meets them
+        lacking = fleet.spawn(sys.executable, TARGET, [qc.name], label="new-lacking",
+                              env={"DURQ_UP_WITHOUT_LATER": "1"})  # fmt: skip
+        wait_for("the jobs of `later` held", lambda: qc.stats().held == len(held), 60, fleet)
+        mixed = fleet.spawn(old_python, TARGET, [*queues, qc.name], label="old3")
+        poked = _poke(old_python, env, tmp_path, tmp_path / "expected.json")
+        assert poked["states"] == ["delayed"] * len(held), poked
+        assert poked["cancel"] == "cancelled", poked
+        first = expected["held"][0]["seq"]
         wait_for("75% done", lambda: progress() >= 0.75, 60, fleet)
+        assert not done_seqs(ledger).keys() & held  # nothing took them from the holding area
         mixed.kill()
-        new.append(fleet.spawn(sys.executable, TARGET, queues, label="new1"))
+        lacking.kill()
+        new.append(fleet.spawn(sys.executable, TARGET, [*queues, qc.name], label="new1"))
+        wait_for("the held jobs run", lambda: held - {first} <= set(done_seqs(ledger)), 60, fleet)
+        wait_for("the holding area empty", lambda: qc.stats().held == 0, 30, fleet)
+        counts = done_seqs(ledger)
+        assert all(counts[s] == 1 for s in held - {first}) and first not in counts, counts
+        assert not qc.dead_letters(limit=10)
         doomed = set(expected["doomed"])
         wait_for("every job but the doomed done", lambda: seqs - doomed <= set(done_seqs(ledger)),
                  90, fleet)  # fmt: skip
@@ -106,16 +154,24 @@ def test_a_queue_written_and_half_drained_by_the_previous_release_is_finished_by
         assert dead and len(dead) == len(doomed - ran), dead
         qa.replay([d.id for d in dead])
         wait_for("the doomed jobs replayed", lambda: seqs <= set(done_seqs(ledger)), 60, fleet)
-        # workflows the previous release submitted do not progress under this tree
-        # (docs/workflows.md, "Upgrading"): this tree reads them, and cancels them
+        # workflows the previous release submitted run to their end: each result is
+        # the one expected (every fan-in counted once), every step ran
+        reader = durq.App(server.url)
+        try:
+            for wf in expected["workflows"]:
+                handle = WorkflowHandle(reader, wf["queue"], wf["id"])
+                assert handle.result(timeout=60) == wf["result"], wf
+        finally:
+            reader.close()
+        steps: dict[str, set[str]] = defaultdict(set)
+        versions = set()
+        for line in read_ledger(ledger):
+            if line.kind == "STEP":
+                steps[line.id.rsplit(".", 1)[0]].add(line.id)
+                versions.add(line.version)
         for wf in expected["workflows"]:
-            queue = durq.Queue(wf["queue"], url=server.url)
-            info = queue.workflow(wf["id"])
-            assert info is not None and info.state == "running", wf
-            status, state = queue.cancel_workflow(wf["id"])
-            assert (status, state) == (durq.CancelStatus.CANCELLED, "cancelled"), wf
-            info = queue.workflow(wf["id"])
-            assert info is not None and info.state == "cancelled", wf
+            assert len(steps[wf["id"]]) == wf["nodes"], (wf, steps[wf["id"]])
+        assert versions == {release.version, durq.__version__}, versions
         ticks = [line.id for line in read_ledger(ledger) if line.kind == "TICK"]
         assert len(ticks) == len(set(ticks)), "a tick fired twice"
         assert any(line.version == durq.__version__ for line in read_ledger(ledger)

@@ -2,7 +2,9 @@
 producer, ``deploy.upgrade_writer``) and by this tree alike: it uses only the public API
 both have.
 
-Two queues in two Cluster slots (``<prefix>-a``, ``<prefix>-b``); every task appends a
+Two queues in two Cluster slots (``<prefix>-a``, ``<prefix>-b``), and a third
+(``<prefix>-c``) for ``later``, a task that a worker started with
+``$DURQ_UP_WITHOUT_LATER`` set does not have (it holds its jobs); every task appends a
 line to the ledger (``$DURQ_UP_LEDGER``) with one ``os.write`` on an ``O_APPEND``
 descriptor, which survives a SIGKILL a microsecond later::
 
@@ -22,6 +24,7 @@ import durq
 PREFIX = os.environ.get("DURQ_UP_PREFIX", "up")
 QA = f"{PREFIX}-a"
 QB = f"{PREFIX}-b"
+QC = f"{PREFIX}-c"
 LEDGER_ENV = "DURQ_UP_LEDGER"
 
 app = durq.App(
@@ -104,6 +107,14 @@ def total(xs: list[int]) -> int:
 @app.task(queue=QA)
 def tick() -> None:
     note("TICK", -1)
+
+
+def later(seq: int) -> int:
+    note("DONE", seq)
+    return seq
+
+
+later_task = None if os.environ.get("DURQ_UP_WITHOUT_LATER") else app.task(queue=QC)(later)
 
 
 app.schedule("up-tick", tick, every=1.0)

@@ -16,9 +16,22 @@ import sys
 from typing import Any
 
 import durq
-from deploy.upgrade_app import QA, QB, add, app, doomed, double, flaky, mark, mark_b, total
+from deploy.upgrade_app import (
+    QA,
+    QB,
+    QC,
+    add,
+    app,
+    doomed,
+    double,
+    flaky,
+    later_task,
+    mark,
+    mark_b,
+    total,
+)
 
-PLAIN, DELAYED, GROUPED, PRIO, KEYED, EXPIRING, FLAKY, DOOMED = (
+PLAIN, DELAYED, GROUPED, PRIO, KEYED, EXPIRING, FLAKY, DOOMED, LATER = (
     0,
     400,
     500,
@@ -27,6 +40,7 @@ PLAIN, DELAYED, GROUPED, PRIO, KEYED, EXPIRING, FLAKY, DOOMED = (
     800,
     900,
     1000,
+    1100,
 )
 GROUPS = 5
 PER_GROUP = 10
@@ -65,11 +79,20 @@ def write(base: int) -> dict[str, Any]:
     for i in range(10):
         x = base + i
         handle = durq.chain(add.s(x, 1), double.s(), add.s(100)).enqueue()
-        workflows.append({"id": handle.id, "queue": handle.queue, "result": (x + 1) * 2 + 100})
+        workflows.append(
+            {"id": handle.id, "queue": handle.queue, "result": (x + 1) * 2 + 100, "nodes": 3}
+        )
     for _ in range(5):
         handle = durq.group([double.s(j) for j in range(6)]).then(total.s()).enqueue()
-        workflows.append({"id": handle.id, "queue": handle.queue, "result": 30})
+        workflows.append({"id": handle.id, "queue": handle.queue, "result": 30, "nodes": 7})
+    # for the queue of `later`, whose jobs the test has held by a worker of this tree that
+    # lacks the task, while a worker of the previous release runs
+    assert later_task is not None
+    held = [
+        {"seq": base + LATER + i, "id": later_task.enqueue(base + LATER + i).id} for i in range(10)
+    ]
     return {
+        "held": held,
         "seqs": seqs,
         "doomed": [base + DOOMED + i for i in range(10)],
         "group_order": order,
@@ -77,7 +100,25 @@ def write(base: int) -> dict[str, Any]:
     }
 
 
+def poke(held: list[dict[str, Any]]) -> dict[str, Any]:
+    """What this durq makes of held jobs: each one's state; then it cancels the first."""
+    queue = app.queue(QC)
+    states = [getattr(queue.job(h["id"]), "state", None) for h in held]
+    (cancelled,) = queue.cancel(held[0]["id"])
+    return {
+        "states": [str(getattr(s, "value", s)) for s in states],
+        "cancel": str(cancelled.status.value),
+    }
+
+
 def main() -> None:
+    if sys.argv[1] == "--poke":  # --poke IN.json OUT.json
+        with open(sys.argv[2]) as f:
+            result = poke(json.load(f)["held"])
+        with open(sys.argv[3], "w") as f:
+            json.dump(result, f)
+        app.close()
+        return
     out = sys.argv[1]
     base = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     expected = write(base)

@@ -11,7 +11,7 @@ import re
 
 from durq import lua
 from durq.models import QueueStats
-from durq.protocol import admin, control, workflows
+from durq.protocol import admin, control, record, workflows
 
 
 def _source(name: str) -> str:
@@ -28,10 +28,10 @@ def _counters_written() -> set[str]:
     found |= set(re.findall(r"'HINCRBY', K_STATS, '(\w+)'", code))
     # count(why, 1) in lib/control/job_control.lua: why is 'cancelled' or 'expired'
     # 'wf_' .. state in lib/workflows/fan_in.lua (wf_close): state is 'completed', 'failed' or
-    # 'cancelled' (its callers: wf_end, wf_fail, wf_abort)
+    # 'cancelled' (its callers: wf_end, and wf_end_early for wf_fail and wf_abort)
     if re.search(r"'wf_' \.\. state", code):
         found |= {"wf_completed", "wf_failed"}
-        if "wf_close(w, 'cancelled'" in code:
+        if re.search(r"wf_(close|end_early)\(w, 'cancelled'", code):
             found.add("wf_cancelled")
     if re.search(r"\bcount\(why, ", code):
         found |= {"cancelled", "expired"}
@@ -65,6 +65,7 @@ def test_job_control_constants_agree() -> None:
     flags = dict(re.findall(r"^local (FLAG_[A-Z]+) = (\d+)", layout, re.MULTILINE))
     assert int(flags["FLAG_CANCEL"]) == control.FLAG_CANCEL
     assert int(flags["FLAG_CONTROL"]) == control.FLAG_CONTROL
+    assert int(flags["FLAG_HELD"]) == record.FLAG_HELD
     assert len(set(flags.values())) == len(flags), "two flags share a bit"
     parked = re.search(r"^local PARKED = (\d+)", _source("lib/control/job_control"), re.MULTILINE)
     assert parked and int(parked.group(1)) == control.PARKED

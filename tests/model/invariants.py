@@ -26,7 +26,7 @@ from durq.protocol import workflows as wf_ops
 from durq.protocol.record import STATE_NAMES, parse_record
 from model.fanin import Workflows
 from model.periodic import Schedules
-from model.reference import ACTIVE, DEAD, DELAYED, LIVE, PENDING, JobM, ModelError, Ops
+from model.reference import ACTIVE, DEAD, DELAYED, HELD, LIVE, PENDING, JobM, ModelError, Ops
 from model.world import World
 
 GROUPS = ("", "g1", "g2")
@@ -151,10 +151,10 @@ def check_unit(reads: Reads, at: tuple[int, int], unit: str, m: Ops) -> None:
     stats = reads.scripts[stats_at]
     states = _states(jobs)
     for job in m.jobs.values():
-        if job.state in (*LIVE, DEAD):
+        if job.state in (*LIVE, DEAD, HELD):
             _expect(f"the state of {job.id}", states.get(job.id), job.state, unit)
     for job_id, state in states.items():
-        if state in (*LIVE, DEAD) and (job_id not in m.jobs or m.jobs[job_id].state != state):
+        if state in (*LIVE, DEAD, HELD) and (job_id not in m.jobs or m.jobs[job_id].state != state):
             known = getattr(m.jobs.get(job_id), "state", None)
             raise ModelError(f"{unit}: {job_id} is {state} on the server, {known} in the model")
     by_state = {s: {j.id: j for j in m.in_state(s)} for s in (ACTIVE, DELAYED, DEAD)}
@@ -182,6 +182,7 @@ def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
     _expect("stats().pending vs the ready jobs listed", stats.pending, ready, unit)
     sizes = (stats.pending, stats.delayed, stats.active, stats.dead)
     _expect("stats() sizes", sizes, tuple(len(m.in_state(s)) for s in (*LIVE, DEAD)), unit)
+    _expect("stats().held", stats.held, len(m.in_state(HELD)), unit)
     seen = {name: getattr(stats, name) for name in COUNTERS}
     _expect("stats() counters", seen, {name: m.count[name] for name in COUNTERS}, unit)
 

@@ -54,6 +54,7 @@ from model.reference import (
 )
 from model.rules_batches import BatchRules
 from model.rules_durable import DurableRules
+from model.rules_holding import HOLDING_UNITS, HoldingRules, check_holding, read_holding
 from model.rules_workflows import BALLAST, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
@@ -75,7 +76,7 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, DurableRules, BatchRules, RuleBasedStateMachine):
+class DurqMachine(WorkflowRules, DurableRules, BatchRules, HoldingRules, RuleBasedStateMachine):
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
@@ -100,6 +101,7 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, RuleBasedStateMachine
         self.wf_handles: dict[str, Any] = {}
         self.init_durable()
         self.init_batches()
+        self.init_holding()
 
     def _reproducible(self) -> None:
         """Draw the run tags and the ids of workflows without one from a counter of the
@@ -112,6 +114,7 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, RuleBasedStateMachine
         setattr(workflows_api, "new_ids", lambda n: [f"r{next(counter)}" for _ in range(n)])  # noqa: B010
 
     def teardown(self) -> None:
+        self.close_holding()
         wf_protocol.new_run = self._drawn[0]
         setattr(workflows_api, "new_ids", self._drawn[1])  # noqa: B010
         if os.environ.get("DURQ_MODEL_STATS"):
@@ -645,9 +648,12 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, RuleBasedStateMachine
         units = {u: invariants.read_unit(reads, u) for u in UNITS}
         schedules = {u: invariants.read_schedules(reads, u, self.schedules[u]) for u in PLAIN_UNITS}
         workflows = invariants.read_workflows(reads, self.workflows)
+        held = {u: read_holding(reads, u, self.holding[u]) for u in HOLDING_UNITS}
         reads.send()
         for unit, at in units.items():
             invariants.check_unit(reads, at, unit, self.units[unit])
         for unit, at in schedules.items():
             invariants.check_schedules(reads, at, unit, self.schedules[unit])
         invariants.check_workflows(reads, workflows, self.workflows, self.now)
+        for unit, area in held.items():
+            check_holding(reads, area, unit, self.holding[unit])

@@ -24,6 +24,7 @@ COMPLETED, DEAD, CANCELLED, EXPIRED, SUPERSEDED = (
     "completed", "dead", "cancelled", "expired", "superseded",
 )  # fmt: skip
 PURGED = "purged"  # a dead letter deleted for good: nothing of it is left
+HELD = "held"  # waits for a worker that runs its task (model.holding)
 LIVE = (PENDING, DELAYED, ACTIVE)
 PARKED = 9007199254740991  # a keep-last follow-up's due time while its predecessor runs
 PRIO_SHIFT = 2**44
@@ -64,6 +65,8 @@ class JobM:
     errors_at: int | None = None
     must_cancel: bool = False  # a cancel answered CANCELLED/CANCELLING: ends cancelled
     result_size: int = 0  # the bytes of the result its holder releases it with (a step)
+    cap: str = ""  # while held: the capability it waits for, and since when
+    held_at: int = 0
 
 
 @dataclass
@@ -180,7 +183,7 @@ class UnitM:
         job = self.jobs.get(job_id)
         if job is None:
             return False
-        if job.state in (*LIVE, DEAD):
+        if job.state in (*LIVE, DEAD, HELD):
             return True
         if job.state == PURGED:
             return False
@@ -539,9 +542,10 @@ class Ops(UnitM):
         job = self.jobs.get(job_id)
         if job is None or job.state == PURGED:
             return {NOT_FOUND}
-        if job.state in (PENDING, DELAYED):
+        if job.state in (PENDING, DELAYED, HELD):
             if job.state == PENDING:
                 self.leave_ready(job)
+            job.cap = ""  # a held one leaves its holding area at once
             job.must_cancel = True
             self.end(job, CANCELLED, now)
             return {CANCELLED}

@@ -2,7 +2,9 @@
 
 Layout, big-endian: version B, state B, priority b, codec B, attempts H, max_attempts H,
 deliveries I, failures H, enqueued_at 6 bytes, dequeued_at 6 bytes, requeued_at 6 bytes,
-flags B (33 bytes); then len(group) B, group, len(key) B, key, payload.
+flags B (33 bytes); then len(group) B, group, len(key) B, key, payload. A held record
+(state 9 once read) is stored as delayed (2) with the flag ``FLAG_HELD``, so that durq
+0.1.0 reads it (docs/decisions/held-records.md).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import NamedTuple
 
 __all__ = [
     "FIXED_SIZE",
+    "FLAG_HELD",
     "STATE_NAMES",
     "Record",
     "RecordFields",
@@ -21,6 +24,8 @@ __all__ = [
 ]
 
 _FIXED = struct.Struct(">BBbBHHIHHIHIHIB")
+_DELAYED, _HELD = 2, 9
+FLAG_HELD = 16  # lua/lib/core/record_layout.lua
 FIXED_SIZE = _FIXED.size  # 33
 VERSION = 1
 STATE_NAMES = {
@@ -71,6 +76,8 @@ def record_fields(raw: bytes, errors: str = "strict") -> RecordFields | None:
      eh, el, dh, dl, rh, rl, flags) = _FIXED.unpack_from(raw)  # fmt: skip
     if ver != VERSION or state not in STATE_NAMES:
         return None
+    if state == _DELAYED and flags & FLAG_HELD:
+        state = _HELD
     glen = raw[FIXED_SIZE]
     if glen == 0 and raw[FIXED_SIZE + 1] == 0:  # no group, no key: most jobs
         group = key = ""

@@ -82,7 +82,10 @@ def new_run() -> str:
 
 
 def step_job_id(workflow_id: str, run: str, node: int) -> str:
-    """The job id of node ``node`` of run ``run`` of workflow ``workflow_id``."""
+    """The job id of node ``node`` of run ``run`` of workflow ``workflow_id`` (a
+    workflow of durq 0.1.0 has no run: ``<workflow id>.<node>``)."""
+    if not run:
+        return f"{workflow_id}.{node}"
     return f"{workflow_id}.{run}.{node}"
 
 

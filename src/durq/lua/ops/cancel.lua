@@ -28,6 +28,7 @@ Cost     O(ids) commands (a prioritized pending job: O(log n) to leave its zset)
 --- @include "lib/groups/keys"
 --- @include "lib/groups/offer"
 --- @include "lib/control/job_control"
+--- @include "lib/holding/keys"
 --- @include "lib/core/types"
 
 local ttl = tonumber(ARGV[1])
@@ -51,7 +52,7 @@ for i = 2, #ARGV do
     if r.state == ST_DELAYED then
       redis.call('ZREM', K_DELAYED, id)
     elseif r.state == ST_HELD then
-      count('held', -1) -- its id stays in its held:<cap>, skipped there (lib/holding/held.lua)
+      held_forget(id)
     elseif r.prio == 0 then
       listed = true -- removing it from the middle of its list would cost O(n)
       ready_add(r.group, -1)

@@ -59,10 +59,12 @@ for i = 1, #due do
       local id = ids[j]
       redis.call('ZREM', key, id)
       local r = rec_decode(redis.call('HGET', K_JOBS, id))
-      if r and r.state == ST_HELD then -- else: cancelled or gone since (nothing to do)
+      if r and r.state == ST_HELD then -- else: cancelled or gone since
         held_bury(id, r, cap, now, grace, tonumber(ids[j + 1]))
         count('held', -1)
         out[1] = out[1] + 1
+      else
+        held_left(r)
       end
       left = left - 1
     end

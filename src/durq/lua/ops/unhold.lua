@@ -40,6 +40,7 @@ for i = 1, #caps do
       if r and r.state == ST_HELD then
         problem = problem or group_error(r.group)
       else
+        held_left(r)
         r = nil -- cancelled or gone since it was held: its id only goes
       end
       taken[#taken + 1] = {key, ids[j], r}

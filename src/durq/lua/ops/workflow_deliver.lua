@@ -35,7 +35,12 @@ ARGV[1]  the entry, NUL-separated fields, the first naming the order (run: the
            F home wid run barrier       go on gathering a large group's results
            E home wid run               go on stopping the steps of a workflow that
                                         failed or was cancelled (the next chunk)
-         home / prefix is KEYS[1]: the queue the entry is for
+         home / prefix is KEYS[1]: the queue the entry is for. Entries durq 0.1.0 wrote
+         (for its workflows, run on in its layout: lib/workflows/legacy.lua) are applied
+         too: C, D and R without the run; S whose items lack the expiry (id, group,
+         priority, max_attempts, delay_ms, link, payload), without sender and number
+         (applied once in effect by the record or tombstone they find, as in 0.1.0);
+         X and K without sender and consume number
 Returns  'OK'
 Errors   DURQ_ARG for an entry of an unknown kind, malformed, or for another slot.
          DURQ_WRONGTYPE for an S entry whose queue's keys hold another Redis type
@@ -59,9 +64,18 @@ local now = now_ms()
 engine.set_now(now)
 local op = f[1]
 if op == 'C' then
-  engine.completed(f[2], f[3], f[7], {{f[4], f[6], f[5] == 'wait'}})
+  engine.completed(f[2], f[3], f[7] or '', {{f[4], f[6], f[5] == 'wait'}})
 elseif op == 'D' then
-  engine.died(f[2], f[3], f[6], f[4], f[5])
+  engine.died(f[2], f[3], f[6] or '', f[4], f[5])
+elseif op == 'S' and wf_legacy_entry(f) then
+  local items = wf_legacy_starts(f)
+  local problem = engine.start_problem(items)
+  if problem then return wrongtype(problem) end
+  engine.enqueue_here(now, items)
+  offer_touched()
+  flush_counters()
+  wake_if_needed()
+  return 'OK'
 elseif op == 'S' then
   local sender, seq, items = f[3], tonumber(f[4]), {}
   if not seq then return redis.error_reply('DURQ_ARG a start entry without its number') end
@@ -87,11 +101,13 @@ elseif op == 'Q' then
   local own = tonumber(f[4])
   if own and not wf_seq_seen(K_PREFIX, f[3], own) then wf_seq_mark(K_PREFIX, f[3], own) end
 elseif op == 'R' then
-  engine.resume(f[2], f[3], f[6], f[4], f[5] == '1')
+  engine.resume(f[2], f[3], f[6] or '', f[4], f[5] == '1')
 elseif op == 'F' then
   engine.fire(f[2], f[3], f[4], f[5])
 elseif op == 'E' then
   engine.stop_next(f[2], f[3], f[4])
+elseif (op == 'X' or op == 'K') and wf_legacy_entry(f) then
+  for i = 4, #f do engine.cancel(op, f[2], f[3], f[i]) end
 elseif op == 'X' or op == 'K' then
   local q = tonumber(f[5])
   if q and not wf_seq_seen(K_PREFIX, f[4], q) then

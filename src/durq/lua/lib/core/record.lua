@@ -10,6 +10,9 @@ local function rec_decode(raw)
   if not ok or ver ~= REC_VERSION or state < ST_PENDING or state > ST_HELD then
     return nil
   end
+  if state == ST_DELAYED and flags >= FLAG_HELD and bit.band(flags, FLAG_HELD) ~= 0 then
+    state = ST_HELD -- stored as delayed, for durq 0.1.0 (lib/core/record_layout.lua)
+  end
   local glen = string.byte(raw, REC_FIXED + 1)
   local kpos = REC_FIXED + 2 + glen
   local klen = string.byte(raw, kpos)
@@ -25,8 +28,14 @@ local function rec_decode(raw)
 end
 
 local function rec_encode(r)
-  return struct.pack(REC_FMT, REC_VERSION, r.state, r.prio, r.codec, r.attempts, r.max,
-    r.deliveries, r.failures, r.enq, r.deq, r.req, r.flags) .. r.tail
+  local state, flags = r.state, r.flags
+  if state == ST_HELD then
+    state, flags = ST_DELAYED, bit.bor(flags, FLAG_HELD)
+  elseif flags >= FLAG_HELD then
+    flags = bit.band(flags, bit.bnot(FLAG_HELD))
+  end
+  return struct.pack(REC_FMT, REC_VERSION, state, r.prio, r.codec, r.attempts, r.max,
+    r.deliveries, r.failures, r.enq, r.deq, r.req, flags) .. r.tail
 end
 
 local function rec_token(r)

@@ -19,6 +19,10 @@ local ST_SUPERSEDED = 6
 local ST_CANCELLED = 7 -- job control (lib/control/job_control.lua): cancelled, never to run (again)
 local ST_EXPIRED = 8   -- job control: not started by its expiry time, never to run
 local ST_HELD = 9      -- waits for a worker that runs its task (lib/holding/held.lua)
+-- ST_HELD is never stored: a held record has the state byte ST_DELAYED and FLAG_HELD
+-- (rec_decode and rec_encode, lib/core/record.lua, turn one into the other), so durq
+-- 0.1.0, which knows no state 9, reads a held job as a delayed one: its cancels, keys,
+-- schedules and job pages work on it (docs/decisions/held-records.md).
 
 -- The job was started before and is waiting to come back (retry, defer): it returns to
 -- the head of its group.
@@ -36,6 +40,8 @@ local FLAG_SLOT = 2
 -- comparison, not a call of bit.band) before looking at either.
 local FLAG_CANCEL = 4
 local FLAG_CONTROL = 8
+-- The record of a held job (ST_HELD, above); cleared when it leaves the holding area.
+local FLAG_HELD = 16
 
 local function rec_new(state, prio, codec, maxatt, now, group, key, payload)
   local head = struct.pack(REC_FMT, REC_VERSION, state, prio, codec, 0, maxatt, 0, 0, now,

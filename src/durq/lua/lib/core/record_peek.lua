@@ -14,6 +14,9 @@ local function rec_peek(raw)
   local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, deq, req,
     flags = struct.unpack(REC_FMT, raw)
   if ver ~= REC_VERSION or state < ST_PENDING or state > ST_HELD then return nil end
+  if state == ST_DELAYED and flags >= FLAG_HELD and bit.band(flags, FLAG_HELD) ~= 0 then
+    state = ST_HELD -- as rec_decode reads it
+  end
   local kpos = REC_FIXED + 2 + string.byte(raw, REC_FIXED + 1)
   local klen = string.byte(raw, kpos)
   if klen == nil or kpos + klen > #raw then return nil end

@@ -4,6 +4,7 @@
 --- @include "lib/core/reason"
 --- @include "lib/core/dead_letter"
 --- @include "lib/core/type_check"
+--- @include "lib/holding/keys"
 
 -- The holding area (docs/deployment.md, "Jobs wait for a worker that can run them"): jobs
 -- whose task, at the version they carry, the worker that fetched them does not run. A
@@ -18,13 +19,6 @@
 -- and it returns to the head of its group when a capable worker brings it back
 -- (unhold.lua). It is dead-lettered (reason unknown_task) only once it was held for the
 -- grace and no worker of the queue said it runs its capability for as long (caps.lua).
-local HELD_CAPS = 'caps'
-local HELD_INDEX = 'heldidx'
-
-local function held_key(cap)
-  return K_PREFIX .. 'held:' .. cap
-end
-
 -- The problem with the holding keys of `caps` (and the index, the caps hash), or nil.
 local function held_types_error(caps)
   local problem = type_error(K_PREFIX .. HELD_INDEX, 'zset')
@@ -35,15 +29,12 @@ local function held_types_error(caps)
   return problem
 end
 
--- The index entry of `cap` after jobs left its held:<cap>: when its oldest job left was
--- held, or no entry once none is left.
-local function held_reindex(cap)
-  local oldest = redis.call('ZRANGE', held_key(cap), 0, 0, 'WITHSCORES')
-  if oldest[2] then
-    redis.call('ZADD', K_PREFIX .. HELD_INDEX, oldest[2], cap)
-  else
-    redis.call('ZREM', K_PREFIX .. HELD_INDEX, cap)
-  end
+-- An id met in a held:<cap> (and taken out of it) whose job is no longer held (record r,
+-- or nil when it is gone): ended by a version that did not take it out (durq 0.1.0,
+-- which ends it as a delayed job: lib/core/record_layout.lua). The `held` count goes
+-- with the id (lib/holding/keys.lua).
+local function held_left(r)
+  if not r or r.state ~= ST_HELD then count('held', -1) end
 end
 
 -- The task and version a capability names.

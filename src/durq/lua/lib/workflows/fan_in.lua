@@ -17,6 +17,7 @@
 --- @include "lib/workflows/stop"
 --- @include "lib/workflows/steps"
 --- @include "lib/workflows/fan_in_stop"
+--- @include "lib/workflows/legacy"
 
 -- Workflows (durq.app.workflows): the fan-in engine. A workflow lives in its home queue's
 -- slot. Each submission draws a run tag (fixed length); its steps' job ids are
@@ -57,6 +58,8 @@
 -- 'E' entries), from a cursor in the structure. Steps started in this slot are enqueued
 -- at the end (fan_in_flush, lib/workflows/steps.lua); steps and completions for another slot
 -- leave through the outbox of the script's own queue, starts numbered (lib/workflows/seq.lua).
+-- A workflow durq 0.1.0 submitted has no run: it runs on in 0.1.0's layout, as the run ''
+-- (lib/workflows/legacy.lua).
 
 -- The engine is built on first use: its closures cost nothing to the releases of a queue
 -- that has no workflow steps (Lua re-creates every function of a script on each call).
@@ -69,7 +72,7 @@ local function wf_build()
 
   local E = {now = nil} -- what lib/workflows/fan_in_stop.lua shares (filled in below)
   -- lib/workflows/steps.lua, lib/workflows/fan_in_stop.lua: made on use
-  local wf_queue, wf_stops_run = nil, nil
+  local wf_queue, wf_stops_run, wf_legacy = nil, nil, nil
   local fire_left = FIRE_CHUNK                  -- results this call may still gather
   local wf_local, wf_local_order = {}, {}       -- prefix -> steps to enqueue in this slot
   local wf_remote, wf_remote_order = {}, {}     -- prefix + run -> steps for another slot
@@ -125,10 +128,15 @@ local function wf_build()
     return tonumber(k), tonumber(pos)
   end
 
-  -- A workflow's run: its keys and step ids.
+  -- A workflow's run: its keys and step ids. The run '' is a workflow of durq 0.1.0
+  -- (lib/workflows/legacy.lua): one hash, step ids without the run, no done set.
   local function wf_ctx(home, wid, run)
+    local wk = home .. 'wf:' .. wid
+    if run == '' then
+      return {home = home, wid = wid, run = run, sid = wid, wk = wk, ws = wk, legacy = true}
+    end
     return {home = home, wid = wid, run = run, sid = wid .. '.' .. run,
-      wk = home .. 'wf:' .. wid, ws = home .. 'wfs:' .. run .. ':' .. wid,
+      wk = wk, ws = home .. 'wfs:' .. run .. ':' .. wid,
       wd = home .. 'wfd:' .. run .. ':' .. wid}
   end
 
@@ -136,7 +144,7 @@ local function wf_build()
   -- workflow is unknown, expired, or another run of the same id.
   local function wf_open(home, wid, run)
     local h = redis.call('HMGET', home .. 'wf:' .. wid, 'state', 'run', 'policy')
-    if not h[1] or h[2] ~= run then return nil end
+    if not h[1] or (h[2] or '') ~= run then return nil end
     local w = wf_ctx(home, wid, run)
     w.policy = h[3] or 'fail'
     return w, h[1]
@@ -181,7 +189,7 @@ local function wf_build()
     return bucket
   end
 
-  E.hmget, E.stops_of = wf_hmget, wf_stops_of
+  E.hmget, E.hdel, E.stops_of, E.self = wf_hmget, wf_hdel, wf_stops_of, WF_SELF
   E.here = function(prefix) return wf_tag(prefix) == WF_SLOT end
 
   local function wf_q()
@@ -192,6 +200,11 @@ local function wf_build()
   local function wf_stopper()
     wf_stops_run = wf_stops_run or wf_stop_build(E)
     return wf_stops_run
+  end
+
+  local function wf_old()
+    wf_legacy = wf_legacy or wf_legacy_build(E)
+    return wf_legacy
   end
 
   -- The run ended: its result is stored like a job's (<home>result:<wid>, a one-element
@@ -212,7 +225,23 @@ local function wf_build()
 
   local function wf_end(w, v)
     wf_close(w, 'completed', '{"ok":true,"value":' .. v .. '}', nil)
-    redis.call('UNLINK', w.ws, w.wd) -- O(1) here: large values are freed aside
+    if w.legacy then
+      wf_old().clear(w, nil)
+    else
+      redis.call('UNLINK', w.ws, w.wd) -- O(1) here: large values are freed aside
+    end
+    w.ended = true
+  end
+
+  -- Run w ends early with `state` (failed: kind 'X'; cancelled: 'K'): its steps stop.
+  local function wf_end_early(w, state, kind, err)
+    local parked = w.legacy and wf_old().stop(w, kind)
+    local ttl = wf_close(w, state, '{"ok":false,"error":' .. err .. '}', err)
+    if w.legacy then
+      wf_old().clear(w, parked)
+    else
+      wf_stopper().begin(w, kind, ttl)
+    end
     w.ended = true
   end
 
@@ -221,23 +250,18 @@ local function wf_build()
   local function wf_fail(w, n, reason)
     local err = '{"reason":"child_failed","step":' .. n .. ',"job":'
       .. cjson.encode(w.sid .. '.' .. n) .. ',"error":' .. reason .. '}'
-    local ttl = wf_close(w, 'failed', '{"ok":false,"error":' .. err .. '}', err)
-    wf_stopper().begin(w, 'X', ttl)
+    wf_end_early(w, 'failed', 'X', err)
   end
 
   -- workflow_cancel.lua: the running workflow wid (at home, in this slot) ends
   -- cancelled; its steps stop, and its running steps get the cancel flag of job control
   -- (lib/control/job_control.lua): their workers stop them, their release ends them cancelled.
-  -- A workflow submitted by a durq version without runs (its header has none) does not
-  -- progress under this one: a cancel ends it (its waiters get the outcome), and its
-  -- steps, which this version cannot find, run on as plain jobs.
   local function wf_abort(home, wid)
     local h = redis.call('HMGET', home .. 'wf:' .. wid, 'state', 'run')
     if h[1] ~= 'running' then return end
     local w = wf_ctx(home, wid, h[2] or '')
     local err = '{"reason":"cancelled","at":' .. string.format('%d', E.now) .. '}'
-    local ttl = wf_close(w, 'cancelled', '{"ok":false,"error":' .. err .. '}', err)
-    if h[2] then wf_stopper().begin(w, 'K', ttl) end
+    wf_end_early(w, 'cancelled', 'K', err)
   end
 
   local wf_completed_many -- forward: member -> fire -> target -> member ...
@@ -299,6 +323,12 @@ local function wf_build()
   -- up in a string over calls ('F' entries), then used. `first`: called by the count
   -- that reached 0 (else by an 'F' entry, which finds a<b> unless it is done).
   local function wf_fire(w, b, first)
+    if w.legacy then -- in one call, as 0.1.0 (lib/workflows/legacy.lua)
+      local t = redis.call('HGET', w.wk, 't' .. b)
+      local v = wf_old().gather(w, b)
+      if t then wf_completed_many(w, {{b, v, false}}, {t}) end
+      return
+    end
     local ak = w.home .. 'wfa:' .. w.run .. ':' .. b .. ':' .. w.wid
     local at = '1:1'
     if not first then
@@ -371,9 +401,14 @@ local function wf_build()
     for i = 1, #items do
       local t, n, v = targets[i], items[i][1], items[i][2]
       if w.ended then return end
-      if t and redis.call('SADD', w.wd, n) == 1 then
+      if t and (w.legacy or redis.call('SADD', w.wd, n) == 1) then
         local kind, arg = string.sub(t, 1, 1), string.sub(t, 3)
-        if kind == 'm' then
+        if kind == 'm' and w.legacy then
+          if wf_old().member(w, arg, n, v) and not lowered[arg] then
+            lowered[arg] = 0
+            order[#order + 1] = arg
+          end
+        elseif kind == 'm' then
           redis.call('HSET', w.ws, 'r' .. n, v)
           if not lowered[arg] then
             lowered[arg] = 0
@@ -390,7 +425,11 @@ local function wf_build()
     for i = 1, #order do
       local b = order[i]
       if w.ended then return end
-      if redis.call('HINCRBY', w.ws, 'N' .. b, -lowered[b]) <= 0 then wf_fire(w, b, true) end
+      if w.legacy then
+        if wf_old().all_counted(w, b) then wf_fire(w, b, true) end
+      elseif redis.call('HINCRBY', w.ws, 'N' .. b, -lowered[b]) <= 0 then
+        wf_fire(w, b, true)
+      end
     end
   end
 
@@ -402,7 +441,7 @@ local function wf_build()
     if not w then return end
     if state == 'running' then
       wf_completed_many(w, items)
-    elseif redis.call('EXISTS', w.wd) == 1 then -- the summary's: it has its TTL
+    elseif w.wd and redis.call('EXISTS', w.wd) == 1 then -- the summary's: it has its TTL
       for i = 1, #items do redis.call('SADD', w.wd, items[i][1]) end
     end
   end
@@ -481,6 +520,7 @@ local function wf_build()
   -- sent from this queue's outbox; the run notes their numbers, so that stopping it
   -- consumes those still on their way.
   local function wf_send_starts(prefix, w, items)
+    if w.legacy then return wf_old().send_starts(prefix, items) end
     local sent = {}
     for c = 1, #items, START_CHUNK do
       local seq = wf_seq_next(WF_SELF, prefix)
@@ -534,6 +574,7 @@ local function wf_build()
         wake_if_needed()
       elseif #b.items > 0 then
         local parts = {b.kind, b.prefix, b.items[1][1], b.sender or '', b.q or ''}
+        if b.legacy then parts = {b.kind, b.prefix, b.items[1][1]} end -- 0.1.0's layout
         for i = 1, #b.items do parts[#parts + 1] = b.items[i][2] end
         outbox_push(WF_SELF, string.lower(b.kind) .. ':' .. b.items[1][2],
           table.concat(parts, '\0'), now)

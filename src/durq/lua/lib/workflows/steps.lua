@@ -11,6 +11,7 @@
 --- @include "lib/core/enqueue_one"
 --- @include "lib/workflows/link"
 --- @include "lib/workflows/stop"
+--- @include "lib/holding/keys"
 
 -- Workflow steps in the queue the K_* keys name (lib/core/bind_prefix.lua points them at each
 -- queue of the slot in turn): starting them (linked to their workflow) and stopping
@@ -51,7 +52,7 @@ local function wf_queue_build(hmget)
     if r.state == ST_DELAYED then
       redis.call('ZREM', K_DELAYED, id)
     elseif r.state == ST_HELD then
-      count('held', -1) -- its id stays in its held:<cap>, skipped there (lib/holding/held.lua)
+      held_forget(id)
     elseif r.prio ~= 0 then
       redis.pcall('ZREM', ready_prio(r.group), id)
       ready_add(r.group, -1)
