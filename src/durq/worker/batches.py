@@ -192,7 +192,13 @@ class BatchPump:
             job_metrics.started(max(now - job.enqueued_at, 0.0))
         lost: set[str] = set()
         began = time.monotonic()
-        keeper = asyncio.create_task(self._keep(jobs, lost))
+        # the leases' keeper starts a third of the lease in: a timer, not a task, until
+        # then (most batches end before it)
+        keeping: list[asyncio.Task[None]] = []
+        timer = asyncio.get_running_loop().call_later(
+            self._keep_every(),
+            lambda: keeping.append(asyncio.create_task(self._keep(jobs, lost, began))),
+        )
         try:
             ran = await self._call(items) if items else []
         except asyncio.CancelledError:
@@ -200,19 +206,26 @@ class BatchPump:
                 raise
             ran = [Outcome("defer")] * len(items)
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            timer.cancel()
+            for keeper in keeping:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
         elapsed = time.monotonic() - began
         for i, outcome in zip(at, ran, strict=True):
             outcomes[i] = outcome
         final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
+        done = 0  # the common outcome, counted once for all
         for job, outcome in zip(jobs, final, strict=True):
             if job.id in lost:
                 outcome = Outcome("lost")
+            elif outcome.kind == "done":
+                done += 1
+                continue
             job_metrics.finished(outcome.kind, elapsed)
-            if outcome.kind != "done":
-                log_outcome(job, self.task.name, outcome, elapsed)
+            log_outcome(job, self.task.name, outcome, elapsed)
+        if done:
+            job_metrics.finished("done", elapsed, done)
         # sent with the next batch's first fetch (one round trip less per batch)
         self._unsettled = _Unsettled(jobs, final, cause, lost)
         self.processed += len(jobs)
@@ -248,31 +261,38 @@ class BatchPump:
                 out.append(DONE)
         return out
 
-    async def _keep(self, jobs: Sequence[Job], lost: set[str]) -> None:
-        """Extend every item's lease each third of it, in one call, while the batch runs
-        (not past the task's timeout: a hung call's items come back after their lease)."""
+    def _keep_every(self) -> float:
+        """Seconds between two extensions of a running batch's leases."""
+        return max(self.lease / 3, 0.05)
+
+    async def _keep(self, jobs: Sequence[Job], lost: set[str], began: float) -> None:
+        """Extend every item's lease now and each third of it, in one call, while the
+        batch (run since ``began``) runs; not past the task's timeout: a hung call's
+        items come back after their lease."""
         timeout = self.task.config.timeout
-        began = time.monotonic()
-        while True:
-            await asyncio.sleep(max(self.lease / 3, 0.05))
-            if timeout is not None and time.monotonic() - began > timeout + 1:
-                return
-            held = [job for job in jobs if job.id not in lost]
-            try:
-                statuses = await self.queue.extend_many(held, lease=self.lease)
-            except _TRANSIENT as exc:
-                log.warning("could not extend %d leases on %s: %s", len(held), self.name, exc)
-                continue
-            for job, status in zip(held, statuses, strict=True):
-                if status not in (Answer.OK, Answer.CANCELLED):
-                    lost.add(job.id)
-                    self.metrics.lease_lost(self.name)
-                    log.warning(
-                        "lease lost on item %s of a batch of %s (%s): another worker may run it",
-                        job.id,
-                        self.task.name,
-                        status.name,
-                    )
+        while timeout is None or time.monotonic() - began <= timeout + 1:
+            await self._extend(jobs, lost)
+            await asyncio.sleep(self._keep_every())
+
+    async def _extend(self, jobs: Sequence[Job], lost: set[str]) -> None:
+        """One extension of the leases of ``jobs`` not ``lost`` (an item whose extension
+        is refused joins ``lost``)."""
+        held = [job for job in jobs if job.id not in lost]
+        try:
+            statuses = await self.queue.extend_many(held, lease=self.lease)
+        except _TRANSIENT as exc:
+            log.warning("could not extend %d leases on %s: %s", len(held), self.name, exc)
+            return
+        for job, status in zip(held, statuses, strict=True):
+            if status not in (Answer.OK, Answer.CANCELLED):
+                lost.add(job.id)
+                self.metrics.lease_lost(self.name)
+                log.warning(
+                    "lease lost on item %s of a batch of %s (%s): another worker may run it",
+                    job.id,
+                    self.task.name,
+                    status.name,
+                )
 
     def _settle_op(self, batch: _Unsettled) -> Op[list[Status]] | None:
         """The settle of ``batch``: its items in one call; lost items are not sent
