@@ -29,8 +29,9 @@ def calls_of(rows: list[batches.Row], cause: str = "size") -> list[ScriptCall]:
 
 
 def items(call: ScriptCall) -> list[str]:
-    """The ids a call of settle.lua takes (ARGV: ttl, size, cause, m, n, ids...)."""
-    n = int(call.args[4])
+    """The ids a call of settle.lua takes (ARGV: ttl, size, cause, m, n, ids...; -n:
+    ids and tokens only)."""
+    n = abs(int(call.args[4]))
     return [str(a) for a in call.args[5 : 5 + n]]
 
 
@@ -55,3 +56,14 @@ def test_only_the_first_call_records_the_batch_with_its_whole_size() -> None:
     calls = calls_of(rows("d" * 300), cause="wait")
     assert [(c.args[1], c.args[2]) for c in calls] == [(300, "wait"), (0, ""), (0, "")]
     assert [c.args[1] for c in calls_of(rows("d" * 3), cause="")] == [0]
+
+
+def test_a_call_of_done_items_without_results_sends_only_their_ids_and_tokens() -> None:
+    (plain,) = calls_of(rows("ddd"))
+    assert plain.args[4:] == [-3, "j0", "j1", "j2", "1.0", "1.1", "1.2"]
+    with_result = rows("dd")
+    with_result[1] = (*with_result[1][:4], b'"ok"')
+    (full,) = calls_of(with_result)
+    assert full.args[4:] == [2, "j0", "j1", "1.0", "1.1", "d", "d", 0, 0, b"", b"", b"", b'"ok"']
+    (mixed,) = calls_of(rows("dr"))
+    assert mixed.args[4] == 2 and len(mixed.args) == 5 + 6 * 2

@@ -356,13 +356,16 @@ def settle(
     for chunk in settle_chunks(rows):
         record = len(rows) if not calls and cause else 0
         args: list[Arg] = [ttl, record, cause if record else "", len(others), *others]
-        args.append(len(chunk))
+        # every item done without a result (the common batch): ids and tokens only
+        all_done = all(code == "d" and not result for _, code, _, _, result in chunk)
+        args.append(-len(chunk) if all_done else len(chunk))
         args += [job.id for job, *_ in chunk]
         args += [job.token for job, *_ in chunk]
-        args += [code for _, code, *_ in chunk]
-        args += [delay_ms(delay) if delay else 0 for _, _, delay, _, _ in chunk]
-        args += [reason for *_, reason, _ in chunk]
-        args += [result for *_, result in chunk]
+        if not all_done:
+            args += [code for _, code, *_ in chunk]
+            args += [delay_ms(delay) if delay else 0 for _, _, delay, _, _ in chunk]
+            args += [reason for *_, reason, _ in chunk]
+            args += [result for *_, result in chunk]
         calls.append(script_call("settle", keys, args))
     if not calls:
         return []
