@@ -105,7 +105,9 @@ def result_cell(row: str, e: dict[str, Any]) -> str:
         cell += f" = {1e6 / rate:,.0f} µs per job"
     if row == "durable":
         cell += cost_text(e, DURABLE_STEPS)
-    return cell + f" (overall {fmt_summary(e.get('overall'))}, start-up included)"
+    # the runs' size: a variant may drain more than its part's size (bench/rows.py)
+    runs = f"{e['runs'][0]['target']:,} {unit[:-2]} a run; " if e.get("runs") else ""
+    return cell + f" ({runs}overall {fmt_summary(e.get('overall'))}, start-up included)"
 
 
 def rows_section(results: dict[str, Any]) -> list[str]:

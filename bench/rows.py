@@ -12,7 +12,10 @@ the driver's hello reports them) once per round.
               asleep: bytes each, slots held, the store's commands while workers idle
 
 A variant the peer declares with ``skip`` (durq, before its feature lands) is stored as
-declared and skipped, with the reason; the report shows it so.
+declared and skipped, with the reason; the report shows it so. A variant may declare a
+``scale``: it drains that many times its part's size (``part_size``), so that a drain
+far faster than its peer's still lasts long enough that its start and its end (the
+first and last items seen done) weigh little; the report gives each drain's items.
 """
 
 from __future__ import annotations
@@ -113,10 +116,16 @@ def part_entry(measure: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     raise ValueError(measure)
 
 
+def part_size(s: Settings, row: str, e: dict[str, Any]) -> int:
+    """The items (jobs, workflows, starts) of one run of variant ``e`` of ``row``: its
+    part's size, times the variant's ``scale``."""
+    return s.row_n[f"{row}.{e['part']}"] * int(e.get("scale", 1))
+
+
 def measure(s: Settings, row: str, pr: PeerRun, e: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """One run of variant ``e`` of ``row`` by ``pr``'s driver, and its log text."""
     what = ROW_PARTS[row][e["part"]][0]
-    n = s.row_n[f"{row}.{e['part']}"]
+    n = part_size(s, row, e)
     todo = {"mode": e["mode"], "kind": e["kind"]}
     if what == "drain":
         r = call(pr, "drain", drain_timeout(n, s.row_cap), n=n, cap=s.row_cap, stats=True, **todo)

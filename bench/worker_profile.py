@@ -5,8 +5,9 @@
 
 On a fresh server (Valkey, no persistence): queues ``--jobs`` jobs of a task of
 ``bench/peers/durq.py`` (noop, io_redis_async/_sync, io_sleep_async/_sync,
-cpu_async/_sync), resets ``INFO commandstats``, starts ``durq worker`` and, over the
-window from the 10th to the 90th percent of the jobs done, measures:
+cpu_async/_sync, or bulk_batch: a durq.Batch task's items, on its own queue), resets
+``INFO commandstats``, starts ``durq worker`` and, over the window from the 10th to the
+90th percent of the jobs done, measures:
 
 - the rate, and the worker processes' CPU time per job (user and system, µs; psutil);
 - the server's CPU time per job (``INFO cpu``) and the commands clients sent per job
@@ -228,8 +229,11 @@ def main() -> None:  # noqa: C901
         bench.fill(args.jobs, args.task)
         time.sleep(0.5)
         client.config_resetstat()
+        from peers.durq_features import BATCH_QUEUE
+
+        queue = BATCH_QUEUE if args.task == "bulk_batch" else "bench"  # a batch task's own
         worker_argv = [
-            "-m", "durq", "worker", "peers.durq:app", "-q", "bench", "--url", url,
+            "-m", "durq", "worker", "peers.durq:app", "-q", queue, "--url", url,
             "-p", str(args.processes), "-c", str(args.concurrency), "--log-level", "warning",
         ]  # fmt: skip
         prof = keep / "worker.prof"

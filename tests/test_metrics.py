@@ -222,6 +222,17 @@ def test_a_job_metrics_row_records_what_the_label_calls_do() -> None:
     assert by_row.totals() == {"emails": [2, 2.5, 3, 2.0]}
 
 
+def test_a_batchs_items_finished_at_once_count_as_each_finished_alone() -> None:
+    at_once, one_by_one = WorkerMetrics(), WorkerMetrics()
+    row, each = at_once.job_metrics("events", "store"), one_by_one.job_metrics("events", "store")
+    for kind, n in [("done", 100), ("retry", 2), ("lost", 3)]:
+        row.finished(kind, 0.125, n)
+        for _ in range(n):
+            each.finished(kind, 0.125)
+    assert generate_latest(at_once.registry) == generate_latest(one_by_one.registry)
+    assert at_once.totals() == one_by_one.totals()
+
+
 def test_the_worker_endpoint_listens_on_loopback_unless_told_otherwise(
     redis_url: str, queue_name: str, start_worker: Callable[..., subprocess.Popen[bytes]]
 ) -> None:

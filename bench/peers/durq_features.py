@@ -134,6 +134,12 @@ def worker_specs(command: Callable[[str], list[str]]) -> dict[str, dict[str, Any
     return specs
 
 
+# durq's two drains of the batch row hold 5x the part's items (bench/rows.py, part_size),
+# both alike: 20,000 items in batches drained in about a third of a second, of which the
+# ramp of the two processes (the second's first fetch, the first batches) and the end of
+# the last batches were a share worth several percent of the rate (celery-batches' drains
+# of 20,000 last ten seconds and more)
+BATCH_SCALE = 5
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
@@ -146,8 +152,10 @@ VARIANTS: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
     ("pool", "noop", "threads", "noop", "p1-c2", {"feature": "startup"}),
     ("pool", "latency", "--pool process", "noop", POOL_MODES["latency"],
      {"send": "send_latency"}),
-    ("batch", "per job", "async def task", "bulk_job", "p2-c100", {"feature": "startup"}),
-    ("batch", "per batch", "durq.Batch(max_size=100)", "bulk_batch", "batch-p2", {}),
+    ("batch", "per job", "async def task", "bulk_job", "p2-c100",
+     {"feature": "startup", "scale": BATCH_SCALE}),
+    ("batch", "per batch", "durq.Batch(max_size=100)", "bulk_batch", "batch-p2",
+     {"scale": BATCH_SCALE}),
     ("batch", "latency", f"durq.Batch(max_wait={BATCH_MAX_WAIT:g})", "bulk_batch", "batch-p1",
      {"send": "send_latency_batch"}),
     ("durable", "drain", "3 × durq.step", "wf3", "p2-c100", {}),

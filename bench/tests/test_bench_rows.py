@@ -154,6 +154,20 @@ def test_every_row_part_has_a_size_in_both_modes(run: Any) -> None:
             assert full.row_n[key] * full.repeat >= quick.row_n[key] * quick.repeat > 0
 
 
+def test_a_variants_scale_multiplies_its_parts_size_in_both_modes(rows: Any) -> None:
+    for settings in (rows.Settings(), rows.Settings.quick()):
+        n = settings.row_n["batch.per batch"]
+        assert rows.part_size(settings, "batch", {"part": "per batch"}) == n
+        assert rows.part_size(settings, "batch", {"part": "per batch", "scale": 5}) == 5 * n
+
+
+def test_durqs_two_batch_drains_are_scaled_alike(durq_peer: Any) -> None:
+    """The ratio of the batch row compares drains of as many items."""
+    drains = {v["part"]: v for v in durq_peer.rows()["batch"] if v["part"] != "latency"}
+    assert set(drains) == {"per job", "per batch"}
+    assert drains["per job"]["scale"] == drains["per batch"]["scale"] > 1
+
+
 # ------------------------------------------------------------------ the report
 
 
@@ -203,6 +217,17 @@ def test_a_skipped_durq_variant_shows_its_reason_and_the_anchors_figure(
     assert "### Batch consumption against celery-batches (issue 36)" in page
     cells = "| per batch | durq | durq.Batch(max_size=100) | `durq.Batch(max_size=100)` |"
     assert f"{cells} skipped: {SKIP} |" in page
+
+
+def test_a_drain_cell_gives_the_items_of_its_runs(report: Any, tmp_path: Path) -> None:
+    run = drain_run(100_000, 60_000.0, 2.5)
+    res = results(
+        {"batch": [variant("per batch", "durq.Batch", rate=rate(60_000.0), runs=[run])]}, {}
+    )
+    out = tmp_path / "RESULTS.md"
+    report.write_markdown(res, None, out, None)
+    line = next(x for x in out.read_text().splitlines() if x.startswith("| per batch | durq"))
+    assert "60,000 items/s (100,000 items a run; overall" in line
 
 
 def test_the_batch_target_needs_five_times_per_job_and_more_than_celery_batches(

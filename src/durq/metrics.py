@@ -99,9 +99,9 @@ class _Family:
         return histogram
 
 
-def _observe(row: list[float], buckets: tuple[float, ...], value: float) -> None:
-    row[bisect_left(buckets, value)] += 1
-    row[-1] += value
+def _observe(row: list[float], buckets: tuple[float, ...], value: float, n: int = 1) -> None:
+    row[bisect_left(buckets, value)] += n
+    row[-1] += value * n
 
 
 def _le(bound: float) -> str:
@@ -271,25 +271,27 @@ class JobMetrics:
             totals[0] += 1
             totals[1] += pickup
 
-    def finished(self, kind: str, seconds: float) -> None:
-        """A job finished with outcome ``kind`` after ``seconds``."""
+    def finished(self, kind: str, seconds: float, n: int = 1) -> None:
+        """A job finished with outcome ``kind`` after ``seconds`` (``n``: so many jobs
+        did, e.g. the items of a batch)."""
         row = self._run
         if row is None:
             row = self._run = self._metrics._run.row(self._key)
-        _observe(row, _RUN_BUCKETS, seconds)
+        _observe(row, _RUN_BUCKETS, seconds, n)
         if kind not in ("lost", "defer", "limited"):  # cut short or given back: no run time
             totals = self._totals
             if totals is None:
                 totals = self._totals = self._metrics._totals_of(self._key[0])
-            totals[2] += 1
-            totals[3] += seconds
+            totals[2] += n
+            totals[3] += seconds * n
         if kind == "done":
             cell = self._completed
             if cell is None:
                 cell = self._completed = self._metrics._completed.cell(self._key)
-            cell[0] += 1
+            cell[0] += n
         else:
-            self._metrics._finished_otherwise(self._key, kind)
+            for _ in range(n):
+                self._metrics._finished_otherwise(self._key, kind)
 
 
 def serve_metrics(metrics: WorkerMetrics, port: int, host: str = "127.0.0.1") -> None:

@@ -409,6 +409,42 @@ def test_a_burst_worker_runs_a_batch_tasks_items_then_stops(
     assert bapp.queue(queue_name).stats().completed == 70
 
 
+def test_each_batchs_settle_goes_with_the_next_batchs_first_fetch_in_one_round_trip(
+    bapp: durq.App, queue_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a queue's acknowledgements go with its next fetch: one round trip per batch,
+    the settle first (no item of the next batch is fetched before it)."""
+    from durq._async.queue import AsyncQueue
+
+    trips: list[list[str]] = []  # the operations of each round trip of the batch pump
+    run, run_all = AsyncQueue._run, AsyncQueue._run_all
+
+    async def spy_run(self: AsyncQueue, op: Any) -> Any:
+        trips.append([op.gi_code.co_name if hasattr(op, "gi_code") else repr(op)])
+        return await run(self, op)
+
+    async def spy_run_all(self: AsyncQueue, ops: Any) -> Any:
+        trips.append([op.gi_code.co_name for op in ops])
+        return await run_all(self, ops)
+
+    monkeypatch.setattr(AsyncQueue, "_run", spy_run)
+    monkeypatch.setattr(AsyncQueue, "_run_all", spy_run_all)
+    calls = Calls()
+
+    @bapp.task(queue=queue_name, batch=durq.Batch(max_size=30, max_wait=0.1))
+    async def store(items: list[durq.Item]) -> None:
+        calls.add(items)
+
+    store.enqueue_many([(n,) for n in range(90)])
+    with running_worker(bapp, burst=True) as worker:
+        eventually(lambda: worker.state is durq.worker.WorkerState.STOPPED, 10)
+    assert calls.sizes() == [30, 30, 30]
+    assert bapp.queue(queue_name).stats().completed == 90
+    batch_trips = [t for t in trips if "settle" in t or "dequeue_batch" in t]
+    assert batch_trips[0] == ["dequeue_batch"]
+    assert batch_trips[1:] == [["settle", "dequeue_batch"]] * 3  # the last finds none
+
+
 def test_a_worker_with_the_process_pool_runs_a_sync_batch_task_in_its_own_process(
     bapp: durq.App, queue_name: str
 ) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "fetch_after_wait",
     "history",
     "settle",
+    "settle_chunks",
     "settle_rows",
 ]
 
@@ -321,6 +322,26 @@ def settle_rows(jobs: Sequence[Leased], outcomes: Sequence[Settle]) -> list[Row]
     return rows
 
 
+def settle_chunks(rows: Sequence[Row]) -> list[Sequence[Row]]:
+    """``rows`` in the calls of settle.lua that take them, in order: a done item costs
+    what release.lua's does, any other what requeue.lua's does, so a call takes up to
+    CHUNK["release"] done items, CHUNK["settle"] others, or a mix in proportion (a
+    batch of 100 done items is one call)."""
+    others, done = chunk_of("settle"), chunk_of("release")  # items per call of each
+    budget = others * done  # a done item costs `others` of it, any other `done`
+    chunks: list[Sequence[Row]] = []
+    start = used = 0
+    for i, row in enumerate(rows):
+        cost = others if row[1] == "d" else done
+        if used + cost > budget:
+            chunks.append(rows[start:i])
+            start, used = i, 0
+        used += cost
+    if start < len(rows):
+        chunks.append(rows[start:])
+    return chunks
+
+
 def settle(
     keys: QueueKeys,
     rows: Sequence[Row],
@@ -337,19 +358,20 @@ def settle(
     ttl = delay_ms(result_ttl, "result_ttl")
     pauses_queue = any(code == "q" and delay > 0 for _, code, delay, _, _ in rows)
     others = _other_shards(keys.name, keys.namespace, keys.shard_count) if pauses_queue else ()
-    size = chunk_of("settle")
     calls: list[ScriptCall | Command] = []
-    for start in range(0, len(rows), size):
-        chunk = rows[start : start + size]
-        record = len(rows) if start == 0 and cause else 0
+    for chunk in settle_chunks(rows):
+        record = len(rows) if not calls and cause else 0
         args: list[Arg] = [ttl, record, cause if record else "", len(others), *others]
-        args.append(len(chunk))
+        # every item done without a result (the common batch): ids and tokens only
+        all_done = all(code == "d" and not result for _, code, _, _, result in chunk)
+        args.append(-len(chunk) if all_done else len(chunk))
         args += [job.id for job, *_ in chunk]
         args += [job.token for job, *_ in chunk]
-        args += [code for _, code, *_ in chunk]
-        args += [delay_ms(delay) for _, _, delay, _, _ in chunk]
-        args += [reason for *_, reason, _ in chunk]
-        args += [result for *_, result in chunk]
+        if not all_done:
+            args += [code for _, code, *_ in chunk]
+            args += [delay_ms(delay) if delay else 0 for _, _, delay, _, _ in chunk]
+            args += [reason for *_, reason, _ in chunk]
+            args += [result for *_, result in chunk]
         calls.append(script_call("settle", keys, args))
     if not calls:
         return []

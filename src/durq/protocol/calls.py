@@ -64,7 +64,7 @@ CHUNK: dict[str, int] = {
     "hold": 64,
     "extend": 250,
     "rate_limited": 100,
-    "settle": 64,  # a batch's items (durq.Batch), any outcome: as requeue
+    "settle": 64,  # a batch's items (durq.Batch), any outcome: as requeue; done: as release
     "cancel": 100,
     "replay": 100,
     "purge": 125,

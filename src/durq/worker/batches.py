@@ -6,7 +6,10 @@ It forms one batch at a time (``Queue.dequeue_batch``: blocking on the wake mark
 the queue is empty or a partial batch waits, never polling), so no item is leased
 beyond the batch being formed or run. While the function runs, one extension call a
 third of the lease keeps every item's lease; an item whose extension is refused (its
-lease was lost) is left out of the settle, and the settle is fenced per item anyway.
+lease was lost) is left out of the settle, and the settle is fenced per item anyway. A
+batch's settle goes out with the next batch's first fetch, in one round trip (as a
+queue's acknowledgements go with its next fetch), and before it: no item of the next
+batch is fetched before the batch before was settled.
 Batch tasks run in the worker's own process (the loop, or a thread for a sync one).
 """
 
@@ -17,7 +20,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
@@ -28,7 +32,7 @@ from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.models import Outcome as Answer
 from durq.protocol import batches, wake
-from durq.protocol.calls import IDLE_BLOCK, MAX_BLOCK
+from durq.protocol.calls import IDLE_BLOCK, MAX_BLOCK, Op
 from durq.protocol.status import Status
 from durq.protocol.wake import Look
 from durq.worker.alarm import Alarm
@@ -45,9 +49,22 @@ log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError, RedisError, DurqError)
 _BURST_RECHECK = 0.5  # seconds a burst worker waits for a batch before it stops
 _HOLD_BACK = 1.0  # seconds an item of a version this worker cannot run is given back for
+_SETTLE_TRIES = 5  # sends of a batch's settle before its items are left to their lease
 #: settle.lua's outcome codes for the worker's outcomes ('cancelled' is sent as a
 #: failure: the record's cancel flag makes the script end it cancelled)
 _CODES = {"done": "d", "retry": "r", "cancelled": "r", "dead": "x", "defer": "f"}
+
+
+@dataclass(slots=True)
+class _Unsettled:
+    """A batch run and not settled yet: its items, their outcomes, why it started, the
+    items whose lease was lost (not sent), and the settles of it tried so far."""
+
+    jobs: Sequence[Job]
+    outcomes: Sequence[Outcome]
+    cause: str
+    lost: frozenset[str] | set[str] = frozenset()
+    tries: int = 0
 
 
 def settle_code(outcome: Outcome) -> str:
@@ -100,7 +117,8 @@ class BatchPump:
         self.giving_back = False  # the drain cancels the runner: its items go back
         self.processed = 0
         self._failures = 0
-        self._settling: asyncio.Task[None] | None = None  # the last batch's settle
+        #: the last batch's settle, sent with the next fetch (or alone when the pump stops)
+        self._unsettled: _Unsettled | None = None
         self.alarm = Alarm(queue)  # its own marker, which the upkeep rings (worker.upkeep)
 
     @property
@@ -126,8 +144,8 @@ class BatchPump:
         finally:
             for ringing in self.alarm.pending():
                 ringing.cancel()
-            if self._settling is not None:  # the last batch's settle, under way
-                await asyncio.shield(self._settling)
+            if self._unsettled is not None:  # the last batch's settle, not sent yet
+                await self._settle(self._unsettled)
 
     async def _run(self) -> None:
         spec = self.spec
@@ -154,7 +172,7 @@ class BatchPump:
                 )
                 alarm.waiting(wait)
                 try:
-                    jobs = await self.queue._run(op)
+                    jobs = await self._settle_and_fetch(op)
                 finally:
                     alarm.woke()
             except _TRANSIENT as exc:
@@ -166,7 +184,7 @@ class BatchPump:
                     return
                 continue
             if self.stopping:  # formed while the worker began to stop: never started
-                await self._settle(jobs, [Outcome("defer")] * len(jobs), "")
+                await self._settle(_Unsettled(jobs, [Outcome("defer")] * len(jobs), ""))
                 return
             cause = "size" if len(jobs) >= spec.max_size else "wait"
             self.runner = asyncio.create_task(self._batch(jobs, cause), name="durq-batch")
@@ -204,7 +222,13 @@ class BatchPump:
             job_metrics.started(max(now - job.enqueued_at, 0.0))
         lost: set[str] = set()
         began = time.monotonic()
-        keeper = asyncio.create_task(self._keep(jobs, lost))
+        # the leases' keeper starts a third of the lease in: a timer, not a task, until
+        # then (most batches end before it)
+        keeping: list[asyncio.Task[None]] = []
+        timer = asyncio.get_running_loop().call_later(
+            self._keep_every(),
+            lambda: keeping.append(asyncio.create_task(self._keep(jobs, lost, began))),
+        )
         try:
             ran = await self._call(items) if items else []
         except asyncio.CancelledError:
@@ -212,25 +236,32 @@ class BatchPump:
                 raise
             ran = [Outcome("defer")] * len(items)
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            timer.cancel()
+            for keeper in keeping:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
         elapsed = time.monotonic() - began
         for i, outcome in zip(at, ran, strict=True):
             outcomes[i] = outcome
         final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
         name = self.task.name
+        done = 0  # the common outcome, counted once for all
         for job, call, outcome in zip(jobs, calls, final, strict=True):
             if job.id in lost:
                 outcome = Outcome("lost")
-            elif outcome.result is not None:  # the item's summary rides with its result
-                add_summary(outcome, job, name, call, elapsed, self.worker, self.lease)
+            else:
+                if outcome.result is not None:  # the item's summary rides with its result
+                    add_summary(outcome, job, name, call, elapsed, self.worker, self.lease)
+                if outcome.kind == "done":
+                    done += 1
+                    continue
             job_metrics.finished(outcome.kind, elapsed)
-            if outcome.kind != "done":
-                log_outcome(job, name, outcome, elapsed)
-        # sent while the next batch forms (one round trip less per batch), after the
-        # settle of the batch before: no item is fetched before its batch's call ended
-        self._settling = asyncio.create_task(self._settle(jobs, final, cause, lost, self._settling))
+            log_outcome(job, name, outcome, elapsed)
+        if done:
+            job_metrics.finished("done", elapsed, done)
+        # sent with the next batch's first fetch (one round trip less per batch)
+        self._unsettled = _Unsettled(jobs, final, cause, lost)
         self.processed += len(jobs)
 
     async def _call(self, items: list[Item]) -> list[Outcome]:
@@ -264,80 +295,117 @@ class BatchPump:
                 out.append(DONE)
         return out
 
-    async def _keep(self, jobs: Sequence[Job], lost: set[str]) -> None:
-        """Extend every item's lease each third of it, in one call, while the batch runs
-        (not past the task's timeout: a hung call's items come back after their lease)."""
-        timeout = self.task.config.timeout
-        began = time.monotonic()
-        while True:
-            await asyncio.sleep(max(self.lease / 3, 0.05))
-            if timeout is not None and time.monotonic() - began > timeout + 1:
-                return
-            held = [job for job in jobs if job.id not in lost]
-            try:
-                statuses = await self.queue.extend_many(held, lease=self.lease)
-            except _TRANSIENT as exc:
-                log.warning("could not extend %d leases on %s: %s", len(held), self.name, exc)
-                continue
-            for job, status in zip(held, statuses, strict=True):
-                if status not in (Answer.OK, Answer.CANCELLED):
-                    lost.add(job.id)
-                    self.metrics.lease_lost(self.name)
-                    log.warning(
-                        "lease lost on item %s of a batch of %s (%s): another worker may run it",
-                        job.id,
-                        self.task.name,
-                        status.name,
-                    )
+    def _keep_every(self) -> float:
+        """Seconds between two extensions of a running batch's leases."""
+        return max(self.lease / 3, 0.05)
 
-    async def _settle(
-        self,
-        jobs: Sequence[Job],
-        outcomes: Sequence[Outcome],
-        cause: str,
-        lost: frozenset[str] | set[str] = frozenset(),
-        after: asyncio.Task[None] | None = None,
-    ) -> None:
-        """Settle the items in one call (sent again after a failure: an item settled
-        already is refused alone), once ``after`` (the settle before) ended. Lost items
-        are not sent."""
-        if after is not None:
-            await asyncio.shield(after)
-        rows: list[batches.Row] = [
-            (job, settle_code(o), o.delay, o.reason, o.result or b"")
-            for job, o in zip(jobs, outcomes, strict=True)
-            if o.kind != "lost" and job.id not in lost
-        ]
-        for attempt in range(1, 6):
-            try:
-                replies = await self.queue._run(
-                    batches.settle(
-                        self.queue.keys, rows, result_ttl=self.queue.result_ttl, cause=cause
-                    )
-                )
-            except _TRANSIENT as exc:
-                if attempt == 5:
-                    log.error(
-                        "could not settle a batch of %d items on %s: %s; they come back "
-                        "after their lease",
-                        len(rows),
-                        self.name,
-                        exc,
-                    )
-                    return
-                await self._pause(exc)
-                continue
-            refused = sum(1 for s in replies if s == Status.LEASE_LOST)
-            if refused and attempt == 1:
+    async def _keep(self, jobs: Sequence[Job], lost: set[str], began: float) -> None:
+        """Extend every item's lease now and each third of it, in one call, while the
+        batch (run since ``began``) runs; not past the task's timeout: a hung call's
+        items come back after their lease."""
+        timeout = self.task.config.timeout
+        while timeout is None or time.monotonic() - began <= timeout + 1:
+            await self._extend(jobs, lost)
+            await asyncio.sleep(self._keep_every())
+
+    async def _extend(self, jobs: Sequence[Job], lost: set[str]) -> None:
+        """One extension of the leases of ``jobs`` not ``lost`` (an item whose extension
+        is refused joins ``lost``)."""
+        held = [job for job in jobs if job.id not in lost]
+        try:
+            statuses = await self.queue.extend_many(held, lease=self.lease)
+        except _TRANSIENT as exc:
+            log.warning("could not extend %d leases on %s: %s", len(held), self.name, exc)
+            return
+        for job, status in zip(held, statuses, strict=True):
+            if status not in (Answer.OK, Answer.CANCELLED):
+                lost.add(job.id)
                 self.metrics.lease_lost(self.name)
                 log.warning(
-                    "%d items of a batch of %s on %s were refused: their leases had "
-                    "expired and they were handed out again, so they may run twice",
-                    refused,
+                    "lease lost on item %s of a batch of %s (%s): another worker may run it",
+                    job.id,
                     self.task.name,
-                    self.name,
+                    status.name,
                 )
-            return
+
+    def _settle_op(self, batch: _Unsettled) -> Op[list[Status]] | None:
+        """The settle of ``batch``: its items in one call; lost items are not sent
+        (None: none is left to send)."""
+        rows: list[batches.Row] = [
+            (job, settle_code(o), o.delay, o.reason, o.result or b"")
+            for job, o in zip(batch.jobs, batch.outcomes, strict=True)
+            if o.kind != "lost" and job.id not in batch.lost
+        ]
+        if not rows:
+            return None
+        return batches.settle(
+            self.queue.keys, rows, result_ttl=self.queue.result_ttl, cause=batch.cause
+        )
+
+    async def _settle_and_fetch(self, fetch: Op[list[Job]]) -> list[Job]:
+        """Run ``fetch`` (the next batch's forming), with the last batch's settle, if
+        any, in its first round trip and before it. A settle that failed is kept, sent
+        again with the next fetch (an item settled already is refused alone), up to
+        _SETTLE_TRIES times; a connection error raises, the settle kept."""
+        batch = self._unsettled
+        settle = None if batch is None else self._settle_op(batch)
+        if batch is None or settle is None:
+            self._unsettled = None
+            return await self.queue._run(fetch)
+        try:
+            settled, jobs = await self.queue._run_all([settle, fetch])
+        except _TRANSIENT as exc:
+            self._settled(batch, exc)
+            raise
+        self._settled(batch, settled)
+        if isinstance(jobs, BaseException):
+            raise jobs
+        return cast("list[Job]", jobs)
+
+    def _settled(self, batch: _Unsettled, reply: list[Status] | BaseException) -> None:
+        """What became of ``batch``'s settle: done, or kept to be sent again (a failure,
+        logged with the error once it was tried _SETTLE_TRIES times: its items come
+        back after their lease)."""
+        batch.tries += 1
+        if isinstance(reply, BaseException):
+            if batch.tries < _SETTLE_TRIES:
+                self._unsettled = batch
+                return
+            log.error(
+                "could not settle a batch of %d items on %s: %s; they come back after their lease",
+                len(batch.jobs),
+                self.name,
+                reply,
+            )
+        elif batch.tries == 1 and (refused := reply.count(Status.LEASE_LOST)):
+            self.metrics.lease_lost(self.name)
+            log.warning(
+                "%d items of a batch of %s on %s were refused: their leases had "
+                "expired and they were handed out again, so they may run twice",
+                refused,
+                self.task.name,
+                self.name,
+            )
+        self._unsettled = None
+
+    async def _settle(self, batch: _Unsettled) -> None:
+        """Settle ``batch`` alone (the pump stops), sent again after a failure; a
+        settle kept from before goes first."""
+        if self._unsettled is not None and self._unsettled is not batch:
+            await self._settle(self._unsettled)
+        self._unsettled = batch
+        while self._unsettled is not None:
+            settle = self._settle_op(batch)
+            if settle is None:
+                self._unsettled = None
+                return
+            try:
+                reply: list[Status] | BaseException = await self.queue._run(settle)
+            except _TRANSIENT as exc:
+                reply = exc
+            self._settled(batch, reply)
+            if self._unsettled is not None:
+                await self._pause(cast(BaseException, reply))
 
     async def _pause(self, exc: BaseException) -> None:
         self._failures += 1

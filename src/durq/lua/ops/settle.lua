@@ -16,7 +16,9 @@ ARGV[4]  m: the number of other shards of the queue (0: a plain queue, or no ite
          the queue); ARGV[5 .. m+4] their prefixes
 ARGV[m+5]  n: the number of items; then six parallel arrays of n values each:
          ids, lease tokens, outcomes, delays (ms), reasons (JSON, '' = none), results
-         ('' = none). An outcome is 'd' done (result stored), 'r' retry after the delay
+         ('' = none). -n: n items, every one done without a result, and only the first
+         two arrays (ids, lease tokens): the common batch, in a third of the arguments.
+         An outcome is 'd' done (result stored), 'r' retry after the delay
          (dead-lettered when its attempts are spent; its result then stored, as
          requeue.lua's), 'x' dead-letter now, 'f' defer for the delay, 'g' or 'q' given
          back by RateLimited, pausing its group or the queue for the delay.
@@ -66,7 +68,10 @@ local function settle_args()
   local m = tonumber(ARGV[4])
   local n = tonumber(ARGV[m + 5])
   local I = m + 5 -- ARGV[I + c*n + i]: column c (0 ids ... 5 results) of item i
+  local all_done = n < 0 -- only ids and tokens: every item done, without a result
+  if all_done then n = -n end
   return {
+    all_done = all_done,
     result_ttl = tonumber(ARGV[1]), size = tonumber(ARGV[2]), cause = ARGV[3],
     others = {unpack(ARGV, 5, m + 4)}, -- the other shards' prefixes
     n = n, I = I, ids = {unpack(ARGV, I + 1, I + n)}, raws = {}, pauses = false,
@@ -81,7 +86,7 @@ end
 -- Before any change: an error reply for an unknown outcome or a key of another type.
 local function settle_check(st)
   local I, n = st.I, st.n
-  for i = 1, n do
+  for i = 1, st.all_done and 0 or n do
     local kind = ARGV[I + 2 * n + i]
     if not OUTCOMES[kind] then
       return redis.error_reply('DURQ_ARG unknown outcome ' .. tostring(kind) ..
@@ -96,7 +101,7 @@ local function settle_check(st)
   if not problem and #st.others > 0 then problem = queue_pause_outbox_error() end
   if n > 0 then st.raws = redis.call('HMGET', K_JOBS, unpack(st.ids)) end
   -- an item that goes back to its group now: that group's keys must hold their types too
-  for i = 1, n do
+  for i = 1, st.all_done and 0 or n do
     if problem then break end
     local kind = ARGV[I + 2 * n + i]
     if kind ~= 'd' and kind ~= 'x' and (kind == 'g' or kind == 'q'
@@ -120,7 +125,7 @@ local function settle_done(st, i, id, enq, g, slot, r)
     st.tombs[#st.tombs + 1] = enq + st.window
     st.tombs[#st.tombs + 1] = id
   end
-  local result = ARGV[st.I + 5 * n + i]
+  local result = st.all_done and '' or ARGV[st.I + 5 * n + i]
   if result ~= '' then
     st.results[#st.results + 1] = id
     st.results[#st.results + 1] = result
@@ -140,7 +145,7 @@ end
 local function settle_other(st, i, id, kind, raw)
   local n, now = st.n, st.now
   local r = rec_decode(raw)
-  local delay = tonumber(ARGV[st.I + 3 * n + i])
+  local delay = st.all_done and 0 or tonumber(ARGV[st.I + 3 * n + i])
   if (kind == 'g' or kind == 'q') and delay > 0 then
     -- the upstream's answer holds whatever became of the item: its scope pauses
     scope_pause(get_flow(), kind == 'q' and 'queue' or 'group', r.group, now, delay, st.others)
@@ -181,7 +186,7 @@ end
 local function settle_item(st, i)
   local n = st.n
   local id = st.ids[i]
-  local kind = ARGV[st.I + 2 * n + i]
+  local kind = st.all_done and 'd' or ARGV[st.I + 2 * n + i]
   local raw = st.raws[i]
   local ver, state, _, _, _, _, deliveries, _, enq, deq, _, flags, kpos = rec_peek(raw)
   if not raw then
