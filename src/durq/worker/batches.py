@@ -245,6 +245,22 @@ class BatchPump:
         for i, outcome in zip(at, ran, strict=True):
             outcomes[i] = outcome
         final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
+        self._account(jobs, calls, final, lost, elapsed)
+        # sent with the next batch's first fetch (one round trip less per batch)
+        self._unsettled = _Unsettled(jobs, final, cause, lost)
+        self.processed += len(jobs)
+
+    def _account(
+        self,
+        jobs: list[Job],
+        calls: list[Any],
+        final: list[Outcome],
+        lost: set[str],
+        elapsed: float,
+    ) -> None:
+        """A batch's items in the metrics and the log; each kept result gets its item's
+        summary (``durq.worker.summary``)."""
+        job_metrics = self.metrics.job_metrics(self.name, self.task.name)
         name = self.task.name
         done = 0  # the common outcome, counted once for all
         for job, call, outcome in zip(jobs, calls, final, strict=True):
@@ -260,9 +276,6 @@ class BatchPump:
             log_outcome(job, name, outcome, elapsed)
         if done:
             job_metrics.finished("done", elapsed, done)
-        # sent with the next batch's first fetch (one round trip less per batch)
-        self._unsettled = _Unsettled(jobs, final, cause, lost)
-        self.processed += len(jobs)
 
     async def _call(self, items: list[Item]) -> list[Outcome]:
         """Call the task with ``items``; the outcome of each."""
