@@ -22,6 +22,7 @@ from durq.keys import QueueKeys
 from durq.models import BatchRecord, Job, Settle
 from durq.protocol.args import delay_ms, lease_ms, reason_json, seconds
 from durq.protocol.calls import (
+    MAX_CALL_BYTES,
     Arg,
     Command,
     Op,
@@ -30,6 +31,7 @@ from durq.protocol.calls import (
     Sleep,
     block_timeout,
     chunk_of,
+    chunked,
     script_call,
     send_all,
     text,
@@ -331,11 +333,11 @@ def settle(
     ttl = delay_ms(result_ttl, "result_ttl")
     pauses_queue = any(code == "q" and delay > 0 for _, code, delay, _, _ in rows)
     others = _other_shards(keys.name, keys.namespace, keys.shard_count) if pauses_queue else ()
-    size = chunk_of("settle")
     calls: list[ScriptCall | Command] = []
-    for start in range(0, len(rows), size):
-        chunk = rows[start : start + size]
-        record = len(rows) if start == 0 and cause else 0
+    for n, chunk in enumerate(chunked(rows, chunk_of("settle"), MAX_CALL_BYTES)):
+        if not chunk:
+            break
+        record = len(rows) if n == 0 and cause else 0
         args: list[Arg] = [ttl, record, cause if record else "", len(others), *others]
         args.append(len(chunk))
         args += [job.id for job, *_ in chunk]
