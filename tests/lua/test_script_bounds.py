@@ -48,10 +48,8 @@ from helpers import flavor_params, start_server
 SLOW_US = 10_000
 ATTEMPTS = 3
 
-pytestmark = [
-    pytest.mark.serial,  # server time: measured alone (see the Makefile)
-    pytest.mark.skipif(sys.platform != "linux", reason="reads a process's CPU clock (Linux)"),
-]
+# CPU time, unlike the SLOWLOG's wall time, needs no quiet machine: not a `serial` test
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads a process's CPU clock")
 
 
 @pytest.fixture(scope="module", params=flavor_params())
