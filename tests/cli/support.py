@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 from click.testing import CliRunner, Result
+from rich.console import Console
 
 from durq.cli import main
 
@@ -15,9 +17,16 @@ def durq(*args: str, input: str | None = None, columns: int = 200) -> Result:
 
     ``durq worker`` configures the ``durq`` logger (a handler on the runner's stderr,
     which closes afterwards); that configuration is undone, for the tests that follow.
+    A command module's console reads COLUMNS once, when the module is first imported:
+    the consoles imported already are set to ``columns`` (one test's 80 columns stayed
+    for the next command, or the tests that followed, by the order they ran in).
     """
     logger = logging.getLogger("durq")
     saved = (logger.handlers[:], logger.level, logger.propagate)
+    for name, module in list(sys.modules.items()):
+        console = getattr(module, "console", None)
+        if name.startswith("durq.cli") and isinstance(console, Console):
+            console.width = columns
     try:
         return CliRunner().invoke(
             main,
