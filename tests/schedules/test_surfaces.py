@@ -9,19 +9,13 @@ import httpx
 
 import durq
 from cli.support import durq as run_in_process
+from cli.support import durq_at
 from dashboard.support import LiveServer
 from durq.app.schedule_spec import pinned_queue
 from durq.dashboard import create_app
 from helpers import eventually
 from schedules.apps import build, read_log
-from worker.support import CompletedRun, running_worker
-
-
-def cli(*args: str, url: str) -> CompletedRun:
-    """``durq ARGS... --url URL`` in this process (a `durq` process took seconds a
-    command on a loaded machine: these tests ran 30 s)."""
-    done = run_in_process(*args, "--url", url)
-    return CompletedRun(done.exit_code, done.stdout, done.stderr)
+from worker.support import running_worker
 
 
 def test_current_job_carries_the_schedule_and_tick(app: durq.App, log_path: str) -> None:
@@ -40,18 +34,18 @@ def test_cli_lists_and_controls_schedules(app: durq.App, redis_url: str) -> None
     app.schedule("nightly", "add", cron="0 3 * * *", tz="Europe/Berlin", args=(1,))
     app.sync_schedules()
     q = app.default_queue
-    out = cli("schedules", "list", "-q", q, url=redis_url)
+    out = durq_at(redis_url, "schedules", "list", "-q", q)
     assert out.code == 0, out
     assert "hb" in out.stdout and "nightly" in out.stdout and "Europe/Berlin" in out.stdout
-    assert cli("schedules", "pause", "hb", "-q", q, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "pause", "hb", "-q", q).code == 0
     info = app.schedules.get("hb")
     assert info is not None and info.paused
-    assert cli("schedules", "resume", "hb", "-q", q, url=redis_url).code == 0
-    triggered = cli("schedules", "trigger", "nightly", "-q", q, url=redis_url)
+    assert durq_at(redis_url, "schedules", "resume", "hb", "-q", q).code == 0
+    triggered = durq_at(redis_url, "schedules", "trigger", "nightly", "-q", q)
     assert triggered.code == 0 and "sched:nightly@" in triggered.stdout
-    assert cli("schedules", "remove", "hb", "-q", q, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "remove", "hb", "-q", q).code == 0
     assert app.schedules.get("hb") is None
-    missing = cli("schedules", "pause", "hb", "-q", q, url=redis_url)
+    missing = durq_at(redis_url, "schedules", "pause", "hb", "-q", q)
     assert missing.code == 1 and "no schedule 'hb'" in missing.stderr
 
 
@@ -63,15 +57,15 @@ def test_cli_finds_the_schedules_of_a_sharded_queue(redis_url: str, queue_name: 
     app.sync_schedules()
     home = pinned_queue(queue_name, "hb", 3)
     for args in (["-q", queue_name], []):  # its queue, then every known queue
-        out = cli("schedules", "list", *args, url=redis_url)
+        out = durq_at(redis_url, "schedules", "list", *args)
         assert out.code == 0, out
         assert any(line.split()[:2] == [home, "hb"] for line in out.stdout.splitlines()), out
-    assert cli("schedules", "pause", "hb", "-q", queue_name, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "pause", "hb", "-q", queue_name).code == 0
     info = app.schedules.get("hb")
     assert info is not None and info.paused and info.queue == home
-    triggered = cli("schedules", "trigger", "hb", "-q", queue_name, url=redis_url)
+    triggered = durq_at(redis_url, "schedules", "trigger", "hb", "-q", queue_name)
     assert triggered.code == 0 and "sched:hb@" in triggered.stdout, triggered
-    assert cli("schedules", "remove", "hb", "-q", queue_name, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "remove", "hb", "-q", queue_name).code == 0
     assert app.schedules.get("hb") is None
     app.close()
 
