@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 # `fault` tests form one group (tests/conftest.py), run in turn on one worker while the
 # other takes the rest. Three were faster on a quiet 2-core machine (make coverage in
 # 9 min 15 s against 12 min 24 s), but two of three such runs failed a load-sensitive
-# test (a batch cut short by the server's time budget; the durable kill test's bound). The `serial` tests (server time, measured by SLOWLOG) run
-# afterwards, alone. Exit status 5 is pytest's "no test selected" (ARGS may pick a
+# test (a batch cut short by the server's time budget; the durable kill test's bound). The `serial` tests (server time, measured by SLOWLOG:
+# tests/workflows/test_bounded_work.py) run afterwards, alone; tests/lua's script bounds
+# read the server's CPU clock instead, which needs no quiet machine. Exit status 5 is pytest's "no test selected" (ARGS may pick a
 # folder without serial tests, or with only those). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 PARALLEL = -n $(TEST_WORKERS) --dist loadgroup

@@ -7,6 +7,7 @@ import logging
 from click.testing import CliRunner, Result
 
 from durq.cli import main
+from worker.support import CompletedRun
 
 
 def durq(*args: str, input: str | None = None, columns: int = 200) -> Result:
@@ -38,3 +39,10 @@ def table_row(output: str, first_cell: str) -> list[str]:
         if cells and cells[0] == first_cell:
             return cells
     raise AssertionError(f"no row for {first_cell!r} in:\n{output}")
+
+
+def durq_at(url: str, *args: str) -> CompletedRun:
+    """``durq ARGS... --url URL`` in this process, as ``Durq.run`` reports a ``durq``
+    process (which took 2-13 s a command on a loaded machine)."""
+    done = durq(*args, "--url", url)
+    return CompletedRun(done.exit_code, done.stdout, done.stderr)

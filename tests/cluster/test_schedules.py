@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import durq
+from cli.support import durq_at
 from durq.app.schedule_spec import pinned_queue
 from durq.cron import timing_of
 from durq.dev.topology import LocalCluster
@@ -24,7 +25,7 @@ from durq.protocol import schedules as ops
 from helpers import SLACK, eventually
 from schedules.apps import build, read_log
 from schedules.conftest import log_path, workers
-from worker.support import Durq, DurqProcess
+from worker.support import DurqProcess
 
 __all__ = ["log_path", "workers"]
 
@@ -188,28 +189,26 @@ def test_cron_ticks_are_refilled_in_the_queue_slot(
         assert after.next_due == before.next_due
 
 
-def test_cli_lists_and_controls_schedules(
-    app: durq.App, durq_cli: Durq, redis_url: str, shards: int
-) -> None:
+def test_cli_lists_and_controls_schedules(app: durq.App, redis_url: str, shards: int) -> None:
     q = app.default_queue
     app.schedule("hb", "tick", every=30, args=("log",))
     app.schedule("nightly", "add", cron="0 3 * * *", tz="Europe/Berlin", args=(1,))
     app.sync_schedules()
 
-    listed = durq_cli.run("schedules", "list", "-q", q, url=redis_url)
+    listed = durq_at(redis_url, "schedules", "list", "-q", q)
     assert listed.code == 0, listed
     rows = {line.split()[1]: line.split()[0] for line in listed.stdout.splitlines()
             if line.strip().startswith(q)}  # fmt: skip
     assert rows == {"hb": home(app, "hb"), "nightly": home(app, "nightly")}
-    everything = durq_cli.run("schedules", "list", url=redis_url)  # every known queue
+    everything = durq_at(redis_url, "schedules", "list")  # every known queue
     assert everything.code == 0, everything
     assert home(app, "nightly") in everything.stdout
 
-    paused = durq_cli.run("schedules", "pause", "hb", "-q", q, url=redis_url)
+    paused = durq_at(redis_url, "schedules", "pause", "hb", "-q", q)
     assert paused.code == 0, paused
     info = app.schedules.get("hb", q)
     assert info is not None and info.paused
-    triggered = durq_cli.run("schedules", "trigger", "nightly", "-q", q, url=redis_url)
+    triggered = durq_at(redis_url, "schedules", "trigger", "nightly", "-q", q)
     assert triggered.code == 0 and "sched:nightly@" in triggered.stdout, triggered
-    assert durq_cli.run("schedules", "remove", "hb", "-q", q, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "remove", "hb", "-q", q).code == 0
     assert app.schedules.get("hb", q) is None

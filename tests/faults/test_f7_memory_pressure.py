@@ -1,6 +1,6 @@
 """F7: Redis at ``maxmemory`` (``noeviction``) under load, with a short lease.
 
-``maxmemory`` is set 3 MB above the server's use, and two producers enqueue far faster
+``maxmemory`` is set 1 MB above the server's use, and two producers enqueue far faster
 than three workers (lease 2 s) drain, so the server reaches its limit within seconds and
 stays there while the producers' enqueues are refused. The jobs store no result (the
 first write of their release then grows memory), and one in a hundred outlives the
@@ -33,7 +33,9 @@ PRODUCERS = 2
 WORKERS = 3
 CONCURRENCY = 10
 LEASE = 2.0
-HEADROOM = 3 * 1024 * 1024  # bytes of maxmemory above the server's use at the start
+# bytes of maxmemory above the server's use at the start: a backlog of a few thousand
+# jobs (3 MB took over 60 s to fill on a loaded machine, and as long to drain)
+HEADROOM = 1024 * 1024
 AT_LIMIT = 8.0  # seconds the producers keep pressing once the limit is reached
 LONG = 2.5  # seconds of one job in a hundred: more than the lease
 KILL_AT = (2.0, 5.0)  # seconds into that time, one worker killed (and replaced) at each

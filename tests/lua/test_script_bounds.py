@@ -1,40 +1,46 @@
 """No script call runs 10 ms of server time, whatever durq is asked to do at its
 documented limits (GUIDE: bounded work; issue 30, What to build 4).
 
-A private server logs every command slower than 10 ms (``slowlog-log-slower-than 10000``)
-while each scenario drives scripts at their limits: a hundred schedules catching up
-after two minutes of downtime, thousands of groups, batches larger than a call takes of
-every operation, dead letters replayed, purged and evicted, expired leases, due delayed
-jobs and stale ids by the thousand, a topic with the most subscriptions, the largest
-workflows. Each scenario must leave SLOWLOG empty; its offenders are printed otherwise.
+Each scenario drives scripts at their limits on a private server: a hundred schedules
+catching up after two minutes of downtime, thousands of groups, batches larger than a
+call takes of every operation, dead letters replayed, purged and evicted, expired leases,
+due delayed jobs and stale ids by the thousand, a topic with the most subscriptions, the
+largest workflows. Every command durq sends is sent alone, between two readings of the
+server process's CPU clock (Linux's CPU-time clock of another process, precise to the
+nanosecond): what a call took is the server's CPU time while it ran, which a busy machine
+does not stretch. The SLOWLOG measured wall time, which a loaded 2-core machine stretches
+by every time slice it gives to another process (at a load of 7 it failed calls that take
+a few ms). A scenario with offenders (calls over 10 ms) prints them.
 
 What bounds a call is its size (``durq.protocol.calls.CHUNK``) or its budget of server
 time (``lua/lib/core/budget.lua``), not the volume behind it: a scenario makes each kind of
-call at its limit a few dozen times, not thousands. A busy 2-core machine deschedules a
-server that runs flat out every few ms, and the SLOWLOG counts that in the command it
-interrupts: thousands of back-to-back calls of 1 ms would show offenders that are the
-machine's, and so can any call now and then. A scenario with offenders therefore runs
-again, on fresh keys, and fails only when each of its ATTEMPTS had one (an unbounded
-loop is slow every time).
+call at its limit a few dozen times, not thousands. CPU time too grows on a loaded machine
+(caches and the other hyperthread shared), so a scenario with offenders runs again, on
+fresh keys, and fails only when each of its ATTEMPTS had one (an unbounded loop is slow
+every time).
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import orjson
 import pytest
 import redis
 
 import durq
 from durq import Message, Queue, Rate, Topic
+from durq._sync import driver
 from durq.cron import timing_of
 from durq.dev.server import RedisServer
 from durq.payloads import encode_result
 from durq.protocol import holding, scaling
 from durq.protocol import schedules as schedule_ops
+from durq.protocol.args import MAX_REASON_BYTES
 from durq.protocol.calls import CHUNK
 from durq.protocol.lifecycle import MAX_SUBSCRIBERS
 from helpers import flavor_params, start_server
@@ -42,17 +48,15 @@ from helpers import flavor_params, start_server
 SLOW_US = 10_000
 ATTEMPTS = 3
 
-pytestmark = pytest.mark.serial  # server time: measured alone (see the Makefile)
+# CPU time, unlike the SLOWLOG's wall time, needs no quiet machine: not a `serial` test
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads a process's CPU clock")
 
 
 @pytest.fixture(scope="module", params=flavor_params())
 def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
     """A private server of each flavor (Valkey runs the scripts as Functions, Redis 6.2
-    by EVALSHA) that logs every command over SLOW_US; nothing else runs on it."""
-    server = start_server(
-        request.param,
-        extra_args=["--slowlog-log-slower-than", str(SLOW_US), "--slowlog-max-len", "1024"],
-    )
+    by EVALSHA); nothing else runs on it, so its CPU time is the calls'."""
+    server = start_server(request.param)
     yield server
     server.close()
 
@@ -67,25 +71,51 @@ def raw(server: RedisServer) -> Iterator[redis.Redis]:
 _names = itertools.count()
 
 
-def offenders(raw: redis.Redis) -> list[str]:
-    """What the SLOWLOG holds, one line each (and empty it)."""
-    lines = []
-    for entry in raw.slowlog_get(1024):
-        command = entry["command"]
-        text = command.decode(errors="replace") if isinstance(command, bytes) else str(command)
-        lines.append(f"{entry['duration'] / 1000:.1f} ms: {text[:160]}")
-    raw.slowlog_reset()
-    return lines
+def cpu_clock(pid: int) -> int:
+    """The clock of process ``pid``'s CPU time, as clock_getcpuclockid(3) makes it on
+    Linux (CPUCLOCK_SCHED of a process: the scheduler's count, read up to date)."""
+    return ((~pid) << 3) | 2
 
 
-def bounded(raw: redis.Redis, scenario: Callable[[str], None]) -> None:
-    """Run ``scenario`` (given a fresh queue name) until it leaves SLOWLOG empty, at most
-    ATTEMPTS times; fail with the offenders of each attempt if it never does."""
+def _text(command: Sequence[Any]) -> str:
+    """A command as an offender's line: a script by its name and arguments (not its keys)."""
+    if command[0] in ("FCALL", "EVALSHA"):
+        command = (command[1], *command[3 + command[2] :])
+    words = (a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in command)
+    return " ".join(words)[:160]
+
+
+@pytest.fixture
+def offenders(server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The commands durq sends that took the server more than SLOW_US of CPU time, one
+    line each: each is sent alone (a pipeline too: its commands in turn, which changes
+    nothing with no other client) between two readings of the server's CPU clock."""
+    found: list[str] = []
+    clock = cpu_clock(server.pid)
+    send = driver._send_on
+
+    def timed(pool: Any, commands: Sequence[Any]) -> list[Any]:
+        replies: list[Any] = []
+        for command in commands:
+            began = time.clock_gettime_ns(clock)
+            replies += send(pool, [command])
+            spent = (time.clock_gettime_ns(clock) - began) // 1000
+            if spent > SLOW_US:
+                found.append(f"{spent / 1000:.1f} ms: {_text(command)}")
+        return replies
+
+    monkeypatch.setattr(driver, "_send_on", timed)
+    return found
+
+
+def bounded(offenders: list[str], scenario: Callable[[str], None]) -> None:
+    """Run ``scenario`` (given a fresh queue name) until none of its calls is an offender,
+    at most ATTEMPTS times; fail with the offenders of each attempt if it never does."""
     seen: list[list[str]] = []
     for _ in range(ATTEMPTS):
-        raw.slowlog_reset()
+        offenders.clear()
         scenario(f"b{next(_names)}")
-        found = offenders(raw)
+        found = list(offenders)
         if not found:
             return
         print(f"attempt {len(seen) + 1}: {len(found)} calls over {SLOW_US / 1000:.0f} ms")
@@ -113,7 +143,9 @@ def drain(q: Queue, batch: int = 1000, rounds: int = 1000) -> int:
 # -- schedules ------------------------------------------------------------------------
 
 
-def test_a_hundred_schedules_catching_up_after_downtime(server: RedisServer, raw: Any) -> None:
+def test_a_hundred_schedules_catching_up_after_downtime(
+    server: RedisServer, raw: Any, offenders: list[str]
+) -> None:
     """The issue's case: 100 schedules every 0.1 s at catch_up="all", max_catch_up=1000,
     two minutes of downtime (one dequeue once ran 1.73 s); cron schedules past their
     stored ticks, refilled with 1,000 past ones; schedules that skip overlaps; listing."""
@@ -154,13 +186,13 @@ def test_a_hundred_schedules_catching_up_after_downtime(server: RedisServer, raw
         assert len(app.schedules.all(name)) == 120
         app.close()
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
 # -- groups ---------------------------------------------------------------------------
 
 
-def test_thousands_of_groups(server: RedisServer, raw: Any) -> None:
+def test_thousands_of_groups(server: RedisServer, offenders: list[str]) -> None:
     """Jobs in 2,000 groups: enqueued, limited (the largest 1,000 offered at once),
     served in turns, listed, rate limited."""
 
@@ -184,13 +216,13 @@ def test_thousands_of_groups(server: RedisServer, raw: Any) -> None:
             assert drain(q) == n
             q.stats()
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
 # -- batches --------------------------------------------------------------------------
 
 
-def test_large_batches_of_every_operation(server: RedisServer, raw: Any) -> None:
+def test_large_batches_of_every_operation(server: RedisServer, offenders: list[str]) -> None:
     """Batches of 1,000 jobs of each operation, with each option that costs more."""
     n = 1000
 
@@ -221,10 +253,10 @@ def test_large_batches_of_every_operation(server: RedisServer, raw: Any) -> None
             q.cancel([r.id for r in pending])  # pending: ended
             drain(q)
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
-def test_the_largest_batches_of_a_batch_task(server: RedisServer, raw: Any) -> None:
+def test_the_largest_batches_of_a_batch_task(server: RedisServer, offenders: list[str]) -> None:
     """durq.Batch at its limits: batches of 1,000 items (MAX_SIZE) formed plainly, by
     group under a group limit, cut by a rate limit and topped up, then settled in one call
     each with every kind of outcome, results kept, the history full."""
@@ -257,8 +289,12 @@ def test_the_largest_batches_of_a_batch_task(server: RedisServer, raw: Any) -> N
                 q.settle(jobs, cause="size")
             assert len(q.batches()) >= 5
 
+    bounded(offenders, scenario)
 
-def test_requeues_of_long_failures_into_full_error_lists(server: RedisServer, raw: Any) -> None:
+
+def test_requeues_of_long_failures_into_full_error_lists(
+    server: RedisServer, offenders: list[str]
+) -> None:
     """Calls of requeue at its size (CHUNK) whose failures have long messages and
     tracebacks, longer than a job's error list keeps of them (lib/core/attempt_errors.lua),
     each appended to its job's list until the list is full and trimmed."""
@@ -272,10 +308,34 @@ def test_requeues_of_long_failures_into_full_error_lists(server: RedisServer, ra
                 q.requeue_many(q.dequeue_many(n), reason=reason, delay=0)
             assert len(q.job(q.dequeue().id).errors) == 5  # type: ignore[union-attr]
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
-def test_dead_letters_replayed_purged_and_evicted(server: RedisServer, raw: Any) -> None:
+def test_requeues_of_the_longest_reasons(server: RedisServer, offenders: list[str]) -> None:
+    """Calls of requeue whose reasons are as long as durq keeps one (MAX_REASON_BYTES),
+    each stored with its job and the head of each in its error list, then dead-lettered
+    with them: a call carries at most MAX_CALL_BYTES of reasons, whatever CHUNK allows."""
+    n = CHUNK["requeue"]
+    # fields under the quarter of MAX_REASON_BYTES that reason_json cuts a long one to
+    quarter = MAX_REASON_BYTES // 4
+    long = {"type": "ValueError", "message": "m" * quarter, "traceback": "t" * quarter,
+            "context": "c" * (quarter + quarter // 2)}  # fmt: skip
+
+    def scenario(name: str) -> None:
+        with Queue(name, server.url, max_attempts=3) as q:
+            q.enqueue_many(range(n))
+            for _ in range(3):
+                q.requeue_many(q.dequeue_many(n), reason=long, delay=0)
+            assert q.stats().dead == n
+            dead = q.dead_letters(limit=1)[0]
+            assert len(orjson.dumps(dead.reason)) > MAX_REASON_BYTES * 7 // 8
+
+    bounded(offenders, scenario)
+
+
+def test_dead_letters_replayed_purged_and_evicted(
+    server: RedisServer, offenders: list[str]
+) -> None:
     n = 2000
 
     def scenario(name: str) -> None:
@@ -291,11 +351,11 @@ def test_dead_letters_replayed_purged_and_evicted(server: RedisServer, raw: Any)
             q.requeue_many(q.dequeue_many(n), dead=True)
             assert q.purge_all() >= 100 and q.stats().dead == 0
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
 def test_thousands_of_expired_leases_due_delays_and_stale_ids(
-    server: RedisServer, raw: Any
+    server: RedisServer, offenders: list[str]
 ) -> None:
     n = 2000
 
@@ -312,10 +372,10 @@ def test_thousands_of_expired_leases_due_delays_and_stale_ids(
             time.sleep(0.2)
             drain(q)
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
-def test_a_topic_with_the_most_subscriptions(server: RedisServer, raw: Any) -> None:
+def test_a_topic_with_the_most_subscriptions(server: RedisServer, offenders: list[str]) -> None:
     def scenario(name: str) -> None:
         with Topic(name, server.url) as topic:
             for i in range(MAX_SUBSCRIBERS):
@@ -323,7 +383,7 @@ def test_a_topic_with_the_most_subscriptions(server: RedisServer, raw: Any) -> N
             topic.publish_many([{"i": i} for i in range(100)])
             topic.publish_many([Message(i, key=f"k{i}", priority=1) for i in range(50)])
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
 # -- workflows ------------------------------------------------------------------------
@@ -344,7 +404,9 @@ def _workflow_app(server: RedisServer, name: str) -> durq.App:
 
 
 @pytest.mark.parametrize("end", ["cancel", "fail"])
-def test_a_large_workflow_submitted_and_ended(server: RedisServer, raw: Any, end: str) -> None:
+def test_a_large_workflow_submitted_and_ended(
+    server: RedisServer, offenders: list[str], end: str
+) -> None:
     """A group of 20,000 steps and its callback, cancelled, or failed by one dead step
     under the policy "fail" (the documented most, 100,000 steps, takes 15 s a scenario:
     tests/workflows holds that one)."""
@@ -363,10 +425,12 @@ def test_a_large_workflow_submitted_and_ended(server: RedisServer, raw: Any, end
         drain(q)
         app.close()
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
-def test_a_large_group_completing_into_its_callback(server: RedisServer, raw: Any) -> None:
+def test_a_large_group_completing_into_its_callback(
+    server: RedisServer, offenders: list[str]
+) -> None:
     """20,000 steps complete, then the callback gets all their results."""
 
     def scenario(name: str) -> None:
@@ -378,13 +442,15 @@ def test_a_large_group_completing_into_its_callback(server: RedisServer, raw: An
             q.release_many(jobs, results=[encode_result(j.payload[1][0]) for j in jobs])
         app.close()
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)
 
 
 # -- the holding area and the scaling reading -------------------------------------------
 
 
-def test_thousands_of_held_jobs_held_brought_back_and_swept(server: RedisServer, raw: Any) -> None:
+def test_thousands_of_held_jobs_held_brought_back_and_swept(
+    server: RedisServer, offenders: list[str]
+) -> None:
     """Jobs held (hold.lua) in batches over many capabilities, brought back at the most
     a call takes (unhold.lua), the rest dead-lettered by the sweep after the grace
     (caps.lua, at its per-call bounds); the scaling reading over thousands of groups
@@ -415,4 +481,4 @@ def test_thousands_of_held_jobs_held_brought_back_and_swept(server: RedisServer,
             assert q.stats().held == 0
             q._run(scaling.load(q.keys))
 
-    bounded(raw, scenario)
+    bounded(offenders, scenario)

@@ -9,12 +9,13 @@ import httpx
 
 import durq
 from cli.support import durq as run_in_process
+from cli.support import durq_at
 from dashboard.support import LiveServer
 from durq.app.schedule_spec import pinned_queue
 from durq.dashboard import create_app
 from helpers import eventually
 from schedules.apps import build, read_log
-from worker.support import Durq, running_worker
+from worker.support import running_worker
 
 
 def test_current_job_carries_the_schedule_and_tick(app: durq.App, log_path: str) -> None:
@@ -28,47 +29,43 @@ def test_current_job_carries_the_schedule_and_tick(app: durq.App, log_path: str)
         assert 0 <= e["time"] - e["tick"] < 2.0
 
 
-def test_cli_lists_and_controls_schedules(app: durq.App, redis_url: str, tmp_path: object) -> None:
+def test_cli_lists_and_controls_schedules(app: durq.App, redis_url: str) -> None:
     app.schedule("hb", "tick", every=30, args=("log",))
     app.schedule("nightly", "add", cron="0 3 * * *", tz="Europe/Berlin", args=(1,))
     app.sync_schedules()
-    cli = Durq(tmp_path)  # type: ignore[arg-type]
     q = app.default_queue
-    out = cli.run("schedules", "list", "-q", q, url=redis_url)
+    out = durq_at(redis_url, "schedules", "list", "-q", q)
     assert out.code == 0, out
     assert "hb" in out.stdout and "nightly" in out.stdout and "Europe/Berlin" in out.stdout
-    assert cli.run("schedules", "pause", "hb", "-q", q, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "pause", "hb", "-q", q).code == 0
     info = app.schedules.get("hb")
     assert info is not None and info.paused
-    assert cli.run("schedules", "resume", "hb", "-q", q, url=redis_url).code == 0
-    triggered = cli.run("schedules", "trigger", "nightly", "-q", q, url=redis_url)
+    assert durq_at(redis_url, "schedules", "resume", "hb", "-q", q).code == 0
+    triggered = durq_at(redis_url, "schedules", "trigger", "nightly", "-q", q)
     assert triggered.code == 0 and "sched:nightly@" in triggered.stdout
-    assert cli.run("schedules", "remove", "hb", "-q", q, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "remove", "hb", "-q", q).code == 0
     assert app.schedules.get("hb") is None
-    missing = cli.run("schedules", "pause", "hb", "-q", q, url=redis_url)
+    missing = durq_at(redis_url, "schedules", "pause", "hb", "-q", q)
     assert missing.code == 1 and "no schedule 'hb'" in missing.stderr
 
 
-def test_cli_finds_the_schedules_of_a_sharded_queue(
-    redis_url: str, queue_name: str, tmp_path: object
-) -> None:
+def test_cli_finds_the_schedules_of_a_sharded_queue(redis_url: str, queue_name: str) -> None:
     """A shard's keys carry the shard's own hash tag: the CLI must open ``name~i`` as a
     shard (it raised "invalid queue name 'name~0'" before, for every queue listed)."""
     app = build(redis_url, queue_name, shards=3)
     app.schedule("hb", "tick", every=30, args=("log",))
     app.sync_schedules()
     home = pinned_queue(queue_name, "hb", 3)
-    cli = Durq(tmp_path)  # type: ignore[arg-type]
     for args in (["-q", queue_name], []):  # its queue, then every known queue
-        out = cli.run("schedules", "list", *args, url=redis_url)
+        out = durq_at(redis_url, "schedules", "list", *args)
         assert out.code == 0, out
         assert any(line.split()[:2] == [home, "hb"] for line in out.stdout.splitlines()), out
-    assert cli.run("schedules", "pause", "hb", "-q", queue_name, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "pause", "hb", "-q", queue_name).code == 0
     info = app.schedules.get("hb")
     assert info is not None and info.paused and info.queue == home
-    triggered = cli.run("schedules", "trigger", "hb", "-q", queue_name, url=redis_url)
+    triggered = durq_at(redis_url, "schedules", "trigger", "hb", "-q", queue_name)
     assert triggered.code == 0 and "sched:hb@" in triggered.stdout, triggered
-    assert cli.run("schedules", "remove", "hb", "-q", queue_name, url=redis_url).code == 0
+    assert durq_at(redis_url, "schedules", "remove", "hb", "-q", queue_name).code == 0
     assert app.schedules.get("hb") is None
     app.close()
 

@@ -45,6 +45,9 @@ def test_the_jobs_of_a_killed_worker_come_back_while_other_workers_keep_running(
     eventually(lambda: "consuming" in doomed.output(), 15, durq_cli.outputs)
     app.tasks["work"].enqueue_many([(str(exec_log), f"slow-{i}", 2.0) for i in range(3)])
     eventually(lambda: exec_log.count("start") == 3, 15, durq_cli.outputs)
+    # frozen in the middle of its jobs while the survivor starts (seconds on a loaded
+    # machine, when the 2 s jobs finished first on the doomed worker), then killed
+    doomed.send(signal.SIGSTOP)
     survivor = durq_cli.worker(redis_url, queue_name, args=("--lease", "1", "-c", "3"))
     eventually(lambda: "consuming" in survivor.output(), 15, durq_cli.outputs)
 

@@ -7,13 +7,14 @@ outbox entries). Before, one cancel of such a workflow ran over a second.
 
 The slow log measures wall time: on a machine whose CPU is saturated (CI's busy cores),
 a call can wait for the CPU longer than it works. So each call is also sent alone and
-the CPU time the server spent on it is measured (``/proc/<pid>/task/<pid>/schedstat``),
-which tells the work when the slow log cannot (``Big.check``)."""
+the CPU time the server spent on it is measured (the server process's CPU clock, as
+tests/lua/test_script_bounds.py reads it), which tells the work when the slow log
+cannot (``Big.check``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from durq.protocol import workflows as wf
 from durq.protocol.args import reason_json
 from durq.protocol.calls import Op, Pipeline, ScriptCall
 from durq.protocol.status import Status
+from lua.test_script_bounds import cpu_clock
 from workflows.support import courier
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # server time: measured alone
@@ -42,14 +44,14 @@ class Meter:
     main thread spent on each (none where /proc does not tell)."""
 
     def __init__(self, pid: int) -> None:
-        self.path = Path(f"/proc/{pid}/task/{pid}/schedstat")
+        self.clock = cpu_clock(pid)
         self.calls = 0
         self.cpu: list[tuple[float, str]] = []
 
     def cpu_ms(self) -> float | None:
         try:
-            return int(self.path.read_text().split()[0]) / 1e6
-        except (OSError, ValueError, IndexError):
+            return time.clock_gettime_ns(self.clock) / 1e6
+        except (OSError, AttributeError):  # not Linux
             return None
 
     def serial(self, op: Op[Any]) -> Generator[Any, Any, Any]:
@@ -146,8 +148,8 @@ class Big:
         slow = [(e["duration"] / 1000, e["command"][:60]) for e in self.client.slowlog_get(100)]
         if not slow:
             return
-        pressure = _cpu_pressure()
-        assert self.meter.cpu and pressure >= 10, f"calls over {BOUND_MS} ms: {slow}"
+        # (the CPU pressure the machine reported was no guide: 13.5 ms of wall time at 7.9 %)
+        assert self.meter.cpu, f"calls over {BOUND_MS} ms: {slow}"
         ordered = sorted(self.meter.cpu)
         assert ordered[int(len(ordered) * 0.999)][0] < BOUND_MS, ordered[-20:]
         assert ordered[-1][0] < 3 * BOUND_MS, ordered[-5:]
@@ -155,17 +157,6 @@ class Big:
     def close(self) -> None:
         self.client.close()
         self.app.close()
-
-
-def _cpu_pressure() -> float:
-    """The share of the last 10 s in which some task waited for a CPU (Linux PSI), in %
-    (0 where it is not told)."""
-    try:
-        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
-    except (OSError, IndexError):
-        return 0.0
-    fields = dict(f.split("=") for f in line.split()[1:])
-    return float(fields.get("avg10", 0))
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 import redis
 
 import durq
+from cli.support import durq as run
 from durq.protocol import workflows as wf
 from helpers import eventually
 from worker.support import Durq, DurqProcess, running_worker
@@ -164,15 +165,16 @@ def test_cancel_of_a_finished_or_unknown_workflow(wapp: durq.App, log: str) -> N
         unknown.cancel()
 
 
-def test_cli_cancel(wapp: durq.App, log: str, durq_cli: Durq) -> None:
+def test_cli_cancel(wapp: durq.App, log: str) -> None:
+    # in this process: a `durq` process took seconds a command on a loaded machine
     t = wapp.tasks
     handle = durq.group([t["square"].s(log, i) for i in range(3)]).then(t["collect"].s(log))
     running = handle.enqueue()
-    out = durq_cli.run("workflow", "cancel", running.id, url=wapp.url)
-    assert out.code == 0 and "cancelled" in out.stdout, out
-    again = durq_cli.run("workflow", "cancel", running.id, "-q", wapp.default_queue, url=wapp.url)
-    assert again.code == 0 and "had ended (cancelled)" in again.stdout, again
-    missing = durq_cli.run("workflow", "cancel", "nope", url=wapp.url)
-    assert missing.code == 1 and "no workflow nope" in missing.stderr, missing
+    out = run("workflow", "cancel", running.id, "--url", wapp.url)
+    assert out.exit_code == 0 and "cancelled" in out.stdout, out.output
+    again = run("workflow", "cancel", running.id, "-q", wapp.default_queue, "--url", wapp.url)
+    assert again.exit_code == 0 and "had ended (cancelled)" in again.stdout, again.output
+    missing = run("workflow", "cancel", "nope", "--url", wapp.url)
+    assert missing.exit_code == 1 and "no workflow nope" in missing.stderr, missing.output
     with pytest.raises(durq.Cancelled):
         running.result(1)

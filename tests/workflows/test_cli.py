@@ -10,24 +10,26 @@ from durq.keys import OutboxKeys
 from durq.payloads import encode_result
 from durq.protocol import lifecycle
 from helpers import eventually
-from worker.support import Durq, running_worker
+from worker.support import running_worker
 
 
-def test_show_a_workflow(wapp: durq.App, log: str, durq_cli: Durq) -> None:
+def test_show_a_workflow(wapp: durq.App, log: str) -> None:
+    # in this process: a `durq` process took seconds a command on a loaded machine
     t = wapp.tasks
     handle = (
         durq.group([t["square"].s(log, i) for i in range(3)]).then(t["collect"].s(log)).enqueue()
     )
-    shown = durq_cli.run("workflow", "show", handle.id, url=wapp.url)
-    assert shown.code == 0, shown
+    shown = run("workflow", "show", handle.id, "--url", wapp.url)
+    assert shown.exit_code == 0, shown.output
     for text in ("running", "3 pending", "1 waiting", "group 2: 3 open", "collect"):
-        assert text in shown.stdout, shown
+        assert text in shown.stdout, shown.output
     with running_worker(wapp):
         handle.result(10)
-    shown = durq_cli.run("workflow", "show", handle.id, "-q", wapp.default_queue, url=wapp.url)
-    assert shown.code == 0 and "completed" in shown.stdout and "4 done" in shown.stdout, shown
-    missing = durq_cli.run("workflow", "show", "nope", url=wapp.url)
-    assert missing.code == 1 and "no workflow nope" in missing.stderr, missing
+    shown = run("workflow", "show", handle.id, "-q", wapp.default_queue, "--url", wapp.url)
+    assert shown.exit_code == 0, shown.output
+    assert "completed" in shown.stdout and "4 done" in shown.stdout, shown.output
+    missing = run("workflow", "show", "nope", "--url", wapp.url)
+    assert missing.exit_code == 1 and "no workflow nope" in missing.stderr, missing.output
 
 
 def _outbox_rows(output: str) -> dict[str, list[str]]:

@@ -328,16 +328,35 @@ def test_a_malformed_outbox_entry_is_dead_lettered_in_the_outbox_and_logged(
     assert queue.outbox_stats().pending == 0
 
 
-def test_workflow_show_watch_refreshes_until_the_workflow_ends(wapp: durq.App, log: str) -> None:
+def test_workflow_show_watch_refreshes_until_the_workflow_ends(
+    wapp: durq.App, log: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from durq.cli import workflow as cli_workflow
+
     handle = durq.group([wapp.tasks["square"].s(log, 1)]).enqueue()
-    timer = threading.Timer(6.0, handle.cancel)  # room for two renderings on a busy machine
-    timer.start()
+    # cancelled once the watch showed it running twice (a fixed delay was too short for
+    # a loaded machine, where the command took seconds to show it once)
+    shown_twice = threading.Event()
+    renderings: list[str] = []
+    render = cli_workflow._print
+
+    def counted(info: Any, *args: Any) -> None:
+        render(info, *args)
+        renderings.append(info.state)
+        if renderings.count("running") >= 2:
+            shown_twice.set()
+
+    monkeypatch.setattr(cli_workflow, "_print", counted)
+    canceller = threading.Thread(target=lambda: shown_twice.wait(60) and handle.cancel())
+    canceller.start()
     started = time.monotonic()
     try:
         shown = run("workflow", "show", handle.id, "--watch", "--url", wapp.url)
     finally:
-        timer.cancel()
+        shown_twice.set()
+        canceller.join()
     assert shown.exit_code == 0, shown.output
-    assert 6.0 <= time.monotonic() - started < 40
+    assert time.monotonic() - started >= 1.0  # a second between two renderings
+    assert renderings[-1] == "cancelled" and renderings.count("running") >= 2
     assert shown.output.count("running") >= 2  # shown again every second meanwhile
     assert "cancelled" in shown.output.split("running")[-1]

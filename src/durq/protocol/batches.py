@@ -24,6 +24,7 @@ from durq.protocol.args import delay_ms, lease_ms, reason_json, seconds
 from durq.protocol.calls import (
     IDLE_BLOCK,
     MAX_BLOCK,
+    MAX_CALL_BYTES,
     Arg,
     Command,
     Op,
@@ -322,21 +323,24 @@ def settle_rows(jobs: Sequence[Leased], outcomes: Sequence[Settle]) -> list[Row]
     return rows
 
 
-def settle_chunks(rows: Sequence[Row]) -> list[Sequence[Row]]:
+def settle_chunks(rows: Sequence[Row], max_bytes: int = MAX_CALL_BYTES) -> list[Sequence[Row]]:
     """``rows`` in the calls of settle.lua that take them, in order: a done item costs
     what release.lua's does, any other what requeue.lua's does, so a call takes up to
     CHUNK["release"] done items, CHUNK["settle"] others, or a mix in proportion (a
-    batch of 100 done items is one call)."""
+    batch of 100 done items is one call); and at most ``max_bytes`` of the items' long
+    values (reasons, results: an item larger than that goes alone)."""
     others, done = chunk_of("settle"), chunk_of("release")  # items per call of each
     budget = others * done  # a done item costs `others` of it, any other `done`
     chunks: list[Sequence[Row]] = []
-    start = used = 0
+    start = used = weight = 0
     for i, row in enumerate(rows):
         cost = others if row[1] == "d" else done
-        if used + cost > budget:
+        size = sum(len(v) for v in row if type(v) is bytes)
+        if i > start and (used + cost > budget or weight + size > max_bytes):
             chunks.append(rows[start:i])
-            start, used = i, 0
+            start, used, weight = i, 0, 0
         used += cost
+        weight += size
     if start < len(rows):
         chunks.append(rows[start:])
     return chunks

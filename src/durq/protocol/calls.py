@@ -24,6 +24,7 @@ __all__ = [
     "IDLE_BLOCK",
     "MAX_BATCH",
     "MAX_BLOCK",
+    "MAX_CALL_BYTES",
     "MIN_BLOCK",
     "Command",
     "Op",
@@ -35,6 +36,7 @@ __all__ = [
     "batched",
     "block_timeout",
     "chunk_of",
+    "chunked",
     "reply_or_error",
     "script_call",
     "script_error",
@@ -43,6 +45,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Sequence[Any])
 Arg: TypeAlias = str | bytes | int | float
 
 #: the most items one script call handles; a larger batch is several calls
@@ -51,7 +54,7 @@ MAX_BATCH = 1000
 #: 1 ms of server time in the costliest case of its options (a dedup key, a control
 #: mode, a group, a record rewritten: docs/decisions/batch-sizes.md), a few ms on a busy
 #: machine, far under the 10 ms any call may take (docs/design.md, "Cost of each operation";
-#: tests/lua/test_script_bounds.py drives each at its limit under the server's SLOWLOG).
+#: tests/lua/test_script_bounds.py drives each at its limit, timed by the server's CPU).
 #: A larger batch is several calls in one round trip, as over MAX_BATCH
 CHUNK: dict[str, int] = {
     "enqueue_plain": 500,
@@ -73,6 +76,31 @@ CHUNK: dict[str, int] = {
     "dead_letters": 250,  # records read
     "schedule_list": 50,  # schedules listed
 }
+
+
+#: the most bytes of long values (reasons, results) one call of release, requeue or settle
+#: carries: a call copies and stores each, about 1.5 ms of server time a MB on a busy
+#: machine (64 requeues of 64 KB reasons: 5-8 ms, docs/decisions/batch-sizes.md). Past it
+#: a batch takes more calls, as past CHUNK; one item larger than this goes alone
+MAX_CALL_BYTES = 512 * 1024
+
+
+def chunked(rows: Sequence[R], size: int, max_bytes: int | None = None) -> list[Sequence[R]]:
+    """``rows`` in chunks of at most ``size`` rows and, when ``max_bytes`` is given, at
+    most ``max_bytes`` of their ``bytes`` values (a row larger than that alone); ``[[]]``
+    for no rows (a call is made all the same)."""
+    if max_bytes is None:
+        return [rows[i : i + size] for i in range(0, len(rows), size)] or [[]]
+    chunks: list[Sequence[R]] = []
+    start = weight = 0
+    for i, row in enumerate(rows):
+        cost = sum(len(v) for v in row if type(v) is bytes)
+        if i > start and (i - start == size or weight + cost > max_bytes):
+            chunks.append(rows[start:i])
+            start, weight = i, 0
+        weight += cost
+    chunks.append(rows[start:])
+    return chunks
 
 
 def chunk_of(name: str) -> int:
@@ -156,12 +184,13 @@ def batched(
     rows: Sequence[Sequence[Arg]],
     tail: Command | None = None,
     size: int | None = None,
+    max_bytes: int | None = None,
 ) -> Op[list[Any]]:
     """Run a per-item script over ``rows`` in calls of at most ``size`` items (default
-    ``chunk_of(name)``), in one round trip; returns the replies in order. ``tail`` (e.g.
-    WAIT) is sent last on the same connection and its reply appended."""
-    size = size or chunk_of(name)
-    chunks = [rows[i : i + size] for i in range(0, len(rows), size)] or [[]]
+    ``chunk_of(name)``) and ``max_bytes`` of their bytes values (``chunked``), in one round
+    trip; returns the replies in order. ``tail`` (e.g. WAIT) is sent last on the same
+    connection and its reply appended."""
+    chunks = chunked(rows, size or chunk_of(name), max_bytes)
     calls: tuple[ScriptCall | Command, ...] = tuple(
         script_call(name, keys, [*head, len(chunk), *chain.from_iterable(chunk)])
         for chunk in chunks

@@ -35,6 +35,7 @@ from durq.protocol.calls import (
     CHUNK,
     IDLE_BLOCK,
     MAX_BATCH,
+    MAX_CALL_BYTES,
     Arg,
     Command,
     Op,
@@ -524,7 +525,7 @@ def release(
         (j.id, j.token, (results[i] or b"") if results is not None else b"")
         for i, j in enumerate(jobs)
     ]
-    return _statuses((yield from batched("release", keys, head, rows)))
+    return _statuses((yield from batched("release", keys, head, rows, max_bytes=MAX_CALL_BYTES)))
 
 
 def requeue(
@@ -544,7 +545,7 @@ def requeue(
         for i, (j, delay, reason, dead) in enumerate(items)
     ]  # fmt: skip
     head = (delay_ms(result_ttl, "result_ttl"),)
-    return _statuses((yield from batched("requeue", keys, head, rows)))
+    return _statuses((yield from batched("requeue", keys, head, rows, max_bytes=MAX_CALL_BYTES)))
 
 
 def extend(keys: QueueKeys, jobs: Sequence[Leased], lease: float) -> Op[tuple[float, list[Status]]]:
