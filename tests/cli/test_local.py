@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import time
@@ -80,22 +81,20 @@ def test_demo_runs_to_its_expected_end_and_leaves_no_folder_behind(
 def test_a_demo_stopped_early_stops_its_workers_and_leaves_no_folder_behind(
     durq_cli: Durq, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started = time.time()
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     demo = durq_cli.start("demo")
+
+    def its_workers() -> list[psutil.Process]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            kids = psutil.Process(demo.pid).children(recursive=True)
+            return [p for p in kids if running(p) and "demo_app" in " ".join(p.cmdline())]
+        return []
+
     # (its live view is printed at the end when its output is not a terminal)
-    eventually(
-        lambda: len(_started_since(started, "durq.dev.demo_app:app")) >= 2,
-        60,
-        "the demo's workers to start",
-    )
+    workers = eventually(lambda: len(its_workers()) >= 2 and its_workers(), 60, "its workers")
     demo.send(signal.SIGTERM)  # as Ctrl-C (a background process may ignore SIGINT)
     assert demo.wait(30) != 0
-    eventually(
-        lambda: not _started_since(started, "durq.dev.demo_app:app"),
-        15,
-        "the demo's workers to exit",
-    )
+    eventually(lambda: not [w for w in workers if running(w)], 15, "its workers to exit")
     assert not list(tmp_path.glob("durq-demo-*")), "the demo left its folder behind"
 
 

@@ -107,8 +107,8 @@ def test_a_run_that_completes_without_reaching_stored_steps_names_them_in_the_lo
     assert result == "v2"
     lines = [r.getMessage() for r in caplog.records if "without reaching" in r.getMessage()]
     assert lines == [
-        f"job {job_id} (order) completed without reaching 1 stored step(s) of "
-        "earlier runs: gift-wrap (renamed or removed by a deploy?)"
+        f"job {job_id} (order) of {queue_name} completed without reaching 1 stored "
+        "step(s) of earlier runs: gift-wrap (renamed or removed by a deploy?)"
     ]
     assert [(e["event"], e["key"]) for e in events(log)] == [
         ("charge", "v1"),

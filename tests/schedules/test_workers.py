@@ -131,7 +131,8 @@ def test_sigkills_during_ticks_lose_and_duplicate_no_tick(
     for _ in range(kills):
         time.sleep(0.5)
         busy = eventually(lambda: {w.pid for w in fleet} & {p for p, _ in in_a_job()}, 30)
-        victim = next(w for w in fleet if w.pid == rng.choice(sorted(busy)))
+        pid = rng.choice(sorted(busy))  # drawn once, not once per worker compared
+        victim = next(w for w in fleet if w.pid == pid)
         fleet.remove(victim)
         victim.kill()  # SIGKILL in the middle of a tick's job (unless it just finished)
         killed |= {run for run in in_a_job() if run[0] == victim.pid}

@@ -79,12 +79,14 @@ def segfaults(log: str, key: str) -> None:
 
 def leaks(log: str, key: str) -> int:
     """Keeps 50 MB more each call (touched: resident); its child's pid (the log has the
-    child's resident bytes after the call)."""
+    child's resident bytes after the call, and its unique ones: a child forked from a
+    large process, e.g. a test run's, shares that process's pages in its resident set)."""
     block = bytearray(LEAK)
     for i in range(0, LEAK, 4096):
         block[i] = 1
     _kept.append(block)
-    record(log, "finish", key, kept=len(_kept), rss=psutil.Process().memory_info().rss)
+    memory = psutil.Process().memory_full_info()
+    record(log, "finish", key, kept=len(_kept), rss=memory.rss, uss=memory.uss)
     return os.getpid()
 
 
