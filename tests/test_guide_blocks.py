@@ -17,6 +17,9 @@ Rules (each guide says them to its reader where it needs them):
   test runs (tests/test_guides.py checks the copy): it is compiled here.
 - A block that imports a library durq does not install (``sentry_sdk``, an
   OpenTelemetry exporter) runs where that library is installed; elsewhere it is compiled.
+
+And every page's ``durq`` commands (a code span or a shell block's line that begins with
+``durq``) name commands and options that the CLI has.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 import durq
+from durq.cli import main as cli
 from durq.dev.server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,3 +142,60 @@ def test_a_guides_durq_code_blocks_run_as_written(
         except Exception as exc:
             failed.append(f"{page}:{line}: {type(exc).__name__}: {exc}")
     assert not failed, "\n".join(failed)
+
+
+_SPAN = re.compile(r"`(durq [^`]+)`")
+_FENCE = re.compile(r"^ *```(\w*)")
+_SHELLS = ("", "bash", "sh", "shell", "console")
+
+
+def _commands(text: str) -> list[tuple[int, str]]:
+    """(line, command) of each ``durq`` command of a page: a code span that begins with
+    ``durq``, and a line of a shell block that does (its comment and pipes left out)."""
+    out = []
+    fence: str | None = None  # the language of the block the line is in, if any
+    for number, line in enumerate(text.splitlines(), 1):
+        if opened := _FENCE.match(line):
+            fence = opened[1] if fence is None else None
+        elif fence is None:
+            out += [(number, span[1]) for span in _SPAN.finditer(line)]
+        elif fence in _SHELLS and line.lstrip("$ ").startswith("durq "):
+            out.append((number, re.split(r" #| \||&&|;", line.lstrip("$ "))[0]))
+    return out
+
+
+def _unknown(command: str) -> str | None:
+    """What of ``command`` the CLI does not have: a subcommand or an option (placeholders
+    such as ``ID``, ``[-q QUEUE]``, ``list/show`` and ``...`` are left as they are)."""
+    found: click.Command = cli
+    words = command.split()[1:]
+    while isinstance(found, click.Group) and words and words[0][0].islower():
+        if found.name == "job" and words[0] not in found.commands:  # durq job ID: show
+            break
+        context = click.Context(found)
+        subcommands = [found.get_command(context, n) for n in words[0].split("/")]  # list/show
+        if None in subcommands:
+            return f"no command {words[0]!r}"
+        found, words = subcommands[0] or found, words[1:]
+    known = {"-h", "--help"}
+    params = list(found.params)
+    if isinstance(found, click.Group) and found.name == "job":  # durq job ID -q QUEUE
+        params += found.commands["show"].params
+    for param in params:
+        known.update(param.opts)
+        known.update(param.secondary_opts)
+    options = [word.strip("[]").split("=")[0] for word in words if word.lstrip("[").startswith("-")]
+    unknown = [
+        option for option in options if option not in known and option.lstrip("-")[:1].isalpha()
+    ]
+    return f"no option {unknown}" if unknown else None
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["README.md", *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").rglob("*.md")))],
+)
+def test_the_durq_commands_and_options_a_page_shows_exist(page: str) -> None:
+    commands = _commands((ROOT / page).read_text())
+    wrong = [f"{page}:{line}: {c!r}: {why}" for line, c in commands if (why := _unknown(c))]
+    assert not wrong, "\n".join(wrong)
