@@ -1,7 +1,8 @@
-"""The user guides' durq code runs as written: each of their Python blocks runs against
-a server of the test's own (a newcomer's first check). The quickstart's blocks run in
-tests/cli/test_quickstart.py, the Django tutorial's in tests/contrib/django/; design.md,
-guarantees.md, scripts.md, decisions/ and reference/ are reference pages, not guides.
+"""The README's and the user guides' durq code runs as written: each of their Python
+blocks runs against a server of the test's own (a newcomer's first check). The
+quickstart's blocks run in tests/cli/test_quickstart.py, the Django tutorial's in
+tests/contrib/django/; design.md, guarantees.md, scripts.md, decisions/ and reference/
+are reference pages, not guides.
 
 Rules (each guide says them to its reader where it needs them):
 
@@ -43,24 +44,20 @@ from durq.dev.server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = [
-    *(
-        f"docs/{name}.md"
-        for name in (
-            "batches",
-            "deployment",
-            "durable",
-            "flow-control",
-            "hooks",
-            "index",
-            "job-control",
-            "operations",
-            "process-pool",
-            "schedules",
-            "security",
-            "workflows",
-            "tutorials/fastapi",
-        )
-    ),
+    "README.md",
+    "docs/batches.md",
+    "docs/deployment.md",
+    "docs/durable.md",
+    "docs/flow-control.md",
+    "docs/hooks.md",
+    "docs/index.md",
+    "docs/job-control.md",
+    "docs/operations.md",
+    "docs/process-pool.md",
+    "docs/schedules.md",
+    "docs/security.md",
+    "docs/workflows.md",
+    "docs/tutorials/fastapi.md",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "migrating").glob("*.md")),
 ]
 _TAB = re.compile(r'^=== "([^"]+)"', re.MULTILINE)
