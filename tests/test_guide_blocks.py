@@ -13,7 +13,8 @@ Rules (each guide says them to its reader where it needs them):
 - A block in another library's tab (``=== "Celery"``, ``"RQ"``, ``"arq"``) is that
   library's code: not run here.
 - A block whose first line is ``# fragment: ...`` shows part of a program (the comment
-  says what it leaves out: your own objects, a worker running): it is compiled, not run.
+  says what it leaves out: your own objects, a worker running): it is compiled, not run,
+  and the names of durq it uses (``durq.X``, ``from durq.M import X``) must exist.
 - A block whose first line is ``# examples/PATH`` is a copy of that file, which its own
   test runs (tests/test_guides.py checks the copy): it is compiled here.
 - A block that imports a library durq does not install (``sentry_sdk``, an
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib
 import importlib.util
 import inspect
 import re
@@ -97,9 +99,27 @@ def _runnable(code: str) -> bool:
     return all(_installed(name) for name in imported)
 
 
+def _missing(code: str) -> list[str]:
+    """The names of durq a block uses that durq does not have (``durq.X``, ``from durq.M
+    import X``): what a block compiled only would otherwise not show."""
+    missing = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "durq" and not hasattr(durq, node.attr):
+                missing.append(f"durq.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "durq":
+            module = importlib.import_module(node.module or "")
+            missing += [
+                f"{node.module}.{a.name}" for a in node.names if not hasattr(module, a.name)
+            ]
+    return missing
+
+
 def _run(code: str, where: str, url: str) -> None:
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     compiled = compile(code.replace(_LOCAL, url), where, "exec", flags=flags)
+    if missing := _missing(code):
+        raise AttributeError(f"durq has no {', '.join(missing)}")
     if not _runnable(code):
         return
     namespace: dict[str, object] = {"durq": durq, "url": url, "app": durq.App(url)}
