@@ -122,10 +122,12 @@ def _run(code: str, where: str, url: str) -> None:
         raise AttributeError(f"durq has no {', '.join(missing)}")
     if not _runnable(code):
         return
-    namespace: dict[str, object] = {"durq": durq, "url": url, "app": durq.App(url)}
+    setup = durq.App(url)
+    namespace: dict[str, object] = {"durq": durq, "url": url, "app": setup}
 
-    def apps() -> list[durq.App]:
-        return [value for value in namespace.values() if isinstance(value, durq.App)]
+    def apps() -> list[durq.App]:  # the page's setup too, when a block made its own app
+        made = [value for value in namespace.values() if isinstance(value, durq.App)]
+        return made if setup in made else [setup, *made]
 
     async def awaited(done: Coroutine[Any, Any, Any]) -> None:
         try:
@@ -141,6 +143,9 @@ def _run(code: str, where: str, url: str) -> None:
     finally:
         for app in apps():
             app.close()
+        for queue in namespace.values():
+            if isinstance(queue, durq.Queue):
+                queue.close()
 
 
 @pytest.mark.parametrize("page", GUIDES)
