@@ -18,14 +18,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
 
-# The suite runs on two pytest-xdist workers, each with its own session servers; the
-# `fault` tests form one group (tests/conftest.py), run in turn on one worker while the
-# other takes the rest. Three were faster on a quiet 2-core machine (make coverage in
-# 9 min 15 s against 12 min 24 s), but two of three such runs failed a load-sensitive
-# test (a batch cut short by the server's time budget; the durable kill test's bound). The `serial` tests (server time, measured by SLOWLOG:
-# tests/workflows/test_bounded_work.py) run afterwards, alone; tests/lua's script bounds
-# read the server's CPU clock instead, which needs no quiet machine. Exit status 5 is pytest's "no test selected" (ARGS may pick a
-# folder without serial tests, or with only those). TEST_WORKERS=0: one process.
+# The suite runs on two pytest-xdist workers, each with its own session servers (the
+# tests of one Django project form an xdist group: tests/conftest.py). Three were faster
+# on a quiet 2-core machine (make coverage in 9 min 15 s against 12 min 24 s), but two of
+# three such runs failed a load-sensitive test. Tests marked `serial` run afterwards,
+# alone (none is now: the server-time bounds of tests/lua and
+# tests/workflows/test_bounded_work.py read the server's CPU clock, which needs no quiet
+# machine). Exit status 5 is pytest's "no test selected" (ARGS may pick a folder
+# without serial tests, or with only those). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 

@@ -33,7 +33,7 @@ from durq.protocol.status import Status
 from lua.test_script_bounds import cpu_clock
 from workflows.support import courier
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # server time: measured alone
+pytestmark = [pytest.mark.slow]  # server time: its CPU clock (see above)
 
 BOUND_MS = 10.0
 SIZE = wf.MAX_NODES
