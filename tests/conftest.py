@@ -134,7 +134,10 @@ class _GroupIds:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[Any]) -> None:
         if not getattr(config.option, "loadgroup", False):
             return
-        from _pytest.nodeid import NodeId  # pytest >= 9.2
+        try:
+            from _pytest.nodeid import NodeId  # pytest >= 9.2
+        except ImportError:  # an older pytest: xdist's own ids work there
+            return
 
         for item in items:
             names = {
