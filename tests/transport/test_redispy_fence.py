@@ -86,6 +86,7 @@ def test_the_check_leaves_durqs_own_names_alone(source: str) -> None:
     assert _problems(source) == []
 
 
+@pytest.mark.lint  # make check runs it on the tree (27 s; 90 s under coverage)
 def test_the_tree_uses_redis_pys_internals_only_inside_the_fence(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
