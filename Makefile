@@ -21,25 +21,21 @@ $(STAMP): pyproject.toml
 # The suite runs on two pytest-xdist workers, each with its own session servers (the
 # tests of one Django project form an xdist group: tests/conftest.py). Three were faster
 # on a quiet 2-core machine (make coverage in 9 min 15 s against 12 min 24 s), but two of
-# three such runs failed a load-sensitive test. Tests marked `serial` run afterwards,
-# alone (none is now: the server-time bounds of tests/lua and
-# tests/workflows/test_bounded_work.py read the server's CPU clock, which needs no quiet
-# machine). Tests marked `lint` repeat a check of `make check` on the whole tree and are
-# left out (make test-redispy runs the redis-py fence's on each release). Exit status 5 is pytest's "no test selected" (ARGS may pick a folder
-# without serial tests, or with only those). TEST_WORKERS=0: one process.
+# three such runs failed a load-sensitive test. The server-time bounds (tests/lua,
+# tests/workflows/test_bounded_work.py) read the server's CPU clock, which needs no quiet
+# machine, so nothing runs alone afterwards. Tests marked `lint` repeat a check of
+# `make check` on the whole tree and are left out (make test-redispy runs the redis-py
+# fence's on each release). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 
 PYTEST ?= $(BIN)/python -m pytest
 test: $(STAMP)
-	@a=0; b=0; \
-	$(PYTEST) $(PARALLEL) -m "not serial and not lint" $(ARGS) || a=$$?; \
-	$(PYTEST) -m serial $(ARGS) || b=$$?; \
-	[ $$a -eq 0 -o $$a -eq 5 ] && [ $$b -eq 0 -o $$b -eq 5 ] && [ $$a -eq 0 -o $$b -eq 0 ]
+	$(PYTEST) $(PARALLEL) -m "not lint" $(ARGS)
 
 # The daily loop: one server flavor (Valkey), without the fault, slow, browser, Cluster
 # and Django 6 tests (`make test` and CI run them all). Under two minutes.
-FAST = not fault and not slow and not serial and not lint and not browser and not cluster and not django6
+FAST = not fault and not slow and not lint and not browser and not cluster and not django6
 # four xdist workers on two cores: these tests mostly wait on Redis and subprocesses
 FAST_WORKERS ?= 4
 test-fast: $(STAMP)

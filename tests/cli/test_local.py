@@ -94,7 +94,8 @@ def test_a_demo_stopped_early_stops_its_workers_and_leaves_no_folder_behind(
     workers = eventually(lambda: len(its_workers()) >= 2 and its_workers(), 60, "its workers")
     demo.send(signal.SIGTERM)  # as Ctrl-C (a background process may ignore SIGINT)
     assert demo.wait(30) != 0
-    eventually(lambda: not [w for w in workers if running(w)], 15, "its workers to exit")
+    # (each has its grace to drain, then is killed)
+    eventually(lambda: not [w for w in workers if running(w)], 40, "its workers to exit")
     assert not list(tmp_path.glob("durq-demo-*")), "the demo left its folder behind"
 
 

@@ -48,7 +48,8 @@ from helpers import flavor_params, start_server
 SLOW_US = 10_000
 ATTEMPTS = 3
 
-# CPU time, unlike the SLOWLOG's wall time, needs no quiet machine: not a `serial` test
+# CPU time, unlike the SLOWLOG's wall time, needs no quiet machine: these tests run with
+# the rest of the suite
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads a process's CPU clock")
 
 

@@ -170,9 +170,11 @@ def _run(console: Console, story: _Story, tmp: Path, log: Path) -> bool:
         os.environ["DURQ_URL"] = server.url
         demo_app.app.url = server.url
         story.say(f"embedded Redis {'.'.join(map(str, server.version))} on {server.url}")
-        procs = [_start_worker(server.url, log) for _ in range(2)]
-        story.say("started 2 worker processes (6 jobs at once each, 2 s leases)")
-        try:
+        procs: list[subprocess.Popen[bytes]] = []
+        try:  # (a Ctrl-C at any point stops the workers started so far)
+            for _ in range(2):
+                procs.append(_start_worker(server.url, log))
+            story.say("started 2 worker processes (6 jobs at once each, 2 s leases)")
             report = _enqueue(story)
             _watch(console, story, procs, report, server.url, log)
         finally:
