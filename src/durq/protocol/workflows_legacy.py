@@ -20,16 +20,14 @@ import orjson
 
 from durq import lua
 from durq.keys import QueueKeys
-from durq.protocol.calls import Arg, Command, Op, Pipeline, ScriptCall
-from durq.protocol.status import Status
+from durq.protocol.calls import Arg, Command, Op, ScriptCall
 from durq.protocol.workflows import (
     _SEP,
     _STAGE_FIELDS,
     _STAGE_TTL_MS,
     POLICIES,
-    START_CHUNK,
     Compiled,
-    deliver_call,
+    send_submission,
 )
 
 __all__ = ["legacy_problems", "submit_legacy"]
@@ -85,9 +83,9 @@ def submit_legacy(
 ) -> Op[tuple[bool, str]]:
     """``durq.protocol.workflows.submit`` in 0.1.0's layout: HSETs of the structure into
     a staging hash, the commit (``workflow_submit_legacy.lua``), then one call per
-    further START_CHUNK first steps. Returns (created, run): the run is ``""`` (none),
-    or the existing workflow's when one has this id (created False, nothing changed).
-    The caller checked ``legacy_problems``."""
+    further START_CHUNK first steps (``send_submission``). Returns (created, run): the
+    run is ``""`` (none), or the existing workflow's when one has this id (created
+    False, nothing changed). The caller checked ``legacy_problems``."""
     assert policy in POLICIES, policy
     fields, bars = _fields(compiled)
     staged = f"{home.prefix}wfn:{os.urandom(6).hex()}:s"  # this submission's own
@@ -106,14 +104,5 @@ def submit_legacy(
         ",".join(map(str, bars)),
         staged,
     ]
-    commit = len(calls)
     calls.append(ScriptCall(lua.load("workflow_submit_legacy"), home.vector, args))
-    resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0", b""))
-    more = (len(compiled.first) - 1) // START_CHUNK
-    calls += [deliver_call(resume) for _ in range(more)]
-    replies = yield Pipeline(tuple(calls))
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    status, used = replies[commit]
-    return Status(status) is Status.CREATED, used.decode()
+    return (yield from send_submission(home, workflow_id, "", calls, compiled))

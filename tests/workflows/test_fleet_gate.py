@@ -3,13 +3,11 @@ in the registry (no format in it, as 0.1.0 writes it): while such a worker consu
 of a workflow's queues, a submission writes 0.1.0's layout, which this tree's workers
 run too (lua/lib/workflows/legacy.lua); a workflow that layout cannot hold is refused
 with durq.FleetTooOld and nothing written; an old worker of other queues, or none,
-leaves the new layout. The real mixed fleet: tests/deploy/test_upgrade_fleet.py."""
+leaves the new layout. The real mixed fleet: tests/deploy/test_upgrade.py."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import orjson
 import pytest
@@ -19,33 +17,7 @@ import durq
 from durq.app.fleet import FleetGate
 from durq.keys import NamespaceKeys, QueueKeys, workflow_key
 from worker.support import running_worker
-from workflows.apps import build
 from workflows.support import Front
-
-
-@pytest.fixture
-def wapp(redis_url: str, queue_name: str) -> Iterator[durq.App]:
-    app = build(redis_url, default_queue=queue_name)
-    yield app
-    app.close()
-
-
-@pytest.fixture(params=["sync", "async"])
-async def front(request: pytest.FixtureRequest, wapp: durq.App) -> AsyncIterator[Front]:
-    yield Front(wapp, str(request.param))
-    await wapp.aclose()
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> str:
-    return str(tmp_path / "runs.jsonl")
-
-
-@pytest.fixture
-def raw(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
 
 
 def _plant_old_worker(raw: redis.Redis, app: durq.App, queues: list[str]) -> str:
