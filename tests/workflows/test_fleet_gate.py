@@ -100,3 +100,23 @@ def test_a_producer_reads_the_fleet_at_most_once_per_fleet_ttl(
         assert flow.enqueue().run == ""
     finally:
         _forget(raw, wapp, old)
+
+
+def test_a_large_group_in_0_1_0_s_layout_starts_from_0_1_0_s_cursor(
+    wapp: durq.App, raw: redis.Redis
+) -> None:
+    """A node of more than 500 leaves starts 500 per call from a cursor that is an index,
+    as 0.1.0 writes and reads it, so that either version's 'R' order continues the
+    other's start (lib/workflows/legacy.lua)."""
+    t = wapp.tasks
+    old = _plant_old_worker(raw, wapp, [wapp.default_queue])
+    try:
+        handle = durq.group([t["echo"].s(i) for i in range(600)]).enqueue()
+        assert handle.run == ""
+        wk = workflow_key(QueueKeys(handle.queue, wapp.namespace).prefix, handle.id)
+        assert raw.hget(wk, "c0") == b"601"  # all started: past the end, as 0.1.0 marks it
+        assert wapp.queue(handle.queue).stats().pending == 600
+        with running_worker(wapp, queues=[handle.queue], concurrency=50):
+            assert handle.result(60) == list(range(600))
+    finally:
+        _forget(raw, wapp, old)
