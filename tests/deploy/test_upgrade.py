@@ -212,6 +212,7 @@ def test_workflows_this_tree_submits_beside_workers_of_the_previous_release_run_
     try:
         old = fleet.spawn(old_python, TARGET, queues, label="old0")
         new = fleet.spawn(sys.executable, TARGET, queues, label="new0")
+        fleet.wait_ready(new)
         wait_for("the old worker's heartbeat", lambda: _old_live(space) == 1, 30, fleet)
         out = tmp_path / "mixed.json"
         mixed = _writer(sys.executable, env, out, "--workflows", str(out), "0")
