@@ -13,7 +13,8 @@ version and its format, so ``durq workers`` shows a fleet that mixes releases.
   task's version in a job's metadata (``v``, absent at version 1); a stored result
   may carry its job's summary (``job``: ``durq.worker.summary``), which a reader that
   does not know it ignores. It runs format 1's workflows on in their layout
-  (``lua/lib/workflows/legacy.lua``).
+  (``lua/lib/workflows/legacy.lua``), and while a live worker of format 1 consumes a
+  workflow's queues, it submits the workflow in that layout (``durq.app.fleet``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ equal).
     ├── CorruptQueue: a durq key holds another Redis type, or a record is unreadable
     ├── ForeignLibrary: code that is not durq's holds the names of durq's Functions
     ├── NotDurable: fewer copies of a write confirmed than the durability mode asks
+    ├── FleetTooOld: a workflow that live workers of an older durq could not run
     ├── RedisUnavailable (also redis-py's ConnectionError): Redis did not answer for as
     │   long as durq retries (``enqueue_retry_for``)
     ├── WaitTimeout: durq.wait_for's deadline passed with no signal (inside a task)
@@ -53,6 +54,7 @@ __all__ = [
     "DurqError",
     "Expired",
     "Fail",
+    "FleetTooOld",
     "ForeignLibrary",
     "InvalidArgument",
     "JobFailed",
@@ -167,6 +169,26 @@ class NotDurable(DurqError):
     """
 
     results: object = None
+
+
+class FleetTooOld(DurqError):
+    """A workflow was not submitted: live workers of an older durq (``workers``, their
+    ids) consume its queues, and it uses what their release's workflows cannot hold
+    (``problems``). Nothing was written: submit it again once those workers are
+    upgraded or stopped (``durq workers`` lists them), or without what they lack."""
+
+    def __init__(
+        self, workers: list[str], queue: str, problems: list[str], versions: str = "0.1.0"
+    ) -> None:
+        self.workers = list(workers)
+        self.problems = list(problems)
+        shown = ", ".join(self.workers[:5]) + (" ..." if len(self.workers) > 5 else "")
+        super().__init__(
+            f"workflow for queue {queue} not submitted: workers of durq {versions} ({shown}) "
+            f"consume its queues, and {versions}'s workflows cannot hold this: "
+            f"{'; '.join(self.problems)}. Submit it again once they are upgraded or "
+            "stopped (durq workers lists them), or without it; nothing was written"
+        )
 
 
 class RedisUnavailable(DurqError, RedisConnectionError):

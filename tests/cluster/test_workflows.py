@@ -25,7 +25,11 @@ from workflows.conftest import front, log, wapp
 from workflows.support import KillingFleet, leftovers, runs
 
 # issue 30: the crossings of workflows with group slots, resubmission, late outbox
-# entries and step options, on the cluster (their steps in queues of other slots)
+# entries and step options, on the cluster (their steps in queues of other slots); issue
+# 34: a workflow in 0.1.0's layout while a 0.1.0 worker consumes its queues
+from workflows.test_fleet_gate import (
+    test_while_a_0_1_0_worker_consumes_its_queues_a_workflow_is_written_in_its_layout,
+)
 from workflows.test_group_slots import test_a_workflow_that_ends_early_gives_its_group_slot_back
 from workflows.test_resubmit import (
     test_a_report_of_an_earlier_run_changes_nothing,
@@ -58,6 +62,7 @@ __all__ = [
     "test_a_workflow_id_runs_again_once_its_summary_expired",
     "test_a_workflow_id_submitted_again_with_its_steps_in_other_queues_changes_nothing",
     "test_a_workflow_that_ends_early_gives_its_group_slot_back",
+    "test_while_a_0_1_0_worker_consumes_its_queues_a_workflow_is_written_in_its_layout",
     "wapp",
 ]
 

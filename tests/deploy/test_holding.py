@@ -11,7 +11,9 @@ import pytest
 
 import durq
 from deploy.apps import Ran, v1, v2
+from durq.protocol import holding
 from durq.protocol.record import FLAG_HELD
+from durq.protocol.status import Status
 from durq.transport.connection import sync_client
 from helpers import eventually
 from worker.support import running_worker
@@ -280,3 +282,56 @@ def test_every_way_of_enqueueing_carries_the_task_version(
     finally:
         old.close()
         new.close()
+
+
+def _fetch_and_hold(queue: durq.Queue, cap: str = "t") -> durq.Job:
+    """Fetch one job and hold it, as a worker without ``cap`` does (hold.lua)."""
+    job = queue.dequeue(lease=30)
+    assert job is not None
+    (status,) = queue._run(holding.hold(queue.keys, [(job, cap)], 600, "w"))
+    assert status is Status.OK, status
+    return job
+
+
+def test_a_held_job_keeps_its_dedup_key_until_a_worker_starts_it(
+    apps: tuple[durq.App, durq.App], queue_name: str
+) -> None:
+    """Fetching frees a job's key (it started); holding gives it back: the job never
+    started, so an enqueue with its key is deduplicated against it, and one with
+    ``replace`` supersedes it (it leaves the holding area)."""
+    old, new = apps
+    queue = old.queue(queue_name)
+    t = new.tasks["t"]
+    first = t.options(key="k").enqueue(1)
+    assert _fetch_and_hold(queue).id == first.id
+    again = t.options(key="k").enqueue(2)
+    assert (again.status, again.id) == (durq.EnqueueStatus.DEDUPLICATED, first.id)
+    assert queue.stats().held == 1
+    replaced = t.options(key="k", replace=True).enqueue(3)
+    assert replaced.status is durq.EnqueueStatus.REPLACED
+    info = queue.job(first.id)
+    assert info is not None and info.state is durq.JobState.SUPERSEDED
+    assert queue.stats().held == 0  # it left the holding area
+    # the replacement, held too, keeps the key; once a worker starts it, the key is free
+    assert _fetch_and_hold(queue).id == replaced.id
+    assert t.options(key="k").enqueue(4).status is durq.EnqueueStatus.DEDUPLICATED
+    queue._run(holding.unhold(queue.keys, ["t"], 10))
+    assert queue.dequeue(lease=30) is not None
+    assert t.options(key="k").enqueue(5).status is durq.EnqueueStatus.CREATED
+
+
+def test_a_job_that_took_the_key_while_another_was_fetched_keeps_it_when_that_one_is_held(
+    apps: tuple[durq.App, durq.App], queue_name: str
+) -> None:
+    old, new = apps
+    queue = old.queue(queue_name)
+    t = new.tasks["t"]
+    first = t.options(key="k").enqueue(1)
+    fetched = queue.dequeue(lease=30)  # the key is free: it started, as far as we know
+    assert fetched is not None and fetched.id == first.id
+    second = t.options(key="k").enqueue(2)
+    assert second.status is durq.EnqueueStatus.CREATED
+    (status,) = queue._run(holding.hold(queue.keys, [(fetched, "t")], 600, "w"))
+    assert status is Status.OK
+    third = t.options(key="k").enqueue(3)
+    assert (third.status, third.id) == (durq.EnqueueStatus.DEDUPLICATED, second.id)

@@ -178,3 +178,76 @@ def test_a_queue_written_and_half_drained_by_the_previous_release_is_finished_by
                    if line.kind == "TICK")  # fmt: skip
     finally:
         fleet.close()
+
+
+def _old_live(space: durq.Namespace) -> int:
+    """How many live workers of the registry have no format (durq 0.1.0)."""
+    return sum("format" not in beat for beat in space.live_workers().values())
+
+
+def _steps_ran(ledger: Path) -> tuple[set[str], set[str]]:
+    """The distinct ids of the steps that ran, and the versions that ran them."""
+    lines = [line for line in read_ledger(ledger) if line.kind == "STEP"]
+    return {line.id for line in lines}, {line.version for line in lines}
+
+
+def _steps_of(workflow_id: str, ran: set[str]) -> set[str]:
+    return {step for step in ran if step.startswith(workflow_id + ".")}
+
+
+def test_workflows_this_tree_submits_beside_workers_of_the_previous_release_run_on_both(
+    tmp_path: Path, server: Any, release: Release, old_python: Path
+) -> None:
+    """Expand/contract (durq.app.fleet): while a worker of the previous release consumes
+    their queues, this tree's producer submits workflows in that release's layout, and
+    both versions' workers run their steps under SIGKILLs (every step runs, each result
+    counts once); a workflow that layout cannot hold is refused (durq.FleetTooOld), and
+    once no old worker is live, submissions take this tree's layout."""
+    prefix = f"uf{secrets.token_hex(3)}"
+    ledger = tmp_path / "ledger"
+    env = {"DURQ_UP_URL": server.url, "DURQ_UP_PREFIX": prefix, "DURQ_UP_LEDGER": str(ledger)}
+    queues = [f"{prefix}-a", f"{prefix}-b"]
+    fleet = Fleet(tmp_path, env)
+    space = durq.Namespace(url=server.url)
+    try:
+        old = fleet.spawn(old_python, TARGET, queues, label="old0")
+        new = fleet.spawn(sys.executable, TARGET, queues, label="new0")
+        fleet.wait_ready(new)
+        wait_for("the old worker's heartbeat", lambda: _old_live(space) == 1, 30, fleet)
+        out = tmp_path / "mixed.json"
+        mixed = _writer(sys.executable, env, out, "--workflows", str(out), "0")
+        assert all(wf["run"] == "" for wf in mixed["workflows"]), mixed  # 0.1.0's layout
+        assert "workers of durq 0.1.0" in mixed["refused"], mixed["refused"]
+        assert "expires" in mixed["refused"], mixed["refused"]
+        # kills on both sides once steps run; replacements of both versions
+        wait_for("steps run", lambda: len(_steps_ran(ledger)[0]) >= 3, 60, fleet)
+        old.kill()
+        new.kill()
+        fleet.spawn(old_python, TARGET, queues, label="old1")
+        fleet.spawn(sys.executable, TARGET, queues, label="new1")
+        reader = durq.App(server.url)
+        try:
+            for wf in mixed["workflows"]:
+                handle = WorkflowHandle(reader, wf["queue"], wf["id"])
+                assert handle.result(timeout=60) == wf["result"], wf
+            ran, versions = _steps_ran(ledger)
+            for wf in mixed["workflows"]:
+                assert len(_steps_of(wf["id"], ran)) == wf["nodes"], (wf, ran)
+            assert versions == {release.version, durq.__version__}, versions
+            # the old workers stop (a clean stop unregisters): this tree's layout again
+            for proc in fleet.procs:
+                if proc.label.startswith("old"):
+                    proc.term()
+            wait_for("no old worker", lambda: _old_live(space) == 0, 30, fleet)
+            out = tmp_path / "new.json"
+            later = _writer(sys.executable, env, out, "--workflows", str(out), "1000")
+            assert all(wf["run"] for wf in later["workflows"]), later
+            assert later["refused"].startswith("submitted, run"), later["refused"]
+            for wf in later["workflows"]:
+                handle = WorkflowHandle(reader, wf["queue"], wf["id"])
+                assert handle.result(timeout=60) == wf["result"], wf
+        finally:
+            reader.close()
+    finally:
+        space.close()
+        fleet.close()

@@ -1,6 +1,7 @@
 """Enqueue jobs of every kind into the upgrade test's queues, with whichever durq runs
 this module (the previous release, or this tree), and write what each should give to a
-JSON file: ``python -m deploy.upgrade_writer OUT.json [--base N]``.
+JSON file: ``python -m deploy.upgrade_writer OUT.json [--base N]``; ``--workflows OUT.json
+BASE`` (this tree) submits the workflows of the mixed-fleet test only.
 
 Kinds: plain jobs, delayed ones, jobs of groups under a group limit of 1 (strict order),
 prioritized, keyed and expiring jobs, jobs that fail their first attempt (their retry
@@ -75,16 +76,7 @@ def write(base: int) -> dict[str, Any]:
         mark.options(expires=3600.0).enqueue(s(EXPIRING + i))
     for i in range(30):
         flaky.enqueue(s(FLAKY + i))
-    workflows = []
-    for i in range(10):
-        x = base + i
-        handle = durq.chain(add.s(x, 1), double.s(), add.s(100)).enqueue()
-        workflows.append(
-            {"id": handle.id, "queue": handle.queue, "result": (x + 1) * 2 + 100, "nodes": 3}
-        )
-    for _ in range(5):
-        handle = durq.group([double.s(j) for j in range(6)]).then(total.s()).enqueue()
-        workflows.append({"id": handle.id, "queue": handle.queue, "result": 30, "nodes": 7})
+    workflows = write_workflows(base)
     # for the queue of `later`, whose jobs the test has held by a worker of this tree that
     # lacks the task, while a worker of the previous release runs
     assert later_task is not None
@@ -98,6 +90,37 @@ def write(base: int) -> dict[str, Any]:
         "group_order": order,
         "workflows": workflows,
     }
+
+
+def write_workflows(base: int, chains: int = 10, groups: int = 5) -> list[dict[str, Any]]:
+    """Chains across the two queues' slots and groups with a callback; what each gives.
+    ``run``: the run tag of its submission ("" for a workflow in 0.1.0's layout, None
+    for a release whose handles have none)."""
+    workflows = []
+    for i in range(chains):
+        x = base + i
+        handle = durq.chain(add.s(x, 1), double.s(), add.s(100)).enqueue()
+        workflows.append({"id": handle.id, "queue": handle.queue, "result": (x + 1) * 2 + 100,
+                          "nodes": 3, "run": getattr(handle, "run", None)})  # fmt: skip
+    for _ in range(groups):
+        handle = durq.group([double.s(j) for j in range(6)]).then(total.s()).enqueue()
+        workflows.append({"id": handle.id, "queue": handle.queue, "result": 30, "nodes": 7,
+                          "run": getattr(handle, "run", None)})  # fmt: skip
+    return workflows
+
+
+def write_fleet(base: int) -> dict[str, Any]:
+    """The workflows of the mixed-fleet test (this tree's producer), and what a workflow
+    that 0.1.0's layout cannot hold (a step with ``expires``) meets: the error's text, or
+    its handle's run when it was submitted."""
+    workflows = write_workflows(base, chains=6, groups=3)
+    refused: str | None = None
+    try:
+        handle = durq.chain(add.s(base, 1), double.options(expires=600).s()).enqueue()
+        refused = f"submitted, run {handle.run!r}"
+    except durq.FleetTooOld as exc:
+        refused = str(exc)
+    return {"workflows": workflows, "refused": refused}
 
 
 def poke(held: list[dict[str, Any]]) -> dict[str, Any]:
@@ -117,6 +140,11 @@ def main() -> None:
             result = poke(json.load(f)["held"])
         with open(sys.argv[3], "w") as f:
             json.dump(result, f)
+        app.close()
+        return
+    if sys.argv[1] == "--workflows":  # --workflows OUT.json BASE
+        with open(sys.argv[2], "w") as f:
+            json.dump(write_fleet(int(sys.argv[3])), f)
         app.close()
         return
     out = sys.argv[1]

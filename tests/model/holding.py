@@ -3,7 +3,8 @@ run them"; lua/lib/holding/held.lua), in the model: a job whose task, at its ver
 the worker that fetched it does not run is held (no attempt counted, its group slot
 freed) under a capability ``<task>`` or ``<task>@<version>``; a worker that publishes
 a capability (with its heartbeat) learns which of its capabilities have held jobs, and
-brings them back to the head of their groups; once a job was held for the grace and no
+brings them back to the head of their groups; a held job holds its dedup key again
+(unless another job took it since it was fetched); once a job was held for the grace and no
 worker of the queue published its capability for as long, the next publish of any
 worker dead-letters it (``unknown_task``). Written from those documents."""
 
@@ -44,6 +45,8 @@ class HoldingM:
         m.drop_slot(job)
         job.state, job.deadline, job.token = HELD, None, None
         job.cap, job.held_at = cap, now
+        if job.key:  # it never started: its key again, unless another job took it
+            m.keys.setdefault(job.key, job.id)
         self.used.add(cap)
         m.count["held"] += 1
         return "ok"

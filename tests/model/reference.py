@@ -352,7 +352,8 @@ class Ops(UnitM):
         status, ref = CREATED, e.id
         if e.key:
             other = self.jobs.get(self.keys.get(e.key, ""))
-            if other and other.state in (PENDING, DELAYED):
+            # a held job never started (its hold gave it its key back): it counts too
+            if other and other.state in (PENDING, DELAYED, HELD):
                 if e.mode != "replace":
                     self.count["deduplicated"] += 1
                     return DEDUPLICATED, other.id
@@ -375,6 +376,7 @@ class Ops(UnitM):
     def supersede(self, other: JobM, now: int) -> None:
         if other.state == PENDING:
             self.leave_ready(other)
+        other.cap = ""  # a held one leaves its holding area
         other.state, other.due, other.ended_at = SUPERSEDED, None, now
         self.count["superseded"] += 1
 

@@ -11,8 +11,10 @@ job (capability ``vt@2``), a version-2 worker runs a version-1 job with its argu
 upgraded.
 Checked after each: the replies are the model's; after every step (``agree``), each
 held job's record, its place in ``held:<cap>`` with the time it was held, the index of
-the oldest per capability and ``stats().held``. Jobs with a dedup key, ticks and
-workflow steps are not held here (their own models do not know the state)."""
+the oldest per capability and ``stats().held``; the dedup keys (``invariants``): a held
+job holds its key again, an enqueue with it is deduplicated or supersedes it. Jobs
+under job control (throttle, debounce, keep-last, expiry), ticks and workflow steps are
+not held here (their own models do not know the state)."""
 
 from __future__ import annotations
 
@@ -136,7 +138,7 @@ class HoldingRules:
         out = []
         for unit, job in self.handles[-30:]:
             mj = self.units[unit].jobs.get(job.id) if unit in HOLDING_UNITS else None
-            if mj is not None and mj.origin == "job" and not mj.key:
+            if mj is not None and mj.origin == "job" and (not mj.key or not mj.control):
                 out.append((unit, job))
         return out
 

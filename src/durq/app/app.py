@@ -25,6 +25,7 @@ from durq._async.sharded import AsyncShardedQueue
 from durq._sync.queue import Queue
 from durq._sync.sharded import ShardedQueue
 from durq.app import batch as batch_spec
+from durq.app.fleet import FleetGate
 from durq.app.handle import JobHandle
 from durq.app.hooks import Hooks
 from durq.app.jobs import Batch, batches
@@ -142,6 +143,7 @@ class App:
         self._async_client: Any = None
         self.schedules = Schedules(self)  #: declared schedules, and control of any
         self.hooks = Hooks()  #: the hooks workers run (``on``)
+        self._fleet = FleetGate(namespace)  # its old workers, for workflows (app/fleet.py)
 
     def __repr__(self) -> str:
         return f"<App {connection.redact(self.url)} tasks={sorted(self.tasks)}>"

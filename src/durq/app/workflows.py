@@ -37,6 +37,7 @@ import orjson
 from durq._async.retry import retrying as async_retrying
 from durq._sync.retry import retrying as sync_retrying
 from durq.app import tracing
+from durq.app.fleet import consuming, legacy_submit
 from durq.app.task import Call, Task
 from durq.codec import check_json
 from durq.errors import (
@@ -54,6 +55,8 @@ from durq.protocol import workflows as wf
 from durq.protocol.args import PRIORITY_RANGE, delay_ms, int_in, new_ids
 from durq.protocol.calls import Op
 from durq.protocol.control import expiry
+from durq.protocol.fleet import OldWorker
+from durq.transport.cluster import is_cluster
 
 if TYPE_CHECKING:
     from durq.app.app import App
@@ -127,7 +130,10 @@ class _Flow:
                 s.register()
 
         def attempt() -> tuple[bool, str]:
-            return queue._run(sub.op())
+            fleet = app._fleet.cached()
+            if fleet is None:  # at most once per FLEET_TTL (app/fleet.py)
+                fleet = queue._run(app._fleet.read(batch=not is_cluster(queue.client)))
+            return queue._run(sub.op(fleet))
 
         created, run = sync_retrying(attempt, app.enqueue_retry_for)
         return WorkflowHandle(app, sub.home_queue, sub.id, created=created, run=run)
@@ -152,7 +158,10 @@ class _Flow:
                 await s.register()
 
         async def attempt() -> tuple[bool, str]:
-            return await queue._run(sub.op())
+            fleet = app._fleet.cached()
+            if fleet is None:  # at most once per FLEET_TTL (app/fleet.py)
+                fleet = await queue._run(app._fleet.read(batch=not is_cluster(queue.client)))
+            return await queue._run(sub.op(fleet))
 
         created, run = await async_retrying(attempt, app.enqueue_retry_for)
         return WorkflowHandle(app, sub.home_queue, sub.id, created=created, run=run)
@@ -305,8 +314,18 @@ class _Submission:
         # the queues to register: plain ones, and sharded ones by their name (not a shard's)
         self.queues = sorted(n for n, k in keys.items() if not k.shard_count)
         self.sharded = sorted({split_shard(n)[0] for n, k in keys.items() if k.shard_count})
+        self.all_queues = sorted(keys)  # its steps' queues and its home
 
-    def op(self) -> Op[tuple[bool, str]]:
+    def op(self, fleet: Iterable[OldWorker] = ()) -> Op[tuple[bool, str]]:
+        """The submit: in durq 0.1.0's layout while a worker of ``fleet`` (the old ones)
+        consumes one of the workflow's queues, so that it runs their steps too
+        (app/fleet.py); raises FleetTooOld when that layout cannot hold the workflow."""
+        old = consuming(fleet, self.all_queues)
+        if old:
+            return legacy_submit(
+                old, self.home_queue, self.home_keys, self.id, self.policy, self.ttl_ms,
+                self.compiled,
+            )  # fmt: skip
         return wf.submit(self.home_keys, self.id, self.run, self.policy, self.ttl_ms, self.compiled)
 
 

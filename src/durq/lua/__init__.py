@@ -72,6 +72,7 @@ SCRIPT_NAMES: tuple[str, ...] = (
     "workflow_cancel",
     "workflow_deliver",
     "workflow_submit",
+    "workflow_submit_legacy",
 )
 
 

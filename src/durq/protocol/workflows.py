@@ -56,6 +56,7 @@ __all__ = [
     "info",
     "new_run",
     "running",
+    "send_submission",
     "step_job_id",
     "submit",
 ]
@@ -282,13 +283,26 @@ def submit(
         if not i:  # a client dying before the commit leaves nothing that stays
             calls.append(Command(("PEXPIRE", body, _STAGE_TTL_MS)))
     args: list[Arg] = [workflow_id, policy, ttl_ms, run, head, body]
-    commit = len(calls)
     calls.append(ScriptCall(lua.load("workflow_submit"), home.vector, args))
+    return (yield from send_submission(home, workflow_id, run, calls, compiled))
+
+
+def send_submission(
+    home: QueueKeys,
+    workflow_id: str,
+    run: str,
+    calls: list[ScriptCall | Command],
+    compiled: Compiled,
+) -> Op[tuple[bool, str]]:
+    """Send a submission's ``calls`` (the staging, then the commit, last) in one round
+    trip, with one call per further START_CHUNK first steps; (created, run) from the
+    commit's reply (``submit``, ``workflows_legacy.submit_legacy``)."""
+    commit = len(calls) - 1
     # the rest of the first steps, in calls of their own (no script runs long); if this
     # client dies before they ran, the outbox entry the submit wrote continues them
     resume = _SEP.join((b"R", home.prefix.encode(), workflow_id.encode(), b"0", b"0", run.encode()))
     more = (len(compiled.first) - 1) // START_CHUNK
-    calls += [deliver_call(resume) for _ in range(more)]
+    calls = [*calls, *(deliver_call(resume) for _ in range(more))]
     replies = yield Pipeline(tuple(calls))
     for reply in replies:
         if isinstance(reply, Exception):

@@ -77,12 +77,11 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/core/budget"
 
 local RECLAIM_MAX = 100
-local PROMOTE_MAX = 1000
 local PROMOTE_SLICE = 100 -- due delayed jobs read at a time
 local SKIP_MAX = 1000   -- stale ids (superseded, orphaned) discarded per call at most
-local WF_STOP_COST = 20 -- a guarded workflow step (lib/workflows/stop.lua) counts as this many
-local EXPIRE_MAX = 100
-local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
+-- PROMOTE_MAX (1000 delayed jobs promoted per call), EXPIRE_MAX (100 tombstones expired
+-- per call), HSET_CHUNK and WF_STOP_COST are written where they are used: this script
+-- is at Lua's limit of 200 locals in its main function (Redis 6.2 runs it by EVAL)
 
 -- The keys a call may write, or read after its first write: each must be checked before
 -- the call's first write (lib/core/type_check.lua). A call that reclaims, promotes and fires
@@ -216,6 +215,7 @@ end
 
 -- Turn popped ids of group g into handed-out jobs; returns how many were valid.
 local function take(g, ids, now, deadline, out, hargs, zargs, counted)
+  local WF_STOP_COST = 20 -- a guarded workflow step (lib/workflows/stop.lua) counts as this many
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local got = 0
   local keyed = {} -- {key, id, ...} of the plain jobs started with a dedup key
@@ -330,6 +330,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
 end
 
 local function commit(hargs, zargs)
+  local HSET_CHUNK = 500  -- field/value pairs per HSET (Lua unpack limits)
   for i = 1, #hargs, 2 * HSET_CHUNK do
     redis.call('HSET', K_JOBS, unpack(hargs, i, math.min(i + 2 * HSET_CHUNK - 1, #hargs)))
   end
@@ -603,7 +604,7 @@ while true do
     left = left or stopped
     break
   end
-  if promoted >= PROMOTE_MAX or budget_spent() then
+  if promoted >= 1000 or budget_spent() then -- PROMOTE_MAX
     left = true
     break
   end
@@ -636,7 +637,7 @@ elseif handed == 0 then
   out[3] = schedules_next(now, next_ms(now))
 end
 if flow_ctl then out[3] = flow_ctl.finish(now, handed, out[3], ARGV[3] or '') end
-expire_done(now, EXPIRE_MAX)
+expire_done(now, 100) -- EXPIRE_MAX
 flush_counters()
 -- more groups are eligible: wake another consumer (only after progress, so that a
 -- skipped group cannot keep idle consumers spinning)

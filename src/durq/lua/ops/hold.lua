@@ -1,7 +1,8 @@
 --[[ hold: jobs whose task (at their version) the worker that fetched them does not run
 wait in the queue's holding area (lib/holding/held.lua) for a worker that does, instead
 of failing: no attempt is counted (the delivery's is given back), the group slot is
-freed, the job leaves `active`. Fenced like release.
+freed, the job leaves `active`; it holds its dedup key again (freed when it was fetched)
+unless another job took it meanwhile. Fenced like release.
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  grace_ms: unknown_task_grace; 0: dead-letter at once (reason unknown_task), as
          durq did before the holding area
@@ -56,6 +57,9 @@ for i = 0, n - 1 do
       r.state = ST_HELD
       r.flags = bit.bor(bit.band(r.flags, FLAG_CONTROL), FLAG_RETURNING)
       redis.call('HSET', K_JOBS, id, rec_encode(r))
+      -- it never started: it holds its dedup key again (freed when it was fetched), unless
+      -- another job took the key meanwhile (that one keeps it)
+      if r.key ~= '' then redis.call('HSETNX', K_KEYS, r.key, id) end
       local task, version = held_task(cap)
       set_reason(id, {reason = 'held', at = now, task = task, version = tonumber(version),
         worker = worker, message = 'waiting for a worker that runs this task at this version'})

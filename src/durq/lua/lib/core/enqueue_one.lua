@@ -9,6 +9,7 @@
 --- @include "lib/core/delayed"
 --- @include "lib/core/reason"
 --- @include "lib/core/types"
+--- @include "lib/holding/keys"
 
 -- Enqueueing one job into the queue the K_* keys name (enqueue.lua, publish.lua).
 local ENQUEUE_FIELDS = 9 -- ARGV values per job
@@ -19,6 +20,9 @@ local function supersede(other, r, by, now)
   local window_end = r.enq + get_conf().dedup_window
   if r.state == ST_DELAYED then
     redis.call('ZREM', K_DELAYED, other)
+    redis.call('ZADD', K_DONE, window_end, other)
+  elseif r.state == ST_HELD then -- it leaves its holding area (before its reason goes)
+    held_forget(other)
     redis.call('ZADD', K_DONE, window_end, other)
   elseif r.prio ~= 0 then
     -- pcall: if the zset holds garbage, the id is not listed in it anyway
@@ -82,7 +86,8 @@ local function enqueue_one(now, id, payload, delay, prio, maxatt, codec, g, key,
     local other = redis.call('HGET', K_KEYS, key)
     if other then
       local r = rec_decode(redis.call('HGET', K_JOBS, other))
-      if r and (r.state == ST_PENDING or r.state == ST_DELAYED) then
+      -- a held job never started (hold.lua gave it its key back): it counts as waiting
+      if r and (r.state == ST_PENDING or r.state == ST_DELAYED or r.state == ST_HELD) then
         if replace ~= '1' then
           count('deduplicated', 1)
           return S_DEDUPLICATED, other

@@ -19,6 +19,8 @@
 -- and it returns to the head of its group when a capable worker brings it back
 -- (unhold.lua). It is dead-lettered (reason unknown_task) only once it was held for the
 -- grace and no worker of the queue said it runs its capability for as long (caps.lua).
+local HELD_CAPS = 'caps'
+
 -- The problem with the holding keys of `caps` (and the index, the caps hash), or nil.
 local function held_types_error(caps)
   local problem = type_error(K_PREFIX .. HELD_INDEX, 'zset')
@@ -53,5 +55,10 @@ local function held_bury(id, r, cap, now, grace, since)
   set_reason(id, {reason = 'unknown_task', at = now, task = task, version = tonumber(version),
     held_since = since, message = 'no worker of this queue has run ' .. what .. ' for '
       .. string.format('%d', grace / 1000) .. ' s (unknown_task_grace)'})
+  -- the dedup key it held again (hold.lua) is free (pcall: garbage in the hash must not
+  -- stop the sweep)
+  if r.key ~= '' and redis.pcall('HGET', K_KEYS, r.key) == id then
+    redis.pcall('HDEL', K_KEYS, r.key)
+  end
   kill(id, r, now)
 end

@@ -5,7 +5,6 @@
 -- the stats hash goes up when an id enters a held:<cap> and down when it leaves it,
 -- whoever takes it out: a capable worker (unhold.lua), the grace (caps.lua), a cancel or
 -- a workflow's stop (held_forget), or meeting an id whose job an older durq ended.
-local HELD_CAPS = 'caps'
 local HELD_INDEX = 'heldidx'
 
 local function held_key(cap)

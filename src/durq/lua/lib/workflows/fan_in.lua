@@ -190,6 +190,7 @@ local function wf_build()
   end
 
   E.hmget, E.hdel, E.stops_of, E.self = wf_hmget, wf_hdel, wf_stops_of, WF_SELF
+  E.enqueue = wf_enqueue
   E.here = function(prefix) return wf_tag(prefix) == WF_SLOT end
 
   local function wf_q()
@@ -271,6 +272,7 @@ local function wf_build()
   -- continues from a cursor (c<x>, with the input kept in i<x>): through an outbox entry
   -- ('R') when `continue` is set, or by the client's own calls right after a submit.
   local function wf_start(w, x, v, continue)
+    if w.legacy then return wf_old().start(w, x, v, continue) end -- lib/workflows/legacy.lua
     local listed = redis.call('HEXISTS', w.ws, 'L' .. x) == 1
     local leaves, after, more = {x}, {{1, 1}}, false
     local at = '1:1'

@@ -24,7 +24,8 @@
 -- and the consume number, 'C', 'D' and 'R' entries with an empty run as last field
 -- (0.1.0 ignores it); never 'F', 'E' or 'Q', which 0.1.0's couriers dead-letter. So a
 -- barrier fires in one call and a stop ends its steps in one call, as in 0.1.0 (their
--- costs per call are 0.1.0's: O(members), O(steps)); starts go START_CHUNK per call.
+-- costs per call are 0.1.0's: O(members), O(steps)); a node's leaves start 500 per call
+-- from 0.1.0's cursor (an index), so that either version continues the other's start.
 local function wf_legacy_build(E)
   -- Member n of barrier b completed with v: counted once, by leaving the open set.
   local function member(w, b, n, v)
@@ -106,8 +107,47 @@ local function wf_legacy_build(E)
     end
   end
 
+  -- Start node x with input v (lib/workflows/fan_in.lua wf_start) as 0.1.0 does: its
+  -- leaves (L<x>, one field) from the cursor c<x>, an index that 0.1.0 reads too, 500 per
+  -- call (0.1.0's START_CHUNK); the rest through an 'R' entry when `continue` is set.
+  -- A leaf starts once: its parked spec is consumed.
+  local function start(w, x, v, continue)
+    local list = redis.call('HGET', w.wk, 'L' .. x)
+    local leaves = list and wf_split(list, ',') or {x}
+    local from = 1
+    if #leaves > 500 then from = tonumber(redis.call('HGET', w.wk, 'c' .. x)) or 1 end
+    local to = math.min(from + 499, #leaves)
+    if from > to then return end
+    local fields = {}
+    for i = from, to do fields[#fields + 1] = 'p' .. leaves[i] end
+    local specs = E.hmget(w.wk, fields)
+    local taken = {}
+    for i = 1, #fields do
+      if specs[i] then
+        local leaf = leaves[from + i - 1]
+        local f = wf_split(specs[i], '\0')
+        taken[#taken + 1] = fields[i]
+        E.enqueue(f[1], {w.sid .. '.' .. leaf, f[7] .. ((f[6] == '1' and v) or '') .. f[8],
+          tonumber(f[5]), tonumber(f[3]), tonumber(f[4]), f[2],
+          wf_link(w.home, w.wid, leaf, w.policy, ''), ''}, w)
+      end
+    end
+    if #taken > 0 then E.hdel(w.wk, taken) end
+    if to < #leaves then
+      redis.call('HSET', w.wk, 'c' .. x, to + 1)
+      if v then redis.call('HSET', w.wk, 'i' .. x, v) end
+      if continue then
+        outbox_push(w.home, 'r:' .. w.wid .. '.' .. x .. ':' .. to,
+          table.concat({'R', w.home, w.wid, x, '1', ''}, '\0'), E.now or now_ms())
+      end
+    elseif from > 1 then -- done: a late 'R' finds the cursor past the end
+      redis.call('HSET', w.wk, 'c' .. x, #leaves + 1)
+      redis.call('HDEL', w.wk, 'i' .. x)
+    end
+  end
+
   return {member = member, all_counted = all_counted, gather = gather, stop = stop,
-    clear = clear, send_starts = send_starts}
+    clear = clear, send_starts = send_starts, start = start}
 end
 
 -- workflow_deliver.lua: whether the split entry f ('S', 'X' or 'K') has 0.1.0's layout.
