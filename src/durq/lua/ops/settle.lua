@@ -241,7 +241,11 @@ local function settle_end(st)
     -- the tombstone goes first: from the moment the record is gone its id stays taken
     if #st.tombs > 0 then redis.call('ZADD', K_DONE, unpack(st.tombs)) end
     redis.call('HDEL', K_JOBS, unpack(st.gone))
-    redis.call('HDEL', K_REASONS, unpack(st.gone))
+    -- a queue none of whose jobs has a reason (none failed, was reclaimed or held) has
+    -- no reasons hash: one EXISTS rather than an HDEL of every id
+    if redis.call('EXISTS', K_REASONS) == 1 then
+      redis.call('HDEL', K_REASONS, unpack(st.gone))
+    end
     redis.call('ZREM', K_ACTIVE, unpack(st.gone))
     for g, k in pairs(st.freed) do slot_add(g, -k) end
     count('completed', #st.gone)
