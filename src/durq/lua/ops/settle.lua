@@ -34,8 +34,9 @@ Errors   DURQ_ARG for an unknown outcome; DURQ_WRONGTYPE when a durq key the cal
          when an item pauses, the outbox's when m > 0); both before any change
 Memory   runs while the server is at maxmemory, as an acknowledgement must
          (lib/core/frees_memory.lua)
-Cost     O(n) commands: done items as release.lua's (a few variadic commands for all),
-         the others about as requeue.lua's per item; 16 TYPE checks, 2 for the history.
+Cost     O(n) commands: done items as release.lua's (a few variadic commands for all;
+         their reasons deleted only where the queue has any), the others about as
+         requeue.lua's per item; 16 TYPE checks, 2 for the history.
 ]]
 --- @include "lib/core/status"
 --- @include "lib/core/keys"
