@@ -233,6 +233,18 @@ def test_a_batchs_items_finished_at_once_count_as_each_finished_alone() -> None:
     assert at_once.totals() == one_by_one.totals()
 
 
+def test_a_batchs_items_started_at_once_count_as_each_started_alone() -> None:
+    at_once, one_by_one = WorkerMetrics(), WorkerMetrics()
+    row, each = at_once.job_metrics("events", "store"), one_by_one.job_metrics("events", "store")
+    pickups = [0.0, 0.001, 0.02, 0.5, 3.0, 120.0] * 20
+    row.started_many(pickups)
+    row.started_many([])
+    for pickup in pickups:
+        each.started(pickup)
+    assert generate_latest(at_once.registry) == generate_latest(one_by_one.registry)
+    assert at_once.totals() == one_by_one.totals()
+
+
 def test_the_worker_endpoint_listens_on_loopback_unless_told_otherwise(
     redis_url: str, queue_name: str, start_worker: Callable[..., subprocess.Popen[bytes]]
 ) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -270,6 +270,28 @@ class JobMetrics:
                 totals = self._totals = self._metrics._totals_of(self._key[0])
             totals[0] += 1
             totals[1] += pickup
+
+    def started_many(self, pickups: Sequence[float]) -> None:
+        """``started`` of many jobs at once (the items of a batch): ``pickups`` are
+        their enqueue-to-dequeue delays, each >= 0."""
+        if not pickups:
+            return
+        cell = self._started
+        if cell is None:
+            cell = self._started = self._metrics._started.cell(self._key)
+        cell[0] += len(pickups)
+        row = self._pickup
+        if row is None:
+            row = self._pickup = self._metrics._pickup.row(self._key[:1])
+        for pickup in pickups:
+            row[bisect_left(_LATENCY_BUCKETS, pickup)] += 1
+        total = sum(pickups)
+        row[-1] += total
+        totals = self._totals
+        if totals is None:
+            totals = self._totals = self._metrics._totals_of(self._key[0])
+        totals[0] += len(pickups)
+        totals[1] += total
 
     def finished(self, kind: str, seconds: float, n: int = 1) -> None:
         """A job finished with outcome ``kind`` after ``seconds`` (``n``: so many jobs

@@ -59,6 +59,22 @@ async def test_settle_ends_each_item_its_own_way_in_one_call(q: Any, raw: Any) -
     assert again[jobs[4].id].attempt == again[jobs[5].id].attempt == 1
 
 
+async def test_an_item_done_after_a_failure_leaves_no_reason_behind(q: Any, raw: Any) -> None:
+    """A done item's reason goes with its record; a queue none of whose jobs has a
+    reason has no reasons hash to delete from (settle.lua looks first)."""
+    await fill(q, 3)
+    jobs = await q.dequeue_batch(3)
+    assert not raw.exists(q.keys.prefix + "reasons")
+    await q.settle(jobs[:1], [Settle.retry(0, "try again")])
+    assert raw.hexists(q.keys.prefix + "reasons", jobs[0].id)
+    await q.settle(jobs[1:])  # no reason of theirs: the other item's stays
+    assert raw.hkeys(q.keys.prefix + "reasons") == [jobs[0].id.encode()]
+    (again,) = await q.dequeue_batch(3)
+    assert (await q.settle([again])) == [Outcome.OK]
+    assert not raw.exists(q.keys.prefix + "reasons")
+    assert (await q.stats()).completed == 3
+
+
 async def test_a_stale_token_is_refused_for_that_item_only(q: Any) -> None:
     await fill(q, 3)
     old = await q.dequeue_batch(3, lease=0.05)

@@ -67,3 +67,16 @@ def test_a_call_of_done_items_without_results_sends_only_their_ids_and_tokens() 
     assert full.args[4:] == [2, "j0", "j1", "1.0", "1.1", "d", "d", 0, 0, b"", b"", b"", b'"ok"']
     (mixed,) = calls_of(rows("dr"))
     assert mixed.args[4] == 2 and len(mixed.args) == 5 + 6 * 2
+
+
+def test_a_batch_all_done_is_settled_without_rows_in_the_same_calls_as_with_them() -> None:
+    """The worker's common batch (``settle_done``: every item done, no result kept)
+    sends exactly what ``settle`` sends for the same items as rows."""
+    for n, cause in [(0, "size"), (1, "wait"), (100, "size"), (2 * CHUNK["release"] + 1, "")]:
+        jobs = [row[0] for row in rows("d" * n)]
+        request = next(batches.settle_done(QueueKeys("q"), jobs, result_ttl=60, cause=cause), None)
+        if n == 0:
+            assert request is None
+            continue
+        quick = list(request.calls) if isinstance(request, Pipeline) else [request]
+        assert quick == calls_of(rows("d" * n), cause=cause)

@@ -52,6 +52,7 @@ __all__ = [
     "history",
     "settle",
     "settle_chunks",
+    "settle_done",
     "settle_rows",
 ]
 
@@ -335,7 +336,7 @@ def settle_chunks(rows: Sequence[Row], max_bytes: int = MAX_CALL_BYTES) -> list[
     start = used = weight = 0
     for i, row in enumerate(rows):
         cost = others if row[1] == "d" else done
-        size = sum(len(v) for v in row if type(v) is bytes)
+        size = len(row[3]) + len(row[4])  # the reason and the result
         if i > start and (used + cost > budget or weight + size > max_bytes):
             chunks.append(rows[start:i])
             start, used, weight = i, 0, 0
@@ -357,30 +358,71 @@ def settle(
     'wait'; '' for none) records the batch in the queue's history. Items of a larger
     batch than a call takes go in several calls of one round trip; the first carries the
     record."""
-    if cause not in ("", "size", "wait"):
-        raise InvalidArgument(f"cause must be 'size', 'wait' or '', got {cause!r}")
-    ttl = delay_ms(result_ttl, "result_ttl")
+    ttl = _settle_ttl(result_ttl, cause)
     pauses_queue = any(code == "q" and delay > 0 for _, code, delay, _, _ in rows)
     others = _other_shards(keys.name, keys.namespace, keys.shard_count) if pauses_queue else ()
     calls: list[ScriptCall | Command] = []
     for chunk in settle_chunks(rows):
         record = len(rows) if not calls and cause else 0
-        args: list[Arg] = [ttl, record, cause if record else "", len(others), *others]
         # every item done without a result (the common batch): ids and tokens only
         all_done = all(code == "d" and not result for _, code, _, _, result in chunk)
-        args.append(-len(chunk) if all_done else len(chunk))
-        args += [job.id for job, *_ in chunk]
-        args += [job.token for job, *_ in chunk]
+        rest: list[Arg] = []
         if not all_done:
-            args += [code for _, code, *_ in chunk]
-            args += [delay_ms(delay) if delay else 0 for _, _, delay, _, _ in chunk]
-            args += [reason for *_, reason, _ in chunk]
-            args += [result for *_, result in chunk]
-        calls.append(script_call("settle", keys, args))
+            rest += [code for _, code, *_ in chunk]
+            rest += [delay_ms(delay) if delay else 0 for _, _, delay, _, _ in chunk]
+            rest += [reason for *_, reason, _ in chunk]
+            rest += [result for *_, result in chunk]
+        jobs = [job for job, *_ in chunk]
+        calls.append(_settle_call(keys, ttl, record, cause, others, jobs, rest))
     if not calls:
         return []
     replies = yield from send_all(calls)
     return statuses([s for reply in replies for s in reply])
+
+
+def settle_done(
+    keys: QueueKeys, jobs: Sequence[Leased], *, result_ttl: float, cause: str = ""
+) -> Op[list[Status]]:
+    """``settle`` of ``jobs`` that are all done without a result (a batch whose function
+    returned, its results not kept): the same calls, made without a row per item."""
+    ttl = _settle_ttl(result_ttl, cause)
+    size = chunk_of("release")  # as settle_chunks cuts rows of done items
+    calls: list[ScriptCall | Command] = [
+        _settle_call(keys, ttl, len(jobs) if not start and cause else 0, cause, (),
+                     jobs[start : start + size], ())
+        for start in range(0, len(jobs), size)
+    ]  # fmt: skip
+    if not calls:
+        return []
+    replies = yield from send_all(calls)
+    return statuses([s for reply in replies for s in reply])
+
+
+def _settle_ttl(result_ttl: float, cause: str) -> int:
+    """The results' TTL in ms, ``cause`` checked."""
+    if cause not in ("", "size", "wait"):
+        raise InvalidArgument(f"cause must be 'size', 'wait' or '', got {cause!r}")
+    return delay_ms(result_ttl, "result_ttl")
+
+
+def _settle_call(
+    keys: QueueKeys,
+    ttl: int,
+    record: int,
+    cause: str,
+    others: Sequence[str],
+    jobs: Sequence[Leased],
+    rest: Sequence[Arg],
+) -> ScriptCall:
+    """One call of settle.lua for ``jobs`` (``record``: the batch's size in the history,
+    0 for none); ``rest``: their outcomes, delays, reasons and results, or nothing when
+    every one is done without a result."""
+    args: list[Arg] = [ttl, record, cause if record else "", len(others), *others]
+    args.append(len(jobs) if rest else -len(jobs))
+    args += [job.id for job in jobs]
+    args += [job.token for job in jobs]
+    args += rest
+    return script_call("settle", keys, args)
 
 
 def history(keys: QueueKeys) -> Op[list[BatchRecord]]:

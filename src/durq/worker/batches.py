@@ -209,7 +209,7 @@ class BatchPump:
         outcomes: list[Outcome | None] = [None] * len(jobs)
         items: list[Item] = []
         at: list[int] = []  # the index in jobs of each item
-        calls = [self.executor.prepare(job) for job in jobs]
+        calls = self.executor.prepare_batch(jobs, self.task)
         for i, (job, call) in enumerate(zip(jobs, calls, strict=True)):
             if isinstance(call, Outcome):  # undecodable, bad arguments: dead-lettered
                 # a version this worker cannot run: given back for a worker that can
@@ -218,8 +218,7 @@ class BatchPump:
                 items.append(Item(job, call[1], call[2]))
                 at.append(i)
         now = time.time()
-        for job in jobs:
-            job_metrics.started(max(now - job.enqueued_at, 0.0))
+        job_metrics.started_many([max(now - job.enqueued_at, 0.0) for job in jobs])
         lost: set[str] = set()
         began = time.monotonic()
         # the leases' keeper starts a third of the lease in: a timer, not a task, until
@@ -344,6 +343,12 @@ class BatchPump:
     def _settle_op(self, batch: _Unsettled) -> Op[list[Status]] | None:
         """The settle of ``batch``: its items in one call; lost items are not sent
         (None: none is left to send)."""
+        if not batch.lost and all(o is DONE for o in batch.outcomes):  # the common batch
+            if not batch.jobs:
+                return None
+            return batches.settle_done(
+                self.queue.keys, batch.jobs, result_ttl=self.queue.result_ttl, cause=batch.cause
+            )
         rows: list[batches.Row] = [
             (job, settle_code(o), o.delay, o.reason, o.result or b"")
             for job, o in zip(batch.jobs, batch.outcomes, strict=True)

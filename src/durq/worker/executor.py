@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
@@ -22,7 +22,7 @@ from durq.backoff import exponential
 from durq.context import set_current_job
 from durq.errors import Fail, PayloadError, PayloadTooLarge, RateLimited, Retry, StepError
 from durq.models import Job
-from durq.payloads import encode_error, encode_result, parse_call, task_name_of
+from durq.payloads import TOPIC_MARK, encode_error, encode_result, parse_call, task_name_of
 from durq.protocol.args import reason_json
 from durq.protocol.holding import capability
 from durq.worker.handoff import Handoff
@@ -261,6 +261,40 @@ class Executor:
         if "tick" in meta:  # a periodic job: its tick time, for durq.current_job()
             apply_tick(job, meta)
         return task, args, kwargs, meta
+
+    def prepare_batch(self, jobs: Sequence[Job], task: Task[Any, Any]) -> list[Call | Outcome]:
+        """``prepare`` of each of ``jobs``, the items of a batch of ``task``. The common
+        item, a payload ``[name, args, kwargs]`` naming ``task`` at its current version
+        (no metadata), takes only its decoding and its argument check: what ``prepare``
+        would find for it (the task, the version) is found once for the batch. Any other
+        item goes through ``prepare`` itself."""
+        name = task.name
+        common = (
+            not name.startswith(TOPIC_MARK)
+            and self.app.tasks.get(name) is task
+            and task.version == job_version({})
+        )
+        check = task.arguments_problem
+        out: list[Call | Outcome] = []
+        append = out.append
+        for job in jobs:
+            if common:
+                try:
+                    p = job.payload
+                except (PayloadError, ValueError):
+                    p = None  # prepare says why
+                if (
+                    type(p) is list
+                    and len(p) == 3
+                    and p[0] == name
+                    and type(p[1]) is list
+                    and type(p[2]) is dict
+                    and check(p[1], p[2]) is None
+                ):
+                    append((task, p[1], p[2], {}))
+                    continue
+            append(self.prepare(job))
+        return out
 
     def execute(
         self, job: Job, prepared: Call | Outcome | None = None, traced: bool | None = None

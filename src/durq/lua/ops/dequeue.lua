@@ -625,8 +625,10 @@ problem = guard()
 if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
+-- (the deadline goes to serve as the string each item's ZADD takes: made once, not once
+-- per item)
 local handed, listed_after, cut = serve(flow_ctl and flow_ctl.begin(now, want) or want,
-  now, deadline, out, listed, limited, weighted, prioritized)
+  now, tostring(deadline), out, listed, limited, weighted, prioritized)
 left = left or budget <= 0 or cut
 if left then
   -- upkeep (or stale ids) left for the next call: this consumer comes back at once, and

@@ -34,8 +34,9 @@ Errors   DURQ_ARG for an unknown outcome; DURQ_WRONGTYPE when a durq key the cal
          when an item pauses, the outbox's when m > 0); both before any change
 Memory   runs while the server is at maxmemory, as an acknowledgement must
          (lib/core/frees_memory.lua)
-Cost     O(n) commands: done items as release.lua's (a few variadic commands for all),
-         the others about as requeue.lua's per item; 16 TYPE checks, 2 for the history.
+Cost     O(n) commands: done items as release.lua's (a few variadic commands for all;
+         their reasons deleted only where the queue has any), the others about as
+         requeue.lua's per item; 16 TYPE checks, 2 for the history.
 ]]
 --- @include "lib/core/status"
 --- @include "lib/core/keys"
@@ -77,7 +78,11 @@ local function settle_args()
     n = n, I = I, ids = {unpack(ARGV, I + 1, I + n)}, raws = {}, pauses = false,
     out = {}, seen = {}, missing = false, left = 0,
     -- the done items' writes, made once for all (as release.lua's)
-    gone = {}, deleted = {}, tombs = {}, results = {},
+    gone = {}, tombs = {}, results = {},
+    -- memos: a batch's items mostly share their dequeue time and often their enqueue
+    -- time, so a token (by dequeued_at, then deliveries) or a tombstone's score (by
+    -- enqueued_at) is made into a string once per call, not once per item
+    tokens = {}, scores = {},
     freed = {}, -- group -> slots given back by done items, applied once per group
     controlled = nil, -- {id, record} of done items with job control, finished at the end
   }
@@ -120,9 +125,13 @@ end
 local function settle_done(st, i, id, enq, g, slot, r)
   local n = st.n
   st.gone[#st.gone + 1] = id
-  st.deleted[#st.deleted + 1] = id
   if enq + st.window > st.now then
-    st.tombs[#st.tombs + 1] = enq + st.window
+    local score = st.scores[enq]
+    if not score then
+      score = tostring(enq + st.window)
+      st.scores[enq] = score
+    end
+    st.tombs[#st.tombs + 1] = score
     st.tombs[#st.tombs + 1] = id
   end
   local result = st.all_done and '' or ARGV[st.I + 5 * n + i]
@@ -182,6 +191,21 @@ local function settle_other(st, i, id, kind, raw)
   return S_OK
 end
 
+-- The lease token of a record delivered `deliveries` times, last at `deq` (memoized).
+local function token_of(st, deliveries, deq)
+  local by = st.tokens[deq]
+  if not by then
+    by = {}
+    st.tokens[deq] = by
+  end
+  local token = by[deliveries]
+  if not token then
+    token = rec_token_of(deliveries, deq)
+    by[deliveries] = token
+  end
+  return token
+end
+
 -- Item i: its status, fenced by its token.
 local function settle_item(st, i)
   local n = st.n
@@ -194,15 +218,17 @@ local function settle_item(st, i)
     return S_NOT_FOUND
   elseif not ver then
     return S_CORRUPT
-  elseif state ~= ST_ACTIVE or rec_token_of(deliveries, deq) ~= ARGV[st.I + n + i]
+  elseif state ~= ST_ACTIVE or token_of(st, deliveries, deq) ~= ARGV[st.I + n + i]
       or st.seen[id] then
     return S_LEASE_LOST
   end
   st.seen[id] = true
   st.left = st.left + 1
   if kind == 'd' and flags < FLAG_CANCEL then -- the common item: release.lua's path
-    settle_done(st, i, id, enq, string.sub(raw, REC_FIXED + 2, kpos - 1),
-      bit.band(flags, FLAG_SLOT) ~= 0, nil)
+    -- (flags below FLAG_CANCEL: FLAG_SLOT is set when they reach it; the group is read
+    -- only then)
+    local slot = flags >= FLAG_SLOT
+    settle_done(st, i, id, enq, slot and string.sub(raw, REC_FIXED + 2, kpos - 1), slot, nil)
     return S_OK
   end
   return settle_other(st, i, id, kind, raw)
@@ -215,8 +241,12 @@ local function settle_end(st)
   if #st.gone > 0 then
     -- the tombstone goes first: from the moment the record is gone its id stays taken
     if #st.tombs > 0 then redis.call('ZADD', K_DONE, unpack(st.tombs)) end
-    redis.call('HDEL', K_JOBS, unpack(st.deleted))
-    redis.call('HDEL', K_REASONS, unpack(st.deleted))
+    redis.call('HDEL', K_JOBS, unpack(st.gone))
+    -- a queue none of whose jobs has a reason (none failed, was reclaimed or held) has
+    -- no reasons hash: one EXISTS rather than an HDEL of every id
+    if redis.call('EXISTS', K_REASONS) == 1 then
+      redis.call('HDEL', K_REASONS, unpack(st.gone))
+    end
     redis.call('ZREM', K_ACTIVE, unpack(st.gone))
     for g, k in pairs(st.freed) do slot_add(g, -k) end
     count('completed', #st.gone)
