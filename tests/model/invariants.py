@@ -8,6 +8,8 @@
   the model counted (completed, dead-lettered, cancelled, expired, ticks fired...);
 - group slots (``gactive``) equal the jobs holding one, and the dedup keys point where
   the model says;
+- each named group's gauges (``Queue.groups``: ready jobs, slots held, limit, weight)
+  are the model's;
 - the schedules stored in each queue, their state and counts, are the model's.
 
 What the documents leave open is observed rather than predicted: which doomed ready
@@ -125,10 +127,12 @@ class Reads:
 
 
 UNIT_KEYS = 6 + 2 * len(GROUPS)  # the raw reads of one unit (read_unit)
+NAMED = tuple(g for g in GROUPS if g)
 
 
-def read_unit(reads: Reads, unit: str) -> tuple[int, int]:
-    """Queue every key of ``unit`` that check_unit compares, and its stats()."""
+def read_unit(reads: Reads, unit: str) -> tuple[int, int, int]:
+    """Queue every key of ``unit`` that check_unit compares, its stats() and its named
+    groups' gauges."""
     keys = reads.world.fronts[unit].keys
     prefix = keys.prefix
     first = reads.command("hgetall", prefix + "jobs")
@@ -141,11 +145,37 @@ def read_unit(reads: Reads, unit: str) -> tuple[int, int]:
     reads.command("hgetall", prefix + "gactive")
     last = reads.command("hgetall", prefix + "keys")
     assert last - first + 1 == UNIT_KEYS
-    return first, reads.op(admin.stats(keys))
+    return first, reads.op(admin.stats(keys)), reads.op(admin.groups(keys, names=NAMED))
 
 
-def check_unit(reads: Reads, at: tuple[int, int], unit: str, m: Ops) -> None:
-    first, stats_at = at
+def first_ready(rows: Any, fifo: Any) -> str | None:
+    """The first id a group's turn pops (lib/groups/pop.lua), stale or not: its highest
+    priority, else the head of its list, else its lowest priority."""
+    scored = sorted((int(s), _text(i)) for i, s in rows)
+    if scored and scored[0][0] < 0:
+        return scored[0][1]
+    if fifo:
+        return _text(fifo[0])
+    return scored[0][1] if scored else None
+
+
+def read_heads(world: World, unit: str) -> dict[str, str | None]:
+    """Each group's first ready id (``first_ready``), read now."""
+    pipe = world.raw.pipeline(transaction=False)
+    prefix = world.fronts[unit].keys.prefix
+    for group in GROUPS:
+        fifo_key, prio_key = _ready_keys(prefix, group)
+        pipe.zrange(prio_key, 0, 0, withscores=True)
+        pipe.lrange(fifo_key, 0, 0)
+    rows = pipe.execute()
+    return {g: first_ready(rows[2 * i], rows[2 * i + 1]) for i, g in enumerate(GROUPS)}
+
+
+def check_unit(reads: Reads, at: tuple[int, int, int], unit: str,
+               m: Ops) -> dict[str, str | None]:  # fmt: skip
+    """Compare ``unit`` with the model; returns each group's first ready id (stale or
+    not: ``turns.Turns``)."""
+    first, stats_at, groups_at = at
     jobs, active, delayed, dead, *rest = reads.raw[first : first + UNIT_KEYS]
     per_group, (gactive, dedup) = rest[: 2 * len(GROUPS)], rest[2 * len(GROUPS) :]
     stats = reads.scripts[stats_at]
@@ -164,17 +194,25 @@ def check_unit(reads: Reads, at: tuple[int, int], unit: str, m: Ops) -> None:
             {i: j.due for i, j in by_state[DELAYED].items()}, unit)  # fmt: skip
     _expect("dead letters", set(_scores(dead)), set(by_state[DEAD]), unit)
     ready = 0
+    heads: dict[str, str | None] = {}
     for i, group in enumerate(GROUPS):
         order = ready_order(per_group[2 * i], per_group[2 * i + 1], states)
         _expect(f"the ready order of group {group!r}", order,
                 m.order_of(group).order(), unit)  # fmt: skip
         ready += len(order)
+        heads[group] = first_ready(per_group[2 * i], per_group[2 * i + 1])
     slots = {_text(g): int(n) for g, n in gactive.items()}
     _expect("group slots", slots,
             {g: n for g in GROUPS if (n := m.slots_held(g))}, unit)  # fmt: skip
     keys = {_text(k): _text(v) for k, v in dedup.items()}
     _expect("dedup keys", keys, m.keys, unit)
     check_stats(stats, m, ready, unit)
+    _, infos = reads.scripts[groups_at]
+    gauges = {i.name: (i.ready, i.active, i.limit, i.weight) for i in infos}
+    _expect("the groups' gauges (ready, slots held, limit, weight)", gauges,
+            {g: (len(m.order_of(g)), m.slots_held(g), m.glimit.get(g), m.weights.get(g))
+             for g in NAMED}, unit)  # fmt: skip
+    return heads
 
 
 def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:

@@ -513,6 +513,9 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
         if not sole then
           local w = 1
           if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
+          -- a weight below 1 (configure refuses it; one stored before it did) counts as
+          -- 1: a turn of 0 jobs would drop the group from the rotation with jobs ready
+          if w < 1 then w = 1 end
           if w < quota then quota = w end
         end
         local got, more, garbage, restored, parked = turn(g, quota, limited, prioritized,
