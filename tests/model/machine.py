@@ -55,6 +55,7 @@ from model.reference import (
 )
 from model.rules_batches import BatchRules
 from model.rules_durable import DurableRules
+from model.rules_forming import FormingRules
 from model.rules_holding import HOLDING_UNITS, HoldingRules, check_holding, read_holding
 from model.rules_turns import TurnRules
 from model.rules_workflows import BALLAST, WorkflowRules
@@ -78,8 +79,8 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, DurableRules, BatchRules, TurnRules, HoldingRules,
-                  RuleBasedStateMachine):  # fmt: skip
+class DurqMachine(WorkflowRules, DurableRules, BatchRules, FormingRules, TurnRules,
+                  HoldingRules, RuleBasedStateMachine):  # fmt: skip
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
