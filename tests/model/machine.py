@@ -535,6 +535,7 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, FormingRules, TurnRul
             m.glimit.pop("g1", None)
         elif g1 is not ...:
             m.glimit["g1"] = g1
+        invariants.check_groups(self.world, unit, m)
 
     @rule(queue=st.sampled_from(("a", "b", "s")), rate=st.sampled_from(("2/s", ..., *RATES)),
           group_rate=st.sampled_from((..., *RATES)), g2=st.sampled_from((..., *RATES)),

@@ -4,8 +4,8 @@ removed through ``Queue.configure(weights=...)`` (a sharded queue's on each shar
 calls that find several groups ready (a dequeue of many, a batch), so that a turn of
 more than one job shows. Checked after each call: a group gives at most its weight in a
 row while another group waits its turn, and a group that may start is served within as
-many calls as there are other groups; after each step, each named group's gauges
-(ready, slots held, limit, weight: ``Queue.groups``) are the model's."""
+many calls as there are other groups; after them, each named group's gauges (ready,
+slots held, limit, weight: ``Queue.groups``) are the model's."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ class TurnRules:
                 else:
                     m.weights[group] = weight
             m.count["weights configured"] += 1
+            invariants.check_groups(self.world, unit, m)
 
     @rule(unit=st.sampled_from(TURN_UNITS), n=st.sampled_from((3, 4, 6)), batch=st.booleans(),
           weigh=st.sampled_from((None, "g1", "g2")), weight=st.sampled_from((2, 3)),
@@ -100,5 +101,6 @@ class TurnRules:
             self._form(unit, n, False)
         else:
             self._dequeue(unit, n, LEASE_S)
+        invariants.check_groups(self.world, unit, m)
 
     groups_share_a_call_2 = groups_share_a_call
