@@ -50,8 +50,11 @@ arrival = st.tuples(st.sampled_from((0, 50, 150, 250, 400, 700)),
 
 
 def _ms(seconds: float) -> int:
-    """A wait in whole ms of the frozen clock (never shorter than asked)."""
-    return max(math.ceil(seconds * 1000 - 1e-6), 0)
+    """A wait in whole ms of the frozen clock: never shorter than asked (a wait of a
+    rounding error, what is left of max_wait in floats, is a ms: real time moves on)."""
+    if seconds <= 0:
+        return 0
+    return max(math.ceil(seconds * 1000 - 1e-6), 1)
 
 
 def _passthrough(call: ScriptCall, replies: list[Any], world: World,
@@ -172,7 +175,9 @@ class FormingRules:
                     self._rang(markers)  # the pass-on: another consumer takes it
                 self._block(unit, markers, due, self.now + timeout, late)
                 reply = [None, self._fetch(call, unit, first, passed)]
-        raise AssertionError(f"{unit}: dequeue_batch made 100 requests without a batch")
+        raise AssertionError(
+            f"{unit}: dequeue_batch made 100 requests without a batch (a busy loop?)"
+        )
 
     def _fetch(self, call: ScriptCall, unit: str, first: list[int], passed: list[bool]) -> Any:
         """One fetch of dequeue_batch, checked as any batch call; its raw reply.

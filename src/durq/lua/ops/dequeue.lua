@@ -627,8 +627,15 @@ problem = guard()
 if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
-local handed, listed_after, cut = serve(flow_ctl and flow_ctl.begin(now, want) or want,
-  now, deadline, out, listed, limited, weighted, prioritized)
+if flow_ctl then
+  want = flow_ctl.begin(now, want) -- what the queue's limits allow now
+  -- begin relists the groups whose parking ended: the length read before is stale
+  -- (serve would take the group at the head for the only one eligible, and hand it
+  -- everything asked past its weight and the others' turns)
+  listed = nil
+end
+local handed, listed_after, cut = serve(want, now, deadline, out, listed, limited, weighted,
+  prioritized)
 left = left or budget <= 0 or cut
 if left then
   -- upkeep (or stale ids) left for the next call: this consumer comes back at once, and
