@@ -312,6 +312,24 @@ def sync_parked(world: World, unit: str, m: Ops) -> None:
     m.flow.parks = m.flow.parks or bool(m.flow.park)
 
 
+def sync_woken(world: World, unit: str, m: Ops, woken: list[JobM]) -> None:
+    """Jobs of one group (priority 0) that one signal woke are all at its list's head,
+    in the order the server woke them (the documents leave it open): read it."""
+    for group in {j.group for j in woken if j.prio == 0}:
+        ids = [j.id for j in woken if j.group == group and j.prio == 0]
+        if len(ids) < 2:
+            continue
+        order = m.order_of(group)
+        head = order.fifo[: len(ids)]
+        raw: Any = world.raw.lrange(_ready_keys(world.fronts[unit].keys.prefix, group)[0],
+                                    0, len(ids) - 1)  # fmt: skip
+        seen = [_text(i) for i in raw]
+        if sorted(seen) != sorted(head) or sorted(head) != sorted(ids):
+            raise ModelError(f"{unit}: a signal woke {ids} of group {group!r}; the head of "
+                             f"its list is {seen}, the model's {head}")  # fmt: skip
+        order.fifo[: len(ids)] = seen
+
+
 def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:
     """An update of a debounced job never moves its start past its expiry: its burst's
     newest arguments must run (docs/job-control.md), or the enqueue be refused."""
