@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import os
 
-KNOWN_BUGS: set[str] = {"by-group-top-up-spins"}
+KNOWN_BUGS: set[str] = set()
 """The gated bugs (delete a name once its fix merged): the driver avoids their triggers."""
 
 #: every switch the driver knows -> the trigger it gates (its `gated` calls). Issue 30's
-#: bugs 1-12 and the model's finding "workflow-id-unique-per-home-only" are fixed: their
-#: switches are gone, and the driver makes their triggers.
-TRIGGERS: dict[str, str] = {
-    # dequeue.lua's top-up ('t') that takes nothing passes the wake-up on while other
-    # groups are listed; with no other consumer blocked, the forming batch's own next
-    # wait takes it back at once: a by-group batch forming while another group has
-    # ready items spins, one round trip after the other, until its max_wait is up
-    # (3,122 calls in a max_wait of 0.5 s). Gated: another consumer takes the pass-on.
-    "by-group-top-up-spins": "rules_forming: a wait after an empty top-up",
-}
+#: bugs 1-12, the model's finding "workflow-id-unique-per-home-only" and issue 36's
+#: "by-group-top-up-spins" (a forming batch of one group spun on the wake-up its own
+#: empty top-ups passed on) are fixed: their switches are gone, and the driver makes
+#: their triggers.
+TRIGGERS: dict[str, str] = {}
 
 ENV = "DURQ_MODEL_BUGS"
 

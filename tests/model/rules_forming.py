@@ -31,7 +31,6 @@ from durq.protocol.calls import Op, Pipeline, ScriptCall, Sleep
 from durq.protocol.lifecycle import parse_dequeue
 from model.batches import BATCH, BY_GROUP, BatchCall, BatchM
 from model.clock import START_MS, FrozenClock
-from model.known_bugs import gated
 from model.reference import EnqueueM, Ops
 from model.world import LEASE_S, World
 
@@ -154,14 +153,13 @@ class FormingRules:
         """Run ``op`` (dequeue_batch) to its end; its fetches through ``_dequeue``, its
         waits played on the frozen clock while the items ``due`` arrive."""
         reply: Any = None
-        passed: list[bool] = []  # the last fetch was a top-up that took nothing
         for _ in range(100):
             try:
                 request = op.send(reply)
             except StopIteration as stop:
                 return list(stop.value)
             if isinstance(request, ScriptCall):
-                reply = self._fetch(request, unit, first, passed)
+                reply = self._fetch(request, unit, first)
             elif isinstance(request, Sleep):
                 self._sleep(unit, due, self.now + _ms(request.seconds))
                 reply = None
@@ -171,18 +169,14 @@ class FormingRules:
                 assert not isinstance(block, ScriptCall) and isinstance(call, ScriptCall)
                 timeout = _ms(float(block.args[-1]))
                 markers = [str(k) for k in block.args[1:-1]]
-                if passed and passed[0] and gated("by-group-top-up-spins"):
-                    self._rang(markers)  # the pass-on: another consumer takes it
-                self._block(unit, markers, due, self.now + timeout, late)
-                reply = [None, self._fetch(call, unit, first, passed)]
+                woke = self._block(unit, markers, due, self.now + timeout, late)
+                reply = [woke, self._fetch(call, unit, first)]
         raise AssertionError(
             f"{unit}: dequeue_batch made 100 requests without a batch (a busy loop?)"
         )
 
-    def _fetch(self, call: ScriptCall, unit: str, first: list[int], passed: list[bool]) -> Any:
-        """One fetch of dequeue_batch, checked as any batch call; its raw reply.
-        ``passed``: set to whether it was a top-up that took nothing (which passes the
-        wake-up on when other groups are listed)."""
+    def _fetch(self, call: ScriptCall, unit: str, first: list[int]) -> Any:
+        """One fetch of dequeue_batch, checked as any batch call; its raw reply."""
         count, lease_ms, _, mode, *group = call.args
         assert mode in ("b", "g", "t"), f"a batch's fetch in mode {mode!r}"
         replies: list[Any] = []
@@ -192,7 +186,6 @@ class FormingRules:
                             op=op)  # fmt: skip
         if got and not first:
             first.append(self.now)
-        passed[:] = [mode == "t" and not got]
         return replies[0]
 
     def _arrive(self, unit: str, due: list[tuple[int, str, int]]) -> None:
@@ -202,9 +195,15 @@ class FormingRules:
         for _ in range(count):
             self._enqueue(unit, EnqueueM(self.new_id(), {"n": self.serial}, group=group))
 
-    def _rang(self, markers: list[Any]) -> bool:
-        """A wake-up taken from ``markers``, as BZPOPMIN takes one."""
-        return any(self.world.raw.zpopmin(key) for key in markers)
+    def _rang(self, markers: list[str]) -> list[Any] | None:
+        """A wake-up taken from ``markers`` as BZPOPMIN takes one: its reply (None:
+        none there)."""
+        for key in markers:
+            popped: Any = self.world.raw.zpopmin(key)
+            if popped:
+                member, score = popped[0]
+                return [key, member, score]
+        return None
 
     def _sleep(self, unit: str, due: list[tuple[int, str, int]], until: int) -> None:
         """A sleep till ``until``; the items due meanwhile arrive (nothing watches)."""
@@ -212,15 +211,15 @@ class FormingRules:
             self._arrive(unit, due)
         self.clock.set(max(self.now, until))
 
-    def _block(self, unit: str, markers: list[Any], due: list[tuple[int, str, int]],
-               until: int, late: int) -> None:  # fmt: skip
+    def _block(self, unit: str, markers: list[str], due: list[tuple[int, str, int]],
+               until: int, late: int) -> list[Any] | None:  # fmt: skip
         """A BZPOPMIN on ``markers``: it returns at once on a wake-up there, at the
         first arrival that rings one, else at its timeout (``until``), ``late`` ms late
-        as a server ends it."""
-        if self._rang(markers):
-            return
-        while due and due[0][0] <= until:
+        as a server ends it (None)."""
+        woke = self._rang(markers)
+        while woke is None and due and due[0][0] <= until:
             self._arrive(unit, due)
-            if self._rang(markers):
-                return
-        self.clock.set(max(self.now, until + late))
+            woke = self._rang(markers)
+        if woke is None:
+            self.clock.set(max(self.now, until + late))
+        return woke

@@ -65,6 +65,9 @@ HISTORY = 100
 #: how late the server may end a blocking wait (1/hz s at its default hz of 10): a
 #: partial batch's last stretch of max_wait is slept rather than blocked
 SERVER_LATE = 0.1
+#: the first sleep of a forming batch of one group whose waits keep taking back the
+#: wake-up its own empty top-ups pass on (doubled at each one; see dequeue_batch)
+PASS_ON_BACKOFF = 0.002
 
 #: an outcome of settle.lua for each kind of Settle
 _CODES = {"done": "d", "retry": "r", "dead": "x", "defer": "f"}
@@ -252,12 +255,15 @@ def dequeue_batch(
     forming = Forming(max_size, max_wait, by_group)
     give_up = clock() + (wait or 0)
     timeout, precise = 0.0, False
+    idle = 0  # top-ups in a row that a wake-up (or a backoff) ended and that took nothing
+    backoff = False  # the next wait is a backoff's sleep
     while True:
         now = clock()
         group = forming.top_up_group()
         call = fetch_call(
             keys, forming.want(), forming.lease_for(lease, now), by_group=by_group, group=group
         )
+        blocked = woken = False
         if timeout <= 0:
             reply = (yield from send_all([call]))[0]
         elif precise:
@@ -265,15 +271,20 @@ def dequeue_batch(
             reply = (yield from send_all([call]))[0]
         else:
             block = Command(("BZPOPMIN", *markers, block_timeout(timeout, longest)))
-            reply = (yield Pipeline((block, call)))[1]
+            waited, reply = yield Pipeline((block, call))
             if isinstance(reply, BaseException):
                 raise reply
+            blocked, woken = True, waited is not None and not isinstance(waited, BaseException)
         now = clock()
         got = parse_dequeue(reply, keys.name, codec)
         forming.add(got, now)
         next_ms = int(reply[2])
         if forming.starts(now, len(got), next_ms):
             return forming.jobs
+        if got or (blocked and not woken):
+            idle = 0
+        elif (woken or backoff) and group is not None:
+            idle += 1
         if forming.first_at is None:  # no item yet: wait for the first, up to `wait`
             timeout = give_up - now
             if timeout <= 0 or (stopping is not None and stopping()):
@@ -281,6 +292,14 @@ def dequeue_batch(
         else:
             timeout = forming.left(now)
         timeout, precise = _plan_wait(timeout, next_ms, partial=forming.first_at is not None)
+        backoff = idle >= 2 and timeout > 0 and not precise
+        if backoff:
+            # a top-up that takes nothing passes the wake-up on to the other groups'
+            # consumers (dequeue.lua 't'); with none of them blocked, this wait takes it
+            # back at once, again and again: woken twice in a row for nothing, it sleeps
+            # instead, twice as long each time, and looks again (a few round trips per
+            # max_wait, not one after the other)
+            timeout, precise = min(timeout, PASS_ON_BACKOFF * 2 ** (idle - 2)), True
 
 
 def _plan_wait(timeout: float, next_ms: int, *, partial: bool) -> tuple[float, bool]:
