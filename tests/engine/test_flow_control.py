@@ -65,6 +65,23 @@ async def test_a_group_over_its_rate_is_parked_and_delays_no_other_group(q: Any)
     assert groups_of(await q.dequeue_many(10)) == ["b"]
 
 
+async def test_groups_back_from_parking_take_their_turns_in_the_call_that_brings_them_back(
+    q: Any,
+) -> None:
+    """The model test found it: the call that brought parked groups back counted the
+    rotation before they were in it, took the group at its head for the only eligible
+    one, and gave it everything asked (past its weight and the others' turns)."""
+    await q.configure(group_rate=Rate(1, per=0.5))
+    await q.enqueue_many([f"u{i}" for i in range(10)])  # ungrouped: no group rate
+    await q.enqueue_many(["a0", "a1"], group="a")
+    await q.enqueue_many(["b0", "b1"], group="b")
+    assert groups_of(await q.dequeue_many(3)) == [None, "a", "b"]
+    # a and b are over their rate: parked, and the default group alone takes the call
+    assert groups_of(await q.dequeue_many(3)) == [None, None, None]
+    await asyncio.sleep(0.6)  # their rate allows one each again
+    assert groups_of(await q.dequeue_many(3)) == [None, "a", "b"]
+
+
 async def test_group_rate_is_the_default_of_named_groups_only(q: Any) -> None:
     await q.configure(group_rate=Rate(1, per=60.0), group_rates={"vip": Rate(100, burst=10)})
     await q.enqueue_many(range(3), group="a")

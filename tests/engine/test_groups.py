@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from durq import Message
+from durq.errors import InvalidArgument
 from engine.support import expire
 
 
@@ -51,6 +54,26 @@ async def test_a_weight_is_the_number_of_jobs_a_group_gets_per_turn(q: Any) -> N
     assert groups_of(jobs) == ["heavy"] * 3 + ["light"] + ["heavy"] * 3 + ["light"]
     (info,) = await q.groups(names=["heavy"])
     assert info.weight == 3
+
+
+async def test_a_weight_of_zero_is_refused(q: Any) -> None:
+    """A turn of 0 jobs would drop the group from the rotation with its jobs ready (the
+    model test found it): a weight is at least 1."""
+    with pytest.raises(InvalidArgument, match="weight"):
+        await q.configure(weights={"g": 0})
+    (info,) = await q.groups(names=["g"])
+    assert info.weight is None
+
+
+async def test_a_weight_below_one_stored_before_counts_as_one(q: Any, raw: Any) -> None:
+    """A weight of 0 that a release which took it stored: the group still gets its
+    turns, one job each, and is never dropped from the rotation with jobs ready."""
+    await q.enqueue_many(range(3), group="zero")
+    await q.enqueue_many(range(3), group="other")
+    raw.hset(q.keys.prefix + "gweight", "zero", 0)
+    jobs = await q.dequeue_many(4)
+    assert groups_of(jobs) == ["zero", "other", "zero", "other"]
+    assert groups_of(await q.dequeue_many(4)) == ["zero", "other"]
 
 
 async def test_a_group_limit_caps_the_jobs_it_has_active(q: Any) -> None:

@@ -13,8 +13,8 @@ in a batch hold together, the batches in hand, and the turns of the groups.
 - A batch in hand (``BatchM``) is the items one holder leased together; it ends with one
   settle of all of them (each item its own way, fenced by its own token), or its holder
   dies and its items come back once their leases run out.
-- Groups are served in turn (``Turns``): a group that is eligible all along is passed
-  over by at most as many batches of one group as there are other groups.
+- Groups are served in turn: ``model.turns`` follows them for every call, a batch of
+  one group being one turn.
 """
 
 from __future__ import annotations
@@ -86,50 +86,3 @@ class BatchM:
         """When the last lease it holds runs out (None: it holds none)."""
         held = [mj.deadline for mj in self.current(m) if mj.deadline is not None]
         return max(held) if held else None
-
-
-@dataclass
-class Turns:
-    """Groups served in turn (docs/batches.md, "Groups and limits"): each unit's eligible
-    groups and how many batches of one group passed each over since it became eligible
-    (the groups rotate: each batch serves the group at the head, and goes to the tail)."""
-
-    passed: dict[str, dict[str, int]] = field(default_factory=dict)  # unit -> group -> n
-    starts: dict[str, dict[str, int]] = field(default_factory=dict)  # unit -> group -> n
-
-    @staticmethod
-    def _starts(m: Ops) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for job in m.jobs.values():
-            out[job.group] = out.get(job.group, 0) + job.deliveries
-        return out
-
-    def observe(self, unit: str, m: Ops, now: int) -> None:
-        """After a step: a group served since (any start of it) starts again from 0,
-        a group not eligible is no longer followed, a newly eligible one is."""
-        starts = self._starts(m)
-        before = self.starts.get(unit, {})
-        eligible = m.eligible(now)
-        passed = self.passed.setdefault(unit, {})
-        for group in list(passed):
-            if group not in eligible or starts.get(group, 0) != before.get(group, 0):
-                del passed[group]
-        for group in eligible:
-            passed.setdefault(group, 0)
-        self.starts[unit] = starts
-
-    def batch_served(self, unit: str, group: str, m: Ops) -> list[tuple[str, int]]:
-        """A batch of one group served ``group``: every other group followed was passed
-        over once more. Returns those passed over more often than there are other
-        groups (which the rotation never does)."""
-        passed = self.passed.setdefault(unit, {})
-        if group in passed:
-            passed[group] = 0  # (a batch of rules_batches' several in one step)
-        others = len(m.groups) - 1
-        over = []
-        for g in passed:
-            if g != group:
-                passed[g] += 1
-                if passed[g] > max(others, 1):
-                    over.append((g, passed[g]))
-        return over

@@ -32,6 +32,9 @@ class DurableM:
     signals: dict[str, int] = field(default_factory=dict)  # kept: name -> payload
     waits: dict[str, WaitM] = field(default_factory=dict)  # parked waiters by job
     asleep: dict[str, int] = field(default_factory=dict)  # job -> its sleep's end
+    #: the jobs the last signal woke, in the order the model put them at their heads
+    #: (the server wakes them in any order: HRANDFIELD; the driver reads it)
+    woken: list[JobM] = field(default_factory=list)
 
     def record(self, job: JobM, name: str, value: int) -> tuple[str, int | None]:
         """A step of held ``job`` completed: ``ok``, or ``kept`` with the first value."""
@@ -84,6 +87,7 @@ class DurableM:
         deadline passed record a timeout and stay where they are)."""
         self.signals[name] = payload
         woken = 0
+        self.woken = []
         for job_id, w in sorted(self.waits.items()):
             if w.signal != name:
                 continue
@@ -93,6 +97,7 @@ class DurableM:
                 continue
             if job.state == DELAYED and job.due == w.due:
                 self.unit.make_ready(job, True, now)
+                self.woken.append(job)
                 woken += 1
         return woken
 

@@ -8,6 +8,9 @@
   the model counted (completed, dead-lettered, cancelled, expired, ticks fired...);
 - group slots (``gactive``) equal the jobs holding one, and the dedup keys point where
   the model says;
+- each named group's ready jobs (the backlog ``Queue.groups`` reports) are the
+  model's (its slots, limit and weight: ``check_groups``, after the rules that change
+  them);
 - the schedules stored in each queue, their state and counts, are the model's.
 
 What the documents leave open is observed rather than predicted: which doomed ready
@@ -124,7 +127,8 @@ class Reads:
                 raise reply
 
 
-UNIT_KEYS = 6 + 2 * len(GROUPS)  # the raw reads of one unit (read_unit)
+UNIT_KEYS = 7 + 2 * len(GROUPS)  # the raw reads of one unit (read_unit)
+NAMED = tuple(g for g in GROUPS if g)
 
 
 def read_unit(reads: Reads, unit: str) -> tuple[int, int]:
@@ -139,15 +143,44 @@ def read_unit(reads: Reads, unit: str) -> tuple[int, int]:
         reads.command("zrange", prio_key, 0, -1, withscores=True)
         reads.command("lrange", fifo_key, 0, -1)
     reads.command("hgetall", prefix + "gactive")
-    last = reads.command("hgetall", prefix + "keys")
+    reads.command("hgetall", prefix + "keys")
+    # the ready jobs of each named group, as Queue.groups reports them (raw: the
+    # check runs after every step, and a script call costs ten reads of the clock)
+    last = reads.command("zrange", prefix + "groups", 0, -1, withscores=True)
     assert last - first + 1 == UNIT_KEYS
     return first, reads.op(admin.stats(keys))
 
 
-def check_unit(reads: Reads, at: tuple[int, int], unit: str, m: Ops) -> None:
+def first_ready(rows: Any, fifo: Any) -> str | None:
+    """The first id a group's turn pops (lib/groups/pop.lua), stale or not: its highest
+    priority, else the head of its list, else its lowest priority."""
+    scored = sorted((int(s), _text(i)) for i, s in rows)
+    if scored and scored[0][0] < 0:
+        return scored[0][1]
+    if fifo:
+        return _text(fifo[0])
+    return scored[0][1] if scored else None
+
+
+def read_heads(world: World, unit: str) -> dict[str, str | None]:
+    """Each group's first ready id (``first_ready``), read now."""
+    pipe = world.raw.pipeline(transaction=False)
+    prefix = world.fronts[unit].keys.prefix
+    for group in GROUPS:
+        fifo_key, prio_key = _ready_keys(prefix, group)
+        pipe.zrange(prio_key, 0, 0, withscores=True)
+        pipe.lrange(fifo_key, 0, 0)
+    rows = pipe.execute()
+    return {g: first_ready(rows[2 * i], rows[2 * i + 1]) for i, g in enumerate(GROUPS)}
+
+
+def check_unit(reads: Reads, at: tuple[int, int], unit: str,
+               m: Ops) -> dict[str, str | None]:  # fmt: skip
+    """Compare ``unit`` with the model; returns each group's first ready id (stale or
+    not: ``turns.Turns``)."""
     first, stats_at = at
     jobs, active, delayed, dead, *rest = reads.raw[first : first + UNIT_KEYS]
-    per_group, (gactive, dedup) = rest[: 2 * len(GROUPS)], rest[2 * len(GROUPS) :]
+    per_group, (gactive, dedup, backlog) = rest[: 2 * len(GROUPS)], rest[2 * len(GROUPS) :]
     stats = reads.scripts[stats_at]
     states = _states(jobs)
     for job in m.jobs.values():
@@ -164,17 +197,32 @@ def check_unit(reads: Reads, at: tuple[int, int], unit: str, m: Ops) -> None:
             {i: j.due for i, j in by_state[DELAYED].items()}, unit)  # fmt: skip
     _expect("dead letters", set(_scores(dead)), set(by_state[DEAD]), unit)
     ready = 0
+    heads: dict[str, str | None] = {}
     for i, group in enumerate(GROUPS):
         order = ready_order(per_group[2 * i], per_group[2 * i + 1], states)
         _expect(f"the ready order of group {group!r}", order,
                 m.order_of(group).order(), unit)  # fmt: skip
         ready += len(order)
+        heads[group] = first_ready(per_group[2 * i], per_group[2 * i + 1])
     slots = {_text(g): int(n) for g, n in gactive.items()}
     _expect("group slots", slots,
             {g: n for g in GROUPS if (n := m.slots_held(g))}, unit)  # fmt: skip
     keys = {_text(k): _text(v) for k, v in dedup.items()}
     _expect("dedup keys", keys, m.keys, unit)
     check_stats(stats, m, ready, unit)
+    _expect("the named groups' ready jobs (Queue.groups)",
+            {g: n for g, n in _scores(backlog).items() if n},
+            {g: n for g in NAMED if (n := len(m.order_of(g)))}, unit)  # fmt: skip
+    return heads
+
+
+def check_groups(world: World, unit: str, m: Ops) -> None:
+    """``Queue.groups``: each named group's ready jobs, slots held, limit and weight."""
+    infos = world.fronts[unit].groups(names=NAMED)
+    gauges = {i.name: (i.ready, i.active, i.limit, i.weight) for i in infos}
+    _expect("the groups (ready, slots held, limit, weight)", gauges,
+            {g: (len(m.order_of(g)), m.slots_held(g), m.glimit.get(g), m.weights.get(g))
+             for g in NAMED}, unit)  # fmt: skip
 
 
 def check_stats(stats: Any, m: Ops, ready: int, unit: str) -> None:
@@ -262,6 +310,24 @@ def sync_parked(world: World, unit: str, m: Ops) -> None:
     removed."""
     m.flow.park = _zset(world, world.fronts[unit].keys.prefix + "park")
     m.flow.parks = m.flow.parks or bool(m.flow.park)
+
+
+def sync_woken(world: World, unit: str, m: Ops, woken: list[JobM]) -> None:
+    """Jobs of one group (priority 0) that one signal woke are all at its list's head,
+    in the order the server woke them (the documents leave it open): read it."""
+    for group in {j.group for j in woken if j.prio == 0}:
+        ids = [j.id for j in woken if j.group == group and j.prio == 0]
+        if len(ids) < 2:
+            continue
+        order = m.order_of(group)
+        head = order.fifo[: len(ids)]
+        raw: Any = world.raw.lrange(_ready_keys(world.fronts[unit].keys.prefix, group)[0],
+                                    0, len(ids) - 1)  # fmt: skip
+        seen = [_text(i) for i in raw]
+        if sorted(seen) != sorted(head) or sorted(head) != sorted(ids):
+            raise ModelError(f"{unit}: a signal woke {ids} of group {group!r}; the head of "
+                             f"its list is {seen}, the model's {head}")  # fmt: skip
+        order.fifo[: len(ids)] = seen
 
 
 def debounce_start_before_expiry(world: World, unit: str, job: JobM) -> None:

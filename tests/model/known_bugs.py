@@ -15,8 +15,10 @@ KNOWN_BUGS: set[str] = set()
 """The gated bugs (delete a name once its fix merged): the driver avoids their triggers."""
 
 #: every switch the driver knows -> the trigger it gates (its `gated` calls). Issue 30's
-#: bugs 1-12 and the model's finding "workflow-id-unique-per-home-only" are fixed: their
-#: switches are gone, and the driver makes their triggers.
+#: bugs 1-12, the model's finding "workflow-id-unique-per-home-only" and issue 36's
+#: "by-group-top-up-spins" (a forming batch of one group spun on the wake-up its own
+#: empty top-ups passed on) are fixed: their switches are gone, and the driver makes
+#: their triggers.
 TRIGGERS: dict[str, str] = {}
 
 ENV = "DURQ_MODEL_BUGS"

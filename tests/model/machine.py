@@ -37,9 +37,10 @@ from durq.protocol import batches as batch_ops
 from durq.protocol import lifecycle
 from durq.protocol import limits as flow
 from durq.protocol import workflows as wf_protocol
+from durq.protocol.calls import Op
 from durq.protocol.status import Status
 from model import invariants
-from model.batches import BY_GROUP, BatchCall
+from model.batches import BY_GROUP, TOP_UP, BatchCall
 from model.clock import FrozenClock
 from model.fanin import Workflows
 from model.limiter import RateM
@@ -54,7 +55,9 @@ from model.reference import (
 )
 from model.rules_batches import BatchRules
 from model.rules_durable import DurableRules
+from model.rules_forming import FormingRules
 from model.rules_holding import HOLDING_UNITS, HoldingRules, check_holding, read_holding
+from model.rules_turns import TurnRules
 from model.rules_workflows import BALLAST, WorkflowRules
 from model.world import LEASE_S, MAX_ATTEMPTS, RESULT_TTL_S, WINDOW_S, World
 
@@ -76,7 +79,8 @@ def rate_m(rate: Rate | None) -> RateM | None:
     return None if rate is None else RateM(rate.limit, rate.per_ms, rate.burst)
 
 
-class DurqMachine(WorkflowRules, DurableRules, BatchRules, HoldingRules, RuleBasedStateMachine):
+class DurqMachine(WorkflowRules, DurableRules, BatchRules, FormingRules, TurnRules,
+                  HoldingRules, RuleBasedStateMachine):  # fmt: skip
     """Set ``world_factory`` (making a World) on a subclass before running it."""
 
     world_factory: Any = None
@@ -254,15 +258,20 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, HoldingRules, RuleBas
         self._dequeue(unit, n, lease)
 
     def _dequeue(self, unit: str, n: int, lease: float, *,
-                 batch: BatchCall | None = None) -> list[Job]:  # fmt: skip
-        """One dequeue call; ``batch``: a call of a batch mode (rules_batches)."""
+                 batch: BatchCall | None = None,
+                 op: Op[tuple[list[Job], int, int]] | None = None) -> list[Job]:  # fmt: skip
+        """One dequeue call; ``batch``: a call of a batch mode (rules_batches); ``op``:
+        the call as made by ``protocol.batches.dequeue_batch`` (rules_forming), its
+        ``n`` and ``lease``."""
         m = self.units[unit]
         front = self.world.fronts[unit]
         invariants.sync_parked(self.world, unit, m)
         leases = m.due_leases(self.now)
         schedules = self.schedules.get(unit)
         due = schedules.due_now(self.now) if schedules else []
-        if batch is None:
+        if op is not None:
+            pass  # (made by the caller)
+        elif batch is None:
             op = lifecycle.fetch(front.keys, front.codec, n, lease)
         else:
             op = batch_ops.fetch(front.keys, front.codec, n, lease,
@@ -290,8 +299,13 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, HoldingRules, RuleBas
         assert len(jobs) <= room, f"{len(jobs)} started, flow control allows {room}"
         m.count["dequeue calls"] += 1
         m.count["handed out"] += len(jobs)
+        waiting = self.turns.before_call(unit, m, self.now)
         for job in jobs:
             self._started(unit, m, job, round(lease * 1000), batch)
+        mode = "" if batch is None else batch.mode
+        broken = self.turns.after_call(unit, m, waiting, [j.group or "" for j in jobs],
+                                       rotation=mode != TOP_UP, sole=mode == BY_GROUP)  # fmt: skip
+        assert not broken, f"{unit}: the groups' turns: {broken}"
         invariants.sync_doomed(self.world, unit, m, self.now)
         if len(jobs) < room and next_ms != 0:  # (0: the call was cut short by its budget)
             left_over = m.eligible(self.now) if batch is None else batch.allowed(m, self.now)
@@ -521,6 +535,7 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, HoldingRules, RuleBas
             m.glimit.pop("g1", None)
         elif g1 is not ...:
             m.glimit["g1"] = g1
+        invariants.check_groups(self.world, unit, m)
 
     @rule(queue=st.sampled_from(("a", "b", "s")), rate=st.sampled_from(("2/s", ..., *RATES)),
           group_rate=st.sampled_from((..., *RATES)), g2=st.sampled_from((..., *RATES)),
@@ -650,8 +665,9 @@ class DurqMachine(WorkflowRules, DurableRules, BatchRules, HoldingRules, RuleBas
         workflows = invariants.read_workflows(reads, self.workflows)
         held = {u: read_holding(reads, u, self.holding[u]) for u in HOLDING_UNITS}
         reads.send()
-        for unit, at in units.items():
-            invariants.check_unit(reads, at, unit, self.units[unit])
+        for unit, where in units.items():
+            heads = invariants.check_unit(reads, where, unit, self.units[unit])
+            self.turns.observe(unit, self.units[unit], self.now, heads)
         for unit, at in schedules.items():
             invariants.check_schedules(reads, at, unit, self.schedules[unit])
         invariants.check_workflows(reads, workflows, self.workflows, self.now)

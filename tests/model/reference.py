@@ -121,6 +121,7 @@ class UnitM:
     window: int = DEFAULT_WINDOW
     group_limit: int = 0
     glimit: dict[str, int] = field(default_factory=dict)
+    weights: dict[str, int] = field(default_factory=dict)  # named group -> jobs per turn
     flow: FlowM = field(default_factory=FlowM)
     count: Counter[str] = field(default_factory=Counter)
     #: called when a job reaches a terminal state: (job, state, now) (workflow steps)
@@ -141,6 +142,11 @@ class UnitM:
 
     def limited(self) -> bool:
         return self.group_limit > 0 or bool(self.glimit)
+
+    def weight(self, group: str) -> int:
+        """The jobs ``group`` gives per turn (1 unless configured; the default group's
+        is always 1)."""
+        return self.weights.get(group, 1) if group else 1
 
     def slots_held(self, group: str) -> int:
         return sum(1 for j in self.jobs.values() if j.slot and j.group == group)

@@ -17,6 +17,7 @@ from hypothesis.stateful import invariant, precondition, rule
 
 from durq import Job
 from durq.protocol import durable
+from model import invariants
 from model.durable import DurableM
 from model.reference import LIVE, JobM, Ops
 from model.world import World
@@ -125,6 +126,7 @@ class DurableRules:
         woken = self.world.fronts[unit].signal(signal, self.serial)
         expected = self.durable[unit].signal(signal, self.serial, self.now)
         assert woken == expected, f"signal {signal} to {unit} woke {woken}, expected {expected}"
+        invariants.sync_woken(self.world, unit, self.units[unit], self.durable[unit].woken)
 
     # drawn more often: they need a job in hand, which the other rules take away
     record_step_2 = record_step_3 = record_step

@@ -4,8 +4,12 @@ IO-free: what each call takes, and which call records the batch."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
+
+import pytest
 
 from durq.keys import QueueKeys
+from durq.models import Job
 from durq.protocol import batches
 from durq.protocol.calls import CHUNK, Pipeline, ScriptCall
 
@@ -80,3 +84,48 @@ def test_a_batch_all_done_is_settled_without_rows_in_the_same_calls_as_with_them
             continue
         quick = list(request.calls) if isinstance(request, Pipeline) else [request]
         assert quick == calls_of(rows("d" * n), cause=cause)
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    group: str | None = None
+
+
+def fetched(*ids: str, group: str | None = None) -> list[Job]:
+    """Items as a fetch hands them out (``Forming`` reads their group only)."""
+    return [cast("Job", Item(i, group)) for i in ids]
+
+
+def test_a_partial_batch_starts_when_its_max_wait_is_up_counted_from_its_first_item() -> None:
+    """The flush decision (``Forming.starts``) on a clock of the test's: a partial batch
+    waits ``max_wait`` from its first item, not from the first fetch; its items' leases
+    cover the wait; its cause is 'wait'."""
+    forming = batches.Forming(max_size=4, max_wait=0.5, by_group=False)
+    assert not forming.starts(10.0, 0, -1)  # nothing fetched: no batch
+    assert forming.left(10.0) == 0.5 and forming.lease_for(2.0, 10.0) == 2.5
+    forming.add(fetched("a", "b"), 10.2)
+    assert not forming.starts(10.2, 2, -1) and not forming.starts(10.699, 0, -1)
+    assert forming.lease_for(2.0, 10.4) == pytest.approx(2.3)  # 0.3 s of max_wait left
+    forming.add(fetched("c"), 10.4)
+    assert forming.starts(10.7, 0, -1) and forming.starts(11.5, 0, 5000)
+    assert forming.cause() == batches.cause_of(3, 4) == "wait"
+
+
+def test_a_batch_starts_at_once_when_it_reaches_max_size_whatever_its_wait() -> None:
+    forming = batches.Forming(max_size=3, max_wait=60.0, by_group=False)
+    forming.add(fetched("a", "b", "c"), 0.0)
+    assert forming.full and forming.want() == 0
+    assert forming.starts(0.0, 3, 0) and forming.starts(0.0, 3, -1)
+    assert forming.cause() == batches.cause_of(3, 3) == "size"
+
+
+def test_a_fetch_cut_by_its_budget_lets_the_batch_take_what_is_ready_before_it_starts() -> None:
+    """next_ms 0 with items: more are ready now, so a batch whose wait is up fetches
+    again before it starts (a fetch that took none starts it)."""
+    forming = batches.Forming(max_size=10, max_wait=0.1, by_group=True)
+    forming.add(fetched("a", group="t1"), 0.0)
+    assert forming.top_up_group() == "t1"
+    forming.add(fetched("b", group="t1"), 0.2)
+    assert not forming.starts(0.2, 1, 0)
+    assert forming.starts(0.2, 0, 0) and forming.starts(0.2, 1, 300)

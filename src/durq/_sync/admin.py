@@ -144,7 +144,7 @@ class QueueAdmin:
                 stays taken (default 60).
             dead_cap: dead letters kept at most (0: unlimited); evictions are counted.
             limits: per-group concurrency limits (None removes one).
-            weights: per-group jobs served per turn (None removes one).
+            weights: per-group jobs served per turn, at least 1 (None removes one).
             rate: at most this many job starts for the whole queue (a ``durq.Rate``;
                 None removes it). Flow control: see docs/flow-control.md.
             group_rate: the rate of each named group that has none of its own (None

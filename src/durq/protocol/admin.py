@@ -270,9 +270,12 @@ def configure(
         if name not in CONF_DEFAULTS:
             raise InvalidArgument(f"unknown queue setting {name!r}: {sorted(CONF_DEFAULTS)}")
         args += ["queue", name, "" if value is None else natural(name, value)]
-    for scope, table in (("limit", limits), ("weight", weights)):
-        for g, value in (table or {}).items():
-            args += [scope, check_group(g), "" if value is None else natural(scope, value)]
+    for g, value in (limits or {}).items():
+        args += ["limit", check_group(g), "" if value is None else natural("limit", value)]
+    for g, value in (weights or {}).items():
+        # a weight of 0 would give the group no turn at all (and drop it from the
+        # rotation with its jobs ready): at least 1
+        args += ["weight", check_group(g), "" if value is None else positive_int("weight", value)]
     # several calls for many settings (in one round trip, applied in order)
     size = 3 * chunk_of("configure")
     if args:

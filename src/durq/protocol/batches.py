@@ -46,6 +46,7 @@ __all__ = [
     "MAX_SIZE",
     "MAX_WAIT",
     "Forming",
+    "cause_of",
     "dequeue_batch",
     "fetch",
     "fetch_after_wait",
@@ -65,6 +66,9 @@ HISTORY = 100
 #: how late the server may end a blocking wait (1/hz s at its default hz of 10): a
 #: partial batch's last stretch of max_wait is slept rather than blocked
 SERVER_LATE = 0.1
+#: the first sleep of a forming batch of one group whose waits keep taking back the
+#: wake-up its own empty top-ups pass on (doubled at each one; see dequeue_batch)
+PASS_ON_BACKOFF = 0.002
 
 #: an outcome of settle.lua for each kind of Settle
 _CODES = {"done": "d", "retry": "r", "dead": "x", "defer": "f"}
@@ -147,10 +151,17 @@ def fetch_after_wait(
     return parse_dequeue(reply, keys.name, codec), int(reply[2]), int(reply[3])
 
 
+def cause_of(size: int, max_size: int) -> Literal["size", "wait"]:
+    """Why a batch of ``size`` items started: it reached ``max_size``, or its
+    ``max_wait`` ran out first (the metrics and the batch history record it)."""
+    return "size" if size >= max_size else "wait"
+
+
 class Forming:
     """A batch being formed: up to ``max_size`` items, or what came within ``max_wait``
-    seconds of the first (the clock is the caller's, ``time.monotonic``). No IO: the
-    worker and ``Queue.dequeue_batch`` each fetch and wait, and ask it what comes next.
+    seconds of the first (the clock is the caller's: ``time.monotonic``, or a test's).
+    No IO: the worker and ``Queue.dequeue_batch`` each fetch and wait, and ask it what
+    comes next.
 
     The items are leased to the batch as they are fetched, never buffered beyond it: a
     fetch leases them for the lease plus what is left of ``max_wait`` (``lease_for``),
@@ -195,9 +206,16 @@ class Forming:
         """True when the batch starts now: full, or it holds items and its wait is up."""
         return self.full or (self.first_at is not None and self.left(now) <= 0)
 
+    def starts(self, now: float, got: int, next_ms: int) -> bool:
+        """Whether the batch starts now, after a fetch at ``now`` that took ``got`` items
+        and answered ``next_ms``: it is ``ready``, unless that fetch stopped for its
+        budget (``next_ms`` 0) with items, which leaves more ready now: the batch takes
+        them before it starts, whatever its ``max_wait``."""
+        return self.ready(now) and (self.full or not got or next_ms != 0)
+
     def cause(self) -> Literal["size", "wait"]:
         """Why it started: ``max_size`` items, or ``max_wait`` (metrics, history)."""
-        return "size" if self.full else "wait"
+        return cause_of(len(self.jobs), self.max_size)
 
     def lease_for(self, lease: float, now: float) -> float:
         """The lease of items fetched at ``now``: ``lease`` once the batch starts."""
@@ -219,6 +237,7 @@ def dequeue_batch(
     wait: float | None = None,
     stopping: Callable[[], bool] | None = None,
     ring: str = "",
+    clock: Callable[[], float] = time.monotonic,
 ) -> Op[list[Job]]:
     """Form a batch (``Forming``): block up to ``wait`` seconds for its first item (no
     wait: none), then up to ``max_wait`` seconds from it while it holds fewer than
@@ -226,21 +245,26 @@ def dequeue_batch(
     items, leased together (``Queue.dequeue_batch``). ``stopping``: asked after each
     wake-up while no item came; True ends the wait for the first item (a worker that
     stops sets the wake marker). ``ring``: a worker's own marker (same slot), which ends
-    a wait too; a worker's single block then lasts up to IDLE_BLOCK, not MAX_BLOCK."""
+    a wait too; a worker's single block then lasts up to IDLE_BLOCK, not MAX_BLOCK.
+    ``clock``: seconds, what ``max_wait`` is timed by (the model test's is the frozen
+    server's)."""
     markers = (keys.wake, ring) if ring else (keys.wake,)
     longest = IDLE_BLOCK if ring else MAX_BLOCK
     max_size, max_wait, lease = check_batch(max_size, max_wait, lease)
     if wait is not None and not seconds("wait", wait) >= 0:
         raise InvalidArgument(f"wait must be >= 0, got {wait!r}")
     forming = Forming(max_size, max_wait, by_group)
-    give_up = time.monotonic() + (wait or 0)
+    give_up = clock() + (wait or 0)
     timeout, precise = 0.0, False
+    idle = 0  # top-ups in a row that a wake-up (or a backoff) ended and that took nothing
+    backoff = False  # the next wait is a backoff's sleep
     while True:
-        now = time.monotonic()
+        now = clock()
         group = forming.top_up_group()
         call = fetch_call(
             keys, forming.want(), forming.lease_for(lease, now), by_group=by_group, group=group
         )
+        blocked = woken = False
         if timeout <= 0:
             reply = (yield from send_all([call]))[0]
         elif precise:
@@ -248,17 +272,20 @@ def dequeue_batch(
             reply = (yield from send_all([call]))[0]
         else:
             block = Command(("BZPOPMIN", *markers, block_timeout(timeout, longest)))
-            reply = (yield Pipeline((block, call)))[1]
+            waited, reply = yield Pipeline((block, call))
             if isinstance(reply, BaseException):
                 raise reply
-        now = time.monotonic()
+            blocked, woken = True, waited is not None and not isinstance(waited, BaseException)
+        now = clock()
         got = parse_dequeue(reply, keys.name, codec)
         forming.add(got, now)
         next_ms = int(reply[2])
-        # a call that stopped for its budget (next_ms 0) with items leaves more ready
-        # now: the batch takes them before it starts, whatever its max_wait
-        if forming.ready(now) and (forming.full or not got or next_ms != 0):
+        if forming.starts(now, len(got), next_ms):
             return forming.jobs
+        if got or (blocked and not woken):
+            idle = 0
+        elif (woken or backoff) and group is not None:
+            idle += 1
         if forming.first_at is None:  # no item yet: wait for the first, up to `wait`
             timeout = give_up - now
             if timeout <= 0 or (stopping is not None and stopping()):
@@ -266,6 +293,14 @@ def dequeue_batch(
         else:
             timeout = forming.left(now)
         timeout, precise = _plan_wait(timeout, next_ms, partial=forming.first_at is not None)
+        backoff = idle >= 2 and timeout > 0 and not precise
+        if backoff:
+            # a top-up that takes nothing passes the wake-up on to the other groups'
+            # consumers (dequeue.lua 't'); with none of them blocked, this wait takes it
+            # back at once, again and again: woken twice in a row for nothing, it sleeps
+            # instead, twice as long each time, and looks again (a few round trips per
+            # max_wait, not one after the other)
+            timeout, precise = min(timeout, PASS_ON_BACKOFF * 2 ** (idle - 2)), True
 
 
 def _plan_wait(timeout: float, next_ms: int, *, partial: bool) -> tuple[float, bool]:

@@ -186,7 +186,7 @@ class BatchPump:
             if self.stopping:  # formed while the worker began to stop: never started
                 await self._settle(_Unsettled(jobs, [Outcome("defer")] * len(jobs), ""))
                 return
-            cause = "size" if len(jobs) >= spec.max_size else "wait"
+            cause = batches.cause_of(len(jobs), spec.max_size)
             self.runner = asyncio.create_task(self._batch(jobs, cause), name="durq-batch")
             self.holding = jobs
             try:

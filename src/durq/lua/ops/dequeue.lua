@@ -514,6 +514,9 @@ local function serve(want, now, deadline, out, listed, limited, weighted, priori
         if not sole then
           local w = 1
           if weighted and g ~= '' then w = tonumber(redis.call('HGET', K_GWEIGHT, g)) or 1 end
+          -- a weight below 1 (configure refuses it; one stored before it did) counts as
+          -- 1: a turn of 0 jobs would drop the group from the rotation with jobs ready
+          if w < 1 then w = 1 end
           if w < quota then quota = w end
         end
         local got, more, garbage, restored, parked = turn(g, quota, limited, prioritized,
@@ -625,10 +628,17 @@ problem = guard()
 if problem then return wrongtype(problem) end
 local deadline = now + lease
 local out = {now, deadline, -1, reclaimed}
+if flow_ctl then
+  want = flow_ctl.begin(now, want) -- what the queue's limits allow now
+  -- begin relists the groups whose parking ended: the length read before is stale
+  -- (serve would take the group at the head for the only one eligible, and hand it
+  -- everything asked past its weight and the others' turns)
+  listed = nil
+end
 -- (the deadline goes to serve as the string each item's ZADD takes: made once, not once
 -- per item)
-local handed, listed_after, cut = serve(flow_ctl and flow_ctl.begin(now, want) or want,
-  now, tostring(deadline), out, listed, limited, weighted, prioritized)
+local handed, listed_after, cut = serve(want, now, tostring(deadline), out, listed, limited,
+  weighted, prioritized)
 left = left or budget <= 0 or cut
 if left then
   -- upkeep (or stale ids) left for the next call: this consumer comes back at once, and
