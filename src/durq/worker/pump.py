@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from redis.exceptions import ConnectionError, OutOfMemoryError, RedisError, TimeoutError
@@ -44,6 +45,10 @@ _ALARM_SLACK_MS = 1000
 PACE = 0.001
 # the statuses of an acknowledgement that was applied (any other: the lease was lost)
 _SETTLED = frozenset((Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED))
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Answered(Exception):
@@ -124,6 +129,8 @@ class QueuePump:
         #: this queue: brought back before the next fetches (worker.holding)
         self.hold_op: HoldOp | None = None
         self.unhold_caps: list[str] = []
+        #: told when a wait ends in a fetch that finds nothing (the upkeep's ``soon``)
+        self.woke_empty: Callable[[], None] = _nothing
 
     @property
     def name(self) -> str:
@@ -494,6 +501,8 @@ class QueuePump:
             alarm.woke()
         if len(jobs) < want:
             self._emptied = next_ms
+        if not jobs:
+            self.woke_empty()
         if self.memory.refusals:
             self.memory.fetched()
         self._fetched(jobs, reclaimed)
