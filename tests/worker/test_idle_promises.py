@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import httpx
 import pytest
 import redis
 
@@ -183,15 +184,19 @@ def test_an_idle_worker_stays_listed_and_ready_with_its_heartbeat_stretched(
 ) -> None:
     # an idle worker beats once per IDLE_HEARTBEAT and its entry lives three of those
     # (a dead idle worker stays listed up to 3 minutes): `durq workers` lists it long
-    # after three of its heartbeats, and its readiness (/readyz) holds
+    # after three of its heartbeats, and its readiness (/readyz) holds: past three
+    # heartbeats without a beat, a PING answers for it (worker/health.py)
     client = redis.Redis.from_url(redis_url)
     try:
-        with running_worker(app, queues=[queue_name], heartbeat=0.2) as worker:
+        with running_worker(app, queues=[queue_name], heartbeat=0.2, health_port=0) as worker:
             eventually(lambda: worker.id in _ids(client), 10, "the worker listed")
             time.sleep(2.0)  # ten heartbeats idle
             listed = {w["id"]: w for w in list_workers(client)}
             assert worker.id in listed
-            assert worker.redis_ok()
+            assert not worker.redis_ok()  # no beat for three heartbeats
+            assert worker.health is not None
+            port = worker.health.port
+            assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10).status_code == 200
             assert time.time() - listed[worker.id]["beat"] > 3 * 0.2  # the beat stretched
             ttl = client.pttl(f"durq:worker:{worker.id}")
             assert 3 * 0.2 * 1000 < ttl <= 3 * IDLE_HEARTBEAT * 1000

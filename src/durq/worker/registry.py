@@ -59,8 +59,6 @@ class WorkerRegistry:
         self._batch = not is_cluster(client)
         #: when a beat last reached Redis (time.monotonic()), None before the first
         self.last_ok: float | None = None
-        #: the TTL the last beat gave the entry, in seconds
-        self.ttl = 0.0
 
     async def beat(
         self, ttl: float, jobs: list[dict[str, Any]], totals: dict[str, list[float]] | None = None
@@ -119,7 +117,7 @@ class WorkerRegistry:
             try:
                 self.info.update(extra)
                 await self.beat(3 * within, jobs, totals)
-                self.last_ok, self.ttl = time.monotonic(), 3 * within
+                self.last_ok = time.monotonic()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
             # an idle worker beats early when what it shows changed (its last job's

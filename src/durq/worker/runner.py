@@ -634,13 +634,24 @@ class Worker:
             self.health.close()
 
     def redis_ok(self) -> bool:
-        """The last heartbeat reached Redis, within three heartbeat intervals (three
-        of the stretched ones while the worker is idle: the registry's TTL; the
-        readiness of ``durq.worker.health``)."""
+        """The last heartbeat reached Redis, within three heartbeat intervals (the
+        readiness of ``durq.worker.health``, which pings past them: an idle worker
+        beats once per IDLE_HEARTBEAT)."""
         registry = self._registry
         if registry is None or registry.last_ok is None:
             return False
-        return time.monotonic() - registry.last_ok < registry.ttl
+        return time.monotonic() - registry.last_ok < 3 * self.config.heartbeat
+
+    @property
+    def heartbeat(self) -> float:
+        """Seconds between heartbeats while jobs are in hand."""
+        return self.config.heartbeat
+
+    async def ping(self) -> None:
+        """One PING through the worker's client (raises when Redis does not answer)."""
+        if self._client is None:
+            raise RuntimeError("not started")
+        await self._client.ping()
 
     def _idle(self) -> bool:
         """Nothing in hand: no job, and no batch task's batch."""

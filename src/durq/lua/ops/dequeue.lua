@@ -55,7 +55,8 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
          cost of WF_STOP_COST skipped ids; one EXISTS per call tells whether any is.
          Idle consumers (lib/core/idlers.lua): a ZRANGE per call that hands out jobs
          (and a ZREM with a consumer id), a ZRANGEBYSCORE more when their leases are
-         the queue's earliest, two rings at most; three commands when none is handed.
+         the queue's earliest, two rings at most; a ZADD when none is handed (three
+         commands when it lists the consumer anew).
 ]]
 --- @include "lib/core/status"
 --- @include "lib/core/keys"

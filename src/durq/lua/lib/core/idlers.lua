@@ -12,11 +12,11 @@
 -- listed consumer wakes by their end, for a holder that dies: unless one plans to, the
 -- earliest planned one (and the next, in case it died) has its own marker rung, wakes,
 -- and plans again knowing the lease. Entries planned for a time past are stale (the
--- consumer woke, or died) and are dropped by the next idle call. Errors (the key holds
--- another type) are ignored: idle workers then find leases by their upkeep's look.
--- O(1) commands per call: ZREM and a ZRANGE when jobs are handed out, plus a ZRANGE
--- and up to two rings when their leases are the earliest; ZADD, ZREMRANGEBYSCORE and
--- PEXPIRE when none is.
+-- consumer woke, or died): skipped, and dropped when a consumer is newly listed. Errors
+-- (the key holds another type) are ignored: idle workers then find leases by their
+-- upkeep's look. O(1) commands per call: ZREM and a ZRANGE when jobs are handed out,
+-- plus a ZRANGEBYSCORE and up to two rings when their leases are the earliest; a ZADD
+-- when none is (and a ZREMRANGEBYSCORE and a PEXPIRE when it lists a consumer anew).
 -- After a dequeue call at `now` by consumer `me` ('' for none) that handed out
 -- `handed` jobs under leases ending at `deadline`, or found nothing and will block until
 -- `next_ms` from now at the latest (-1: nothing due). (One function: the scripts that
@@ -24,14 +24,20 @@
 local function idlers_after(now, me, handed, deadline, next_ms)
   local PLAN_MS = 185000 -- IDLE_BLOCK (180 s) and a margin: no idle wait ends later
   local RING_TTL = 60000 -- as worker/alarm.py's _RING_TTL_MS
+  local KEY_TTL = 3600000
   local key = K_PREFIX .. 'idlers'
   if handed == 0 then
     if me == '' then return end
     local plan = PLAN_MS
     if next_ms >= 0 and next_ms < plan then plan = next_ms end
-    redis.pcall('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
-    redis.pcall('ZADD', key, now + plan, me)
-    redis.pcall('PEXPIRE', key, PLAN_MS + 60000)
+    if redis.pcall('ZADD', key, now + plan, me) == 1 then
+      -- newly listed (one ZADD per wait otherwise): stale entries go, and the key
+      -- lives an hour past the last consumer listed (a consumer listed all along then
+      -- finds it gone and lists itself again, its waits meanwhile ending within
+      -- PLAN_MS; its worker's upkeep looks at the leases)
+      redis.pcall('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)
+      redis.pcall('PEXPIRE', key, KEY_TTL)
+    end
     return
   end
   if me ~= '' then redis.pcall('ZREM', key, me) end
