@@ -4,17 +4,12 @@ are on different primaries, and none of them hears from it for many heartbeats."
 
 from __future__ import annotations
 
-import time
-
 import redis
 
 import durq
 from durq.dev.topology import LocalCluster
-from helpers import eventually
-from worker.support import running_worker
-from worker.test_idle_promises import TARGET
+from worker.test_idle_promises import TARGET, idle_commands
 
-HEARTBEAT = 0.5
 #: what the replicas send their primary (acks), and this test's INFO
 _OWN = ("info", "replconf")
 
@@ -38,21 +33,14 @@ def test_an_idle_worker_on_a_cluster_sends_no_command_for_many_heartbeats(
 
     # the primaries (replicas count their primary's replication pings too)
     nodes = [redis.Redis(host=s.host, port=s.port) for s in cluster.servers]
+    # the primaries (replicas count their primary's replication pings too)
     primaries = [n for n in nodes if n.info("replication")["role"] == "master"]
     try:
-        with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
-            noop.enqueue()
-            eventually(lambda: app.queue(queue_name).stats().completed == 1, 15, "the job")
-            time.sleep(3 * HEARTBEAT)  # settled: every loop blocks, the idle beat made
-            before = _calls(primaries)
-            seconds = 8 * HEARTBEAT
-            time.sleep(seconds)
-            after = _calls(primaries)
+        sent, seconds = idle_commands(app, noop.enqueue, lambda: _calls(primaries))
     finally:
         for node in nodes:
             node.close()
         app.close()
-    sent = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
     for own in _OWN:
         sent.pop(own, None)
     assert sum(sent.values()) <= TARGET * seconds, sent

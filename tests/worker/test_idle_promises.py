@@ -37,6 +37,24 @@ TARGET = 0.05
 HEARTBEAT = 0.5
 
 
+def idle_commands(
+    app: durq.App, enqueue: Callable[[], object], calls: Callable[[], dict[str, int]]
+) -> tuple[dict[str, int], float]:
+    """The commands (``calls()``: INFO commandstats, by name) a worker of ``app``'s
+    default queue sends once idle after running the job ``enqueue()`` makes, over a
+    window of six heartbeats; and the window's seconds."""
+    queue = app.queue(app.default_queue)
+    with running_worker(app, queues=[queue.name], heartbeat=HEARTBEAT):
+        enqueue()
+        eventually(lambda: queue.stats().completed == 1, 15, "the job")
+        time.sleep(3 * HEARTBEAT)  # settled: every loop blocks, the idle beat made
+        before = calls()
+        seconds = 6 * HEARTBEAT
+        time.sleep(seconds)
+        after = calls()
+    return {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}, seconds
+
+
 def _calls(client: redis.Redis) -> dict[str, int]:
     stats: dict[str, dict[str, int]] = client.info("commandstats")
     return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
@@ -66,18 +84,11 @@ def test_an_idle_worker_sends_no_command_for_many_heartbeats(
         noop.options(delay=3600).enqueue_many([()] * asleep)
     client = redis.Redis.from_url(url)
     try:
-        with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
-            noop.enqueue(*([1] if batch else []))
-            eventually(lambda: app.queue(queue_name).stats().completed == 1, 10, "the job")
-            time.sleep(3 * HEARTBEAT)  # settled: every loop blocks, the idle beat made
-            before = _calls(client)
-            seconds = 8 * HEARTBEAT
-            time.sleep(seconds)
-            after = _calls(client)
+        sent, seconds = idle_commands(app, lambda: noop.enqueue(*([1] if batch else [])),
+                                      lambda: _calls(client))  # fmt: skip
     finally:
         client.close()
         app.close()
-    sent = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
     sent.pop("info", None)  # this test's own
     # polling would be scripts and blocking waits every few seconds (before the upkeep,
     # ~20 commands per second per queue); an idle worker's heartbeat comes once per
@@ -147,6 +158,7 @@ def test_a_cron_schedule_that_asks_for_ticks_is_refilled_a_heartbeat_after_a_wak
 
 
 @pytest.mark.fault
+@pytest.mark.slow
 def test_a_lease_taken_while_a_worker_idles_comes_back_soon_after_its_holder_is_killed(
     app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
 ) -> None:
