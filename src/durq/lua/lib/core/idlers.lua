@@ -23,7 +23,7 @@
 -- include it are at Lua's 200 locals.)
 local function idlers_after(now, me, handed, deadline, next_ms)
   local PLAN_MS = 185000 -- IDLE_BLOCK (180 s) and a margin: no idle wait ends later
-  local RING_TTL = 60000 -- as worker/alarm.py's _RING_TTL_MS
+  local RING_TTL = 60000 -- as worker/alarm.py's RING_TTL_MS
   local KEY_TTL = 3600000
   local key = K_PREFIX .. 'idlers'
   if handed == 0 then
