@@ -7,17 +7,16 @@ sooner.
 An idle worker sends nothing else: its pumps (batch tasks' too) and outbox couriers
 block on their wake markers until the next delayed job, schedule tick or lease end they
 know of is due (``durq.worker.pump``, ``durq.worker.batches``, ``durq.worker.outbox``;
-up to ``IDLE_BLOCK``). Some work is due
-at a time no marker tells them, and this look, one round trip of plain O(1) reads per
-queue (``durq.protocol.wake.look``), finds it:
+up to ``IDLE_BLOCK``). Some work is due at a time no marker tells them, and this look,
+one round trip of plain O(1) reads per queue (``durq.protocol.wake.look``), finds it:
 
 - a lease taken by another consumer after a wait was planned: if its holder dies, the
   job must come back when the lease ends (the pump's or courier's own marker is rung
   then, ``Alarm.due``, and its fetch reclaims the job). The dequeue script that writes
   a lease which becomes the queue's earliest also rings an idle consumer whose wait
-  would end after it (``lua/lib/core/idlers.lua``), so this look is what keeps a
-  lease watched while looks come every heartbeat, and not needed between stretched
-  looks;
+  would end after it (``lua/lib/core/idlers.lua``): so the stretched looks of an idle
+  worker need not come sooner for it (a batch task's pump, which the script does not
+  list, waits for the next look);
 - a flow-control alarm held by another consumer (``docs/flow-control.md``): if that
   holder dies, the parked work it owed waits for whoever wakes first after its time;
 - cron schedules that want more ticks (``worker.schedules``): refilled when due;
