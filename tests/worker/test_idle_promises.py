@@ -1,30 +1,58 @@
 """The README's "no polling", docs/design.md's "Blocking without polling" and
 docs/workflows.md's idle couriers: an idle worker, with its queue's workflow outbox to
-deliver too, blocks on wake markers until work is due, and sends nothing but its
-heartbeat: the registry's beat and the upkeep's look (worker/upkeep.py). The promise ->
-test table is in docs/guarantees.md."""
+deliver too, blocks on wake markers until work is due, and sends next to nothing: its
+heartbeat (the registry's beat and the upkeep's look, worker/upkeep.py) is stretched to
+``IDLE_HEARTBEAT`` while it has nothing in hand (worker/pace.py), and a lease another
+consumer takes meanwhile wakes it through the dequeue script (lua/lib/core/idlers.lua).
+The promise -> test table is in docs/guarantees.md; the figures are in
+docs/decisions/idle-upkeep.md."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import threading
 import time
 from collections.abc import Callable
 
+import httpx
 import pytest
 import redis
 
 import durq
+from durq import lua
 from durq.dev.server import RedisServer
+from durq.protocol.calls import IDLE_BLOCK
+from durq.worker.pace import IDLE_HEARTBEAT
+from durq.worker.registry import list_workers
 from helpers import eventually
-from worker.support import ExecLog, running_worker
+from worker.support import Durq, ExecLog, running_worker
 
 #: what a worker's loops would send if they polled (commandstats also counts the
 #: commands scripts call)
 _POLLS = ("fcall", "fcall_ro", "evalsha", "eval", "bzpopmin", "blpop", "brpop")
-#: a heartbeat's commands: the registry's beat (SADD, HSET, PEXPIRE), the upkeep's look
-#: at the queue (TIME, ZRANGE, ZRANGE, EXISTS, GET) and at its outbox (TIME, ZRANGE)
-_PER_BEAT = 10
+#: the most commands per second an idle worker process sends (docs/decisions/idle-upkeep.md)
+TARGET = 0.05
 HEARTBEAT = 0.5
+
+
+def idle_commands(
+    app: durq.App, enqueue: Callable[[], object], calls: Callable[[], dict[str, int]]
+) -> tuple[dict[str, int], float]:
+    """The commands (``calls()``: INFO commandstats, by name) a worker of ``app``'s
+    default queue sends once idle after running the job ``enqueue()`` makes, over a
+    window of six heartbeats; and the window's seconds."""
+    queue = app.queue(app.default_queue)
+    with running_worker(app, queues=[queue.name], heartbeat=HEARTBEAT):
+        enqueue()
+        eventually(lambda: queue.stats().completed == 1, 15, "the job")
+        time.sleep(3 * HEARTBEAT)  # settled: every loop blocks, the idle beat made
+        before = calls()
+        seconds = 6 * HEARTBEAT
+        time.sleep(seconds)
+        after = calls()
+    return {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}, seconds
 
 
 def _calls(client: redis.Redis) -> dict[str, int]:
@@ -37,7 +65,7 @@ def _calls(client: redis.Redis) -> dict[str, int]:
     [(0, False), (10_000, False), (0, True)],
     ids=["empty", "10k-asleep", "batch"],
 )
-def test_an_idle_worker_sends_nothing_but_its_heartbeat(
+def test_an_idle_worker_sends_no_command_for_many_heartbeats(
     make_server: Callable[..., RedisServer], queue_name: str, asleep: int, batch: bool
 ) -> None:
     url = make_server().url  # its own server: commandstats counts every client
@@ -56,24 +84,17 @@ def test_an_idle_worker_sends_nothing_but_its_heartbeat(
         noop.options(delay=3600).enqueue_many([()] * asleep)
     client = redis.Redis.from_url(url)
     try:
-        with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
-            noop.enqueue(*([1] if batch else []))
-            eventually(lambda: app.queue(queue_name).stats().completed == 1, 10, "the job")
-            time.sleep(2 * HEARTBEAT)  # settled: every loop blocks
-            before = _calls(client)
-            seconds = 2.0
-            time.sleep(seconds)
-            after = _calls(client)
+        sent, seconds = idle_commands(app, lambda: noop.enqueue(*([1] if batch else [])),
+                                      lambda: _calls(client))  # fmt: skip
     finally:
         client.close()
         app.close()
-    sent = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
     sent.pop("info", None)  # this test's own
-    beats = seconds / HEARTBEAT + 2  # the first and last may fall either side
     # polling would be scripts and blocking waits every few seconds (before the upkeep,
-    # ~20 commands per second per queue); the heartbeat is a few plain reads and writes
+    # ~20 commands per second per queue); an idle worker's heartbeat comes once per
+    # IDLE_HEARTBEAT (60 s), so a window of a few heartbeats sees none of it
     assert not {k: n for k, n in sent.items() if k in _POLLS}, sent
-    assert sum(sent.values()) <= _PER_BEAT * beats, sent
+    assert sum(sent.values()) <= TARGET * seconds, sent
 
 
 def test_a_lease_taken_while_an_idle_worker_waits_is_reclaimed_when_it_ends(
@@ -99,12 +120,15 @@ def test_a_lease_taken_while_an_idle_worker_waits_is_reclaimed_when_it_ends(
 
 
 @pytest.mark.parametrize("batch", [False, True], ids=["queue", "batch-queue"])
-def test_a_cron_schedule_that_asks_for_ticks_is_refilled_within_a_heartbeat(
+def test_a_cron_schedule_that_asks_for_ticks_is_refilled_a_heartbeat_after_a_wake(
     redis_url: str, queue_name: str, batch: bool
 ) -> None:
     # a cron schedule asks for ticks (srefill: the time its stored ticks want more) once
-    # half are used; the upkeep's look finds the request due and the worker refills it,
-    # on a batch task's queue too
+    # half are used, a time the upkeep's look reads and plans its next look for; one
+    # whose ticks ran out asks at once (lib/schedules/due.lua) in the dequeue of a
+    # consumer woken for its time. A consumer woken for nothing has the upkeep look at
+    # the next heartbeat, stretched or not: the worker refills it, on a batch task's
+    # queue too
     app = durq.App(redis_url, default_queue=queue_name)
     if batch:
 
@@ -123,9 +147,83 @@ def test_a_cron_schedule_that_asks_for_ticks_is_refilled_within_a_heartbeat(
         with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
             eventually(lambda: client.zscore(key, "nightly") is not None, 10, "the upsert")
             planned = client.zscore(key, "nightly")
-            client.zadd(key, {"nightly": 0})  # as a schedule half through its ticks asks
+            time.sleep(3 * HEARTBEAT)  # idle: the looks stretched
+            client.zadd(key, {"nightly": 0})  # as a schedule whose ticks ran out asks
+            client.zadd(app.queue(queue_name).keys.wake, {"0": 0})  # a consumer wakes
             eventually(lambda: (client.zscore(key, "nightly") or 0) > 0, 10, "the refill")
             assert client.zscore(key, "nightly") != planned  # more ticks: asks later
     finally:
         client.close()
         app.close()
+
+
+@pytest.mark.fault
+@pytest.mark.slow
+def test_a_lease_taken_while_a_worker_idles_comes_back_soon_after_its_holder_is_killed(
+    app: durq.App, exec_log: ExecLog, queue_name: str, redis_url: str, durq_cli: Durq
+) -> None:
+    # the doomed worker blocks first, so the job goes to it; the idle worker, whose
+    # wait and looks were planned before that lease existed (minutes), is woken by the
+    # dequeue that wrote it (the queue's earliest lease: lua/lib/core/idlers.lua) and
+    # plans its wait for the lease's end: killed, the doomed worker's job comes back
+    # within seconds of its lease's end, not at the idle worker's next stretched look
+    # (a lease of 5 s at least: a shorter one bounds each idle wait, and the doomed
+    # worker would block again behind the other)
+    doomed = durq_cli.worker(redis_url, queue_name, args=("--lease", "5", "-c", "1"))
+    eventually(lambda: "consuming" in doomed.output(), 15, durq_cli.outputs)
+    time.sleep(1.0)  # blocked, first in line
+    queue = app.queue(queue_name)
+    with running_worker(app, queues=[queue_name], heartbeat=HEARTBEAT):
+        time.sleep(4 * HEARTBEAT)  # idle: its heartbeat stretched
+        app.tasks["stalls_first"].enqueue(str(exec_log), "k", 60.0)
+        eventually(lambda: exec_log.count("start") == 1, 15, durq_cli.outputs)
+        assert exec_log.events("start")[0]["pid"] == doomed.pid
+        time.sleep(3.0)  # its lease extended
+        doomed.send(signal.SIGKILL)
+        killed = time.time()
+        assert doomed.wait(5) == -signal.SIGKILL
+        eventually(lambda: exec_log.count("finish") == 1, 20, durq_cli.outputs)
+        again = exec_log.events("start")[1]
+    assert (again["pid"], again["attempt"]) == (os.getpid(), 2)
+    # the lease ends at most 5 s after the kill: well before a stretched look (60 s)
+    assert again["time"] - killed < min(20.0, IDLE_HEARTBEAT / 2)
+    eventually(lambda: queue.stats().completed == 1, 5, "the acknowledgement")
+    assert queue.stats().reclaimed == 1
+
+
+def test_an_idle_worker_stays_listed_and_ready_with_its_heartbeat_stretched(
+    app: durq.App, queue_name: str, redis_url: str
+) -> None:
+    # an idle worker beats once per IDLE_HEARTBEAT and its entry lives three of those
+    # (a dead idle worker stays listed up to 3 minutes): `durq workers` lists it long
+    # after three of its heartbeats, and its readiness (/readyz) holds: past three
+    # heartbeats without a beat, a PING answers for it (worker/health.py)
+    client = redis.Redis.from_url(redis_url)
+    try:
+        with running_worker(app, queues=[queue_name], heartbeat=0.2, health_port=0) as worker:
+            eventually(lambda: worker.id in _ids(client), 10, "the worker listed")
+            time.sleep(2.0)  # ten heartbeats idle
+            listed = {w["id"]: w for w in list_workers(client)}
+            assert worker.id in listed
+            assert not worker.redis_ok()  # no beat for three heartbeats
+            assert worker.health is not None
+            port = worker.health.port
+            assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10).status_code == 200
+            assert time.time() - listed[worker.id]["beat"] > 3 * 0.2  # the beat stretched
+            ttl = client.pttl(f"durq:worker:{worker.id}")
+            assert 3 * 0.2 * 1000 < ttl <= 3 * IDLE_HEARTBEAT * 1000
+    finally:
+        client.close()
+
+
+def _ids(client: redis.Redis) -> set[str]:
+    return {w["id"] for w in list_workers(client)}
+
+
+def test_an_idle_consumer_is_listed_for_no_less_than_its_longest_wait() -> None:
+    # the dequeue lists an idle consumer until its planned wait ends at the latest; a
+    # wait that outlasts the listing would let a lease taken meanwhile go unnoticed
+    # (lua/lib/core/idlers.lua: PLAN_MS against protocol/calls.py: IDLE_BLOCK)
+    found = re.search(r"PLAN_MS = (\d+)", lua._read("lib/core/idlers"))
+    assert found is not None
+    assert int(found.group(1)) >= IDLE_BLOCK * 1000

@@ -64,13 +64,21 @@ def test_durq_workers_lists_a_live_worker_with_the_jobs_in_its_hands(
 
 
 @pytest.mark.fault
-def test_a_killed_worker_drops_out_of_the_registry_within_three_heartbeats(
+def test_a_killed_busy_worker_drops_out_of_the_registry_within_three_heartbeats(
     server: RedisServer,
     listed: Callable[[], list[dict[str, object]]],
     queue_name: str,
     durq_cli: Durq,
+    exec_log: ExecLog,
 ) -> None:
+    # a worker with a job in hand beats every heartbeat (an idle one every
+    # IDLE_HEARTBEAT, and stays listed three of those: test_idle_promises.py)
     doomed = durq_cli.worker(server.url, queue_name)  # heartbeat 0.2 s
+    eventually(lambda: len(listed()) == 1, 15, durq_cli.outputs)
+    app = build(server.url, default_queue=queue_name)
+    app.tasks["work"].enqueue(str(exec_log), "busy", 60.0)
+    eventually(lambda: exec_log.count("start") == 1, 15, durq_cli.outputs)
+    app.close()
     survivor = durq_cli.worker(server.url, queue_name)
     eventually(lambda: len(listed()) == 2, 15, durq_cli.outputs)
 

@@ -5,14 +5,16 @@ a second signal stops at once, and nothing is lost."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
 import pytest
 
 import durq
 from durq.models import JobState
+from durq.worker.runner import WorkerState
 from helpers import eventually
-from worker.support import Durq, ExecLog
+from worker.support import Durq, ExecLog, request_stop, running_worker
 
 pytestmark = [pytest.mark.fault]
 
@@ -111,3 +113,22 @@ def test_sigint_drains_like_sigterm(
     assert worker.wait(10) == 0
     assert [e["pid"] for e in exec_log.events("finish")] == [worker.pid]
     assert app.queue(queue_name).stats().completed == 1
+
+
+def test_an_idle_worker_stops_at_once_though_another_consumer_blocked_before_it(
+    app: durq.App, queue_name: str
+) -> None:
+    # a stopping worker ends its own blocked wait through its own marker: the queue's
+    # wake marker would wake the consumer blocked first (here a plain dequeue), and the
+    # worker would wait for its idle wait's end (minutes)
+    queue = app.queue(queue_name)
+    other = threading.Thread(target=lambda: queue.dequeue(wait=4), daemon=True)
+    other.start()
+    time.sleep(0.3)  # blocked first: Redis serves blocked clients in order
+    with running_worker(app, queues=[queue_name], heartbeat=0.2) as worker:
+        time.sleep(1.0)  # idle: blocked behind the other consumer
+        started = time.monotonic()
+        request_stop(worker)
+        eventually(lambda: worker.state is WorkerState.STOPPED, 10, "the worker to stop")
+        assert time.monotonic() - started < 3.0
+    other.join(10)

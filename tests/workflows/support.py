@@ -18,6 +18,14 @@ import redis
 _QUEUE_KEYS = ("stats", "done", "dead", "reasons", "jobs", "conf", "wake", "wfq", "wfi")
 
 
+def _expires(name: str) -> bool:
+    """A key that expires by itself: a worker's own wake marker (worker/alarm.py), the
+    capabilities workers publish (lua/ops/caps.lua), the idle consumers
+    (lib/core/idlers.lua), a failed job's last errors (lib/core/attempt_errors.lua, kept
+    for the result TTL)."""
+    return name in ("caps", "idlers") or name.startswith(("ring:", "errors:"))
+
+
 def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> list[str]:
     """The keys of ``queues`` that ended workflows must not leave behind (SCAN):
     anything but the queues' own bookkeeping, an empty outbox, each workflow's result
@@ -30,18 +38,14 @@ def leftovers(raw: redis.Redis, queues: list[str], workflow_ids: list[str]) -> l
             name = key.decode()[len(prefix) :]
             if name.startswith("wfo:"):
                 name = name[4:]
-                if name in ("stats", "done", "conf"):
+                # (its idle couriers and their own markers expire)
+                if name in ("stats", "done", "conf") or (_expires(name) and raw.pttl(key) > 0):
                     continue
             elif name in _QUEUE_KEYS:
                 continue
             elif name.startswith("wfi:") and raw.scard(key) <= 1:
                 continue  # at most the number of an entry applied out of order
-            elif (
-                name == "caps" or name.startswith(("ring:", "wfo:ring:", "errors:"))
-            ) and raw.pttl(key) > 0:
-                # a worker's own wake marker (worker/alarm.py), the capabilities workers
-                # publish (lua/ops/caps.lua), a failed job's last errors
-                # (lib/core/attempt_errors.lua, kept for the result TTL): they expire
+            elif _expires(name) and raw.pttl(key) > 0:
                 continue
             elif name.startswith(("result:", "wf:")):
                 wid = name.split(":", 1)[1]

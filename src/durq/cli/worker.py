@@ -144,7 +144,8 @@ def _run(worker: Worker) -> None:
     show_default=True,
     help="Seconds between heartbeats: the registry's (what `durq workers` shows) and "
     "a look at each queue for work no wake-up announces (a dead worker's leases, "
-    "schedule refills, held jobs); an idle worker sends nothing else.",
+    "schedule refills, held jobs); an idle worker sends nothing else, and beats once "
+    "a minute while it has nothing in hand.",
 )
 @click.option(
     "--log-level",

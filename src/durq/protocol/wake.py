@@ -48,6 +48,7 @@ class Look:
     alarm_mine: bool  #: the alarm is held by the consumer that looked
     refill: bool  #: a cron schedule wants more ticks now (worker.schedules)
     held: bool  #: jobs are held for a worker that runs their task (worker.holding)
+    refill_ms: int = -1  #: until a cron schedule wants more ticks (0 when ``refill``)
 
 
 def look(keys: QueueKeys, consumer: str = "", queue: bool = True) -> Op[Look]:
@@ -79,5 +80,5 @@ def look(keys: QueueKeys, consumer: str = "", queue: bool = True) -> Op[Look]:
         mine = who == consumer
         if at.isdigit() and not mine:
             alarm_ms = max(int(at) - now, 0)
-    due = bool(refill) and int(float(refill[1])) <= now
-    return Look(lease_ms, alarm_ms, mine, due, bool(held))
+    refill_ms = max(int(float(refill[1])) - now, 0) if refill else -1
+    return Look(lease_ms, alarm_ms, mine, refill_ms == 0, bool(held), refill_ms)

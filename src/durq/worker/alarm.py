@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from durq._async.queue import AsyncQueue
     from durq.keys import QueueKeys
 
-__all__ = ["Alarm"]
+__all__ = ["RING_TTL_MS", "Alarm"]
 
-_RING_TTL_MS = 60_000  # a marker left by a consumer that died goes away by itself
+#: a marker left by a consumer that died goes away by itself (lua/lib/core/idlers.lua
+#: sets the same)
+RING_TTL_MS = 60_000
 
 
 class Alarm:
@@ -100,4 +102,4 @@ class Alarm:
     async def _send(self) -> None:
         # on failure the wait ends by its own timeout, a little later
         with contextlib.suppress(RedisError, DurqError, OSError):
-            await self.queue._run(wake.ring(self.ring_key, _RING_TTL_MS))
+            await self.queue._run(wake.ring(self.ring_key, RING_TTL_MS))

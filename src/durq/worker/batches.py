@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -120,6 +120,8 @@ class BatchPump:
         #: the last batch's settle, sent with the next fetch (or alone when the pump stops)
         self._unsettled: _Unsettled | None = None
         self.alarm = Alarm(queue)  # its own marker, which the upkeep rings (worker.upkeep)
+        #: told when a wait ends with nothing fetched (the upkeep's ``soon``)
+        self.woke_empty: Callable[[], None] = lambda: None
 
     @property
     def name(self) -> str:
@@ -167,7 +169,7 @@ class BatchPump:
                     self.lease,
                     by_group=spec.by_group,
                     wait=wait,
-                    stopping=lambda: self.stopping,
+                    stopping=self._woke_for_nothing,
                     ring=alarm.ring_key,
                 )
                 alarm.waiting(wait)
@@ -182,6 +184,7 @@ class BatchPump:
             if not jobs:
                 if self.burst:
                     return
+                self.woke_empty()
                 continue
             if self.stopping:  # formed while the worker began to stop: never started
                 await self._settle(_Unsettled(jobs, [Outcome("defer")] * len(jobs), ""))
@@ -194,6 +197,12 @@ class BatchPump:
             finally:
                 self.runner = None
                 self.holding = []
+
+    def _woke_for_nothing(self) -> bool:
+        """Asked by the batch's forming after each wake-up that brought no item: the
+        upkeep looks at the next heartbeat (worker.upkeep); True once stopping."""
+        self.woke_empty()
+        return self.stopping
 
     def watch(self, look: Look) -> None:
         """The upkeep's look at this queue (once per heartbeat): end this pump's wait

@@ -226,8 +226,16 @@ class CancelListener:
             return
         while True:
             pubsub: Any = self.client.pubsub(ignore_subscribe_messages=True)
+            conn: Any = None
             try:
                 await pubsub.subscribe(*self.channels)
+                # No PING every health_check_interval (15 s) on this connection: an
+                # idle worker would send nothing else. A server that closes it (a
+                # restart, a kill) is seen at once, a silent cut by TCP keepalive
+                # (socket_keepalive); until then a cancel is found by the lease keeper
+                # (the durable flag), and an idle worker has no job to cancel.
+                conn = pubsub.connection
+                checks, conn.health_check_interval = conn.health_check_interval, 0
                 while True:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is not None and message.get("type") == "message":
@@ -242,6 +250,8 @@ class CancelListener:
             except Exception as exc:  # a cut connection, an ACL without the channel
                 log.debug("cancel channel: %s; listening again in %.0f s", exc, self.RETRY)
             finally:
+                if conn is not None:  # the pool's connection, for its next user
+                    conn.health_check_interval = checks
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
             await asyncio.sleep(self.RETRY)

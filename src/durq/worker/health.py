@@ -5,8 +5,9 @@ docs/deployment.md, "Kubernetes").
   against ``LIVE_WITHIN``); it asks nothing of Redis, so a Redis outage does not get
   the worker restarted, only marked not ready.
 - ``GET /readyz``: 200 while the worker consumes and its last heartbeat reached Redis
-  (within three heartbeat intervals); 503 while it starts, drains or stops, or while
-  Redis is out of reach.
+  (within three heartbeat intervals; a worker with nothing in hand beats once a minute,
+  so past them a PING through its client answers, at most one per heartbeat interval);
+  503 while it starts, drains or stops, or while Redis is out of reach.
 - ``GET /scale.json``: per queue the worker consumes, jobs ready, leased, held, delayed
   and due, the age of the oldest ready job, and a suggested worker count (below), for
   KEDA's metrics-api scaler (``valueLocation: workers``).
@@ -49,6 +50,9 @@ LIVE_WITHIN = 10.0
 TICK = 1.0
 #: seconds a /scale.json request waits for the readings
 _READ_TIMEOUT = 5.0
+#: seconds /readyz waits for the PING of a worker whose last beat is older than three
+#: heartbeats (an idle one's)
+_PING_TIMEOUT = 1.0
 
 
 class Worker(Protocol):
@@ -66,7 +70,12 @@ class Worker(Protocol):
     @property
     def metrics(self) -> WorkerMetrics: ...
 
+    @property
+    def heartbeat(self) -> float: ...
+
     def redis_ok(self) -> bool: ...
+
+    async def ping(self) -> None: ...
 
 
 def suggested_workers(
@@ -99,6 +108,7 @@ class HealthServer:
         self.target_latency = target_latency
         self.ticked = time.monotonic()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pinged: tuple[float, bool] | None = None  # when /readyz pinged, and the answer
         self._server = ThreadingHTTPServer((host, port), _handler(self))
         self._server.daemon_threads = True
         self.port: int = self._server.server_address[1]
@@ -136,9 +146,26 @@ class HealthServer:
         state = self.worker.state.value
         if state != "running":  # starting, draining, stopped
             return False, state
-        if not self.worker.redis_ok():
+        if not self.worker.redis_ok() and not self._reachable():
             return False, "redis unreachable"
         return True, "ready"
+
+    def _reachable(self) -> bool:
+        """A PING through the worker's client answers (the last answer within a
+        heartbeat interval stands: probes cost one PING per interval at most)."""
+        now = time.monotonic()
+        last = self._pinged
+        if last is not None and now - last[0] < self.worker.heartbeat:
+            return last[1]
+        ok = self._loop is not None
+        if self._loop is not None:
+            ping = asyncio.wait_for(self.worker.ping(), _PING_TIMEOUT)
+            try:
+                asyncio.run_coroutine_threadsafe(ping, self._loop).result(_PING_TIMEOUT + 1)
+            except Exception:  # refused, cut, or no answer in time
+                ok = False
+        self._pinged = (now, ok)
+        return ok
 
     def scale(self) -> dict[str, Any]:
         """The /scale.json document (raises on a Redis error or a timeout)."""

@@ -82,7 +82,9 @@ class OutboxCourier:
         while True:
             try:
                 if block is None:
-                    op = lifecycle.fetch(self.keys, self._codec, self.batch, self.lease)
+                    op = lifecycle.fetch(
+                        self.keys, self._codec, self.batch, self.lease, self.alarm.consumer
+                    )
                     jobs, next_ms, _ = await self.queue._run(op)
                 else:
                     jobs, next_ms = await self._wait_and_fetch(block)
@@ -108,7 +110,7 @@ class OutboxCourier:
         seconds, then fetch."""
         alarm = self.alarm
         op = lifecycle.fetch_after_wait(
-            self.keys, self._codec, self.batch, self.lease, block, ring=alarm.ring_key
+            self.keys, self._codec, self.batch, self.lease, block, alarm.consumer, alarm.ring_key
         )
         alarm.waiting(block)
         try:

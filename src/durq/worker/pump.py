@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from redis.exceptions import ConnectionError, OutOfMemoryError, RedisError, TimeoutError
@@ -21,7 +22,7 @@ from durq.protocol.calls import IDLE_BLOCK, MAX_BLOCK
 from durq.protocol.status import Status
 from durq.protocol.wake import Look
 from durq.worker.acks import AckBuffer, HoldOp
-from durq.worker.alarm import Alarm
+from durq.worker.alarm import RING_TTL_MS, Alarm
 from durq.worker.cancel import cancel_and_wait
 from durq.worker.capacity import Capacity
 from durq.worker.memory import MemoryBackoff
@@ -44,6 +45,10 @@ _ALARM_SLACK_MS = 1000
 PACE = 0.001
 # the statuses of an acknowledgement that was applied (any other: the lease was lost)
 _SETTLED = frozenset((Status.OK, Status.RETRYING, Status.DEAD, Status.CANCELLED))
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Answered(Exception):
@@ -111,6 +116,7 @@ class QueuePump:
         self._wait_want = 0  # jobs the waiter fetches when its wait ends
         self._in_wait = False  # the waiter's request is in flight: the pump does not fetch
         self._poked = False
+        self._wait_rings = False  # the wait under way blocks on this consumer's own marker
         self._wakes = 0  # times the waiter's wait ended: plans older than that are stale
         self._failures = 0
         self.memory = MemoryBackoff(queue.name, metrics, self.changed.set)
@@ -124,6 +130,8 @@ class QueuePump:
         #: this queue: brought back before the next fetches (worker.holding)
         self.hold_op: HoldOp | None = None
         self.unhold_caps: list[str] = []
+        #: told when a wait ends in a fetch that finds nothing (the upkeep's ``soon``)
+        self.woke_empty: Callable[[], None] = _nothing
 
     @property
     def name(self) -> str:
@@ -258,13 +266,19 @@ class QueuePump:
         return False
 
     async def _poke(self) -> None:
-        """Set the wake marker once, ending this worker's blocked wait (other idle
-        consumers may wake too, find nothing and wait again)."""
+        """End this worker's blocked wait, once: through this consumer's own marker
+        when the wait blocks on it (the queue's wake marker would wake the consumer
+        blocked first, perhaps another, and the coalesced pokes of several workers
+        stopping at once only one), else through the queue's (a wait without a fetch,
+        MAX_BLOCK at most)."""
         if self._poked:
             return
         self._poked = True
         try:
-            await self.queue._run(wake.signal(self.queue.keys))
+            if self._wait_rings:
+                await self.queue._run(wake.ring(self.alarm.ring_key, RING_TTL_MS))
+            else:
+                await self.queue._run(wake.signal(self.queue.keys))
         except (*_TRANSIENT, RedisError, DurqError):
             pass  # the wait then ends by its own timeout
 
@@ -465,7 +479,8 @@ class QueuePump:
 
     async def _wait_and_fetch(self) -> None:
         want = min(self._wait_want, self.capacity.free_for(self.name), self.batch)
-        if want <= 0 or not self.capacity.open:
+        self._wait_rings = want > 0 and self.capacity.open
+        if not self._wait_rings:
             await self.queue._run(wake.wait(self.queue.keys, min(self._wait_timeout, MAX_BLOCK)))
             return
         # the server ends a blocking wait up to 1/hz s late: a local timer rings this
@@ -494,6 +509,8 @@ class QueuePump:
             alarm.woke()
         if len(jobs) < want:
             self._emptied = next_ms
+        if not jobs:
+            self.woke_empty()
         if self.memory.refusals:
             self.memory.fetched()
         self._fetched(jobs, reclaimed)

@@ -2,19 +2,21 @@
 
 The heartbeat (host, pid, queues, started, concurrency, jobs in hand, last beat, and
 running totals per queue for the dashboard's latency charts) expires three heartbeats
-after the last one; its keys and the reads and writes of it are
-``durq.protocol.namespace``'s (``beat_worker``, ``remove_worker``, ``live_workers``).
+after the last one: an idle worker beats once per ``IDLE_HEARTBEAT`` (60 s,
+``worker.pace``), and its entry then lives three of those. Its keys and the reads and
+writes of it are ``durq.protocol.namespace``'s (``beat_worker``, ``remove_worker``,
+``live_workers``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis as AsyncRedis
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # the admin commands read the registry without the worker's r
     from durq.metrics import WorkerMetrics
     from durq.worker.batches import BatchPump
     from durq.worker.capacity import Capacity
+    from durq.worker.pace import Pace
 
 __all__ = ["WorkerRegistry", "list_workers", "new_worker_id"]
 
@@ -75,16 +78,17 @@ class WorkerRegistry:
 
     async def run(
         self,
-        interval: float,
+        pace: Pace,
         capacity: Capacity,
         metrics: WorkerMetrics,
         more: Callable[[], dict[str, Any]] | None = None,
         batches: Iterable[BatchPump] = (),
     ) -> None:
-        """Beat every ``interval`` seconds, listing the jobs in hand, until cancelled; a
-        failed beat is retried at the next one. ``more()``: fields to add (the process
-        pool's children); ``batches``: the batch tasks' pumps, whose running batch's
-        items are jobs in hand too (a batch of 100 is 100 jobs in hand)."""
+        """Beat at ``pace`` (every heartbeat, stretched while idle), listing the jobs in
+        hand, until cancelled; a failed beat is retried at the next one. ``more()``:
+        fields to add (the process pool's children); ``batches``: the batch tasks'
+        pumps, whose running batch's items are jobs in hand too (a batch of 100 is 100
+        jobs in hand)."""
         while True:
             jobs = [
                 {
@@ -107,18 +111,38 @@ class WorkerRegistry:
                     }
                     for job in pump.holding
                 ]
+            within = pace.within()
+            extra = more() if more is not None else {}
+            totals = metrics.totals()
             try:
-                if more is not None:
-                    self.info.update(more())
-                await self.beat(3 * interval, jobs, metrics.totals())
+                self.info.update(extra)
+                await self.beat(3 * within, jobs, totals)
                 self.last_ok = time.monotonic()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)
-            await asyncio.sleep(interval)
+            # an idle worker beats early when what it shows changed (its last job's
+            # totals, its pool's children)
+            shown = _shown(totals, extra)
+            await pace.sleep(within, partial(_changed, shown, metrics, more))
 
     async def remove(self) -> None:
         """Unregister (on a clean stop)."""
         await self._driver.run(remove_worker(self.space, self.worker_id, batch=self._batch))
+
+
+def _shown(totals: dict[str, list[float]], extra: dict[str, Any]) -> tuple[Any, ...]:
+    """What ``durq workers`` and the dashboard show of a worker beyond its jobs, without
+    what changes by itself (a child's memory and age)."""
+    children = [
+        (c.get("pid"), c.get("state"), c.get("job"), c.get("jobs"))
+        for c in extra.get("children") or ()
+        if isinstance(c, dict)
+    ]
+    return totals, children, {k: v for k, v in extra.items() if k != "children"}
+
+
+def _changed(shown: Any, metrics: WorkerMetrics, more: Callable[[], dict[str, Any]] | None) -> bool:
+    return bool(_shown(metrics.totals(), more() if more is not None else {}) != shown)
 
 
 def list_workers(client: Any, namespace: str = "durq") -> list[dict[str, Any]]:

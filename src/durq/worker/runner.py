@@ -52,6 +52,7 @@ from durq.worker.joblog import job_fields, log_outcome, log_start
 from durq.worker.leases import LeaseKeeper
 from durq.worker.memory_limit import MemoryLimit
 from durq.worker.outbox import OutboxCourier
+from durq.worker.pace import Pace
 from durq.worker.pool import DEFAULT_KILL_GRACE, PoolBroken, cpus, start_pool
 from durq.worker.pool.rss import available as rss_available
 from durq.worker.pump import QueuePump
@@ -480,7 +481,8 @@ class Worker:
             bounded=self._pooled,
         )
         control.keeper = keeper  # a cancel message makes it extend at once
-        interval = self.config.heartbeat
+        # the heartbeat's pace: stretched while nothing is in hand (worker.pace)
+        pace = Pace(self.config.heartbeat, self._idle)
         children = (lambda: {"children": pool.snapshot()}) if pool is not None else None
         background = [
             asyncio.create_task(self._forever("lease keeper", keeper.run)),
@@ -488,7 +490,7 @@ class Worker:
                 self._forever(
                     "heartbeat",
                     lambda: registry.run(
-                        interval, self.capacity, self.metrics, children, self.batch_pumps.values()
+                        pace, self.capacity, self.metrics, children, self.batch_pumps.values()
                     ),
                 )
             ),
@@ -505,7 +507,7 @@ class Worker:
             [c for _, c in couriers],
             schedules,
             holding,
-            interval,
+            pace,
         )
         background.append(asyncio.create_task(self._forever("upkeep", upkeep.run)))
         background += self._keepers()
@@ -633,11 +635,27 @@ class Worker:
 
     def redis_ok(self) -> bool:
         """The last heartbeat reached Redis, within three heartbeat intervals (the
-        readiness of ``durq.worker.health``)."""
+        readiness of ``durq.worker.health``, which pings past them: an idle worker
+        beats once per IDLE_HEARTBEAT)."""
         registry = self._registry
         if registry is None or registry.last_ok is None:
             return False
         return time.monotonic() - registry.last_ok < 3 * self.config.heartbeat
+
+    @property
+    def heartbeat(self) -> float:
+        """Seconds between heartbeats while jobs are in hand."""
+        return self.config.heartbeat
+
+    async def ping(self) -> None:
+        """One PING through the worker's client (raises when Redis does not answer)."""
+        if self._client is None:
+            raise RuntimeError("not started")
+        await self._client.ping()
+
+    def _idle(self) -> bool:
+        """Nothing in hand: no job, and no batch task's batch."""
+        return self.capacity.in_use() == 0 and not any(p.holding for p in self.batch_pumps.values())
 
     async def _pump(self, pump: QueuePump) -> None:
         await self._forever(f"pump {pump.name}", pump.run)

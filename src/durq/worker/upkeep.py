@@ -1,16 +1,22 @@
 """What a worker does once per heartbeat besides its registry beat: look at each queue
-it waits on for the work that no wake marker announces.
+it waits on for the work that no wake marker announces. While the worker is idle and a
+look finds nothing to watch, the next comes only after ``IDLE_HEARTBEAT`` (60 s,
+``worker.pace``), or when a schedule asks for ticks or the capabilities are due, if
+sooner.
 
 An idle worker sends nothing else: its pumps (batch tasks' too) and outbox couriers
 block on their wake markers until the next delayed job, schedule tick or lease end they
 know of is due (``durq.worker.pump``, ``durq.worker.batches``, ``durq.worker.outbox``;
-up to ``IDLE_BLOCK``). Some work is due
-at a time no marker tells them, and this look, one round trip of plain O(1) reads per
-queue (``durq.protocol.wake.look``), finds it:
+up to ``IDLE_BLOCK``). Some work is due at a time no marker tells them, and this look,
+one round trip of plain O(1) reads per queue (``durq.protocol.wake.look``), finds it:
 
 - a lease taken by another consumer after a wait was planned: if its holder dies, the
   job must come back when the lease ends (the pump's or courier's own marker is rung
-  then, ``Alarm.due``, and its fetch reclaims the job);
+  then, ``Alarm.due``, and its fetch reclaims the job). The dequeue script that writes
+  a lease which becomes the queue's earliest also rings an idle consumer whose wait
+  would end after it (``lua/lib/core/idlers.lua``): so the stretched looks of an idle
+  worker need not come sooner for it (a batch task's pump, which the script does not
+  list, waits for the next look);
 - a flow-control alarm held by another consumer (``docs/flow-control.md``): if that
   holder dies, the parked work it owed waits for whoever wakes first after its time;
 - cron schedules that want more ticks (``worker.schedules``): refilled when due;
@@ -29,6 +35,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from durq.protocol import wake
+from durq.worker.pace import Pace
 
 if TYPE_CHECKING:
     from durq.worker.batches import BatchPump
@@ -44,8 +51,9 @@ log = logging.getLogger("durq.worker")
 
 class Upkeep:
     """Looks at a worker's queues (its ``pumps``, and the ``batch_pumps`` of its batch
-    tasks) and outboxes (``couriers``) every ``interval`` seconds (the heartbeat's), and
-    acts on what it finds."""
+    tasks) and outboxes (``couriers``) at ``pace`` (every heartbeat; stretched while the
+    worker is idle and the last look found nothing to watch), and acts on what it
+    finds."""
 
     def __init__(
         self,
@@ -54,25 +62,50 @@ class Upkeep:
         couriers: Sequence[OutboxCourier],
         schedules: ScheduleKeeper,
         holding: Holding,
-        interval: float,
+        pace: Pace,
     ) -> None:
         self.pumps = list(pumps)
         self.batch_pumps = list(batch_pumps)
         self.couriers = list(couriers)
         self.schedules = schedules
         self.holding = holding
-        self.interval = interval
+        self.pace = pace
+        # the upkeep's own pace: a pump woken for nothing cuts its stretched wait
+        self.looks = Pace(pace.interval, pace.idle, pace.longest)
+        for pump in self.pumps:
+            pump.woke_empty = self.soon
+        for batch_pump in self.batch_pumps:
+            batch_pump.woke_empty = self.soon
         # capabilities are said again at least this often, held jobs or not
-        self.refresh = max(interval, holding.grace / 4)
+        self.refresh = max(pace.interval, holding.grace / 4)
         self._published = 0.0
+        #: seconds until the next look must come at the latest (a schedule's refill
+        #: due, something to watch): None when the last look found nothing (the first
+        #: look comes a heartbeat after the start)
+        self._soon: float | None = 0.0
+
+    def soon(self) -> None:
+        """A pump woke for nothing (e.g. its wait ended at the time it planned for a
+        schedule, whose ticks may have run out): look at the next heartbeat."""
+        self.looks.soon()
 
     async def run(self) -> None:
-        """Publish the capabilities, then look every ``interval`` seconds, until
-        cancelled (a failed look is tried again at the next)."""
+        """Publish the capabilities, then look at ``pace``, until cancelled (a failed look
+        is tried again at the next)."""
         await self._publish()
         while True:
-            await asyncio.sleep(self.interval)
+            await self.looks.sleep(self._within())
             await self.once()
+
+    def _within(self) -> float:
+        """The longest time to the next look: a heartbeat while something is watched,
+        else up to the stretched interval, the refill due or the capabilities'."""
+        interval = self.pace.interval
+        if self._soon is not None and self._soon <= interval:
+            return interval
+        due = self.refresh - interval - (time.monotonic() - self._published)
+        within = min(self.looks.within(), max(due, interval))
+        return within if self._soon is None else min(within, self._soon)
 
     async def once(self) -> None:
         """One look at every queue and outbox, and what follows from it."""
@@ -84,24 +117,42 @@ class Upkeep:
             return_exceptions=True,
         )
         refill, held = [], False
+        soon: list[float] = []
         for i, (waiter, look) in enumerate(zip(waiters, looks, strict=False)):
             if isinstance(look, BaseException):
                 log.debug("queue %s: upkeep look failed: %s", waiter.name, look)
+                soon.append(0.0)  # look again at the next heartbeat
                 continue
             waiter.watch(look)
+            soon += _soon(look)
             held = held or (i < len(pumps) and look.held)  # batch tasks hold nothing
             if look.refill:
                 refill.append(waiter.queue)
         for courier, look in zip(couriers, looks[len(waiters) :], strict=True):
             if isinstance(look, BaseException):
                 log.debug("outbox of %s: upkeep look failed: %s", courier.queue.name, look)
+                soon.append(0.0)
                 continue
             courier.watch(look)
+            soon += _soon(look)
+        self._soon = min(soon) if soon else None
         if refill:
             await self.schedules.refill(refill)
-        if held or time.monotonic() - self._published >= self.refresh:
+        # (a look within a heartbeat of the refresh publishes: they come a heartbeat
+        # apart at least)
+        if held or time.monotonic() - self._published >= self.refresh - self.pace.interval:
             await self._publish()
 
     async def _publish(self) -> None:
         self._published = time.monotonic()
         await self.holding.publish(self.pumps)
+
+
+def _soon(look: wake.Look) -> list[float]:
+    """What a look found that the next look must come for, in seconds from now: a
+    lease or an alarm watched (0: at the next heartbeat), held jobs (0), the next
+    cron refill."""
+    soon = [0.0] if look.lease_ms >= 0 or look.alarm_ms >= 0 or look.held or look.refill else []
+    if look.refill_ms >= 0:
+        soon.append(look.refill_ms / 1000)
+    return soon

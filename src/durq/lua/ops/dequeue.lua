@@ -10,7 +10,10 @@ KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  n: jobs wanted (>= 1)
 ARGV[2]  lease_ms (>= 1)
 ARGV[3]  consumer id (optional): names the idle consumer that may hold the flow-control
-         alarm (lib/limits/park.lua); without it the consumer plans every wait itself
+         alarm (lib/limits/park.lua), without it the consumer plans every wait itself;
+         and, when the call finds nothing, lists the consumer with the end of the wait
+         it plans, for calls whose leases become the queue's earliest to wake it
+         (lib/core/idlers.lua)
 ARGV[4]  batch mode (optional, durq.Batch): '' none; 'b' a batch: a group's items in the
          call hold ONE of its slots under a group limit (the first item carries it), not
          one each; 'g' a batch of one group (by_group): as 'b', from the first eligible
@@ -50,6 +53,10 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
          workflow that failed or was cancelled stops its steps in this queue (a guard,
          lib/workflows/stop.lua), a popped step of it ends cancelled instead of starting, for the
          cost of WF_STOP_COST skipped ids; one EXISTS per call tells whether any is.
+         Idle consumers (lib/core/idlers.lua): a ZRANGE per call that hands out jobs
+         (and a ZREM with a consumer id), a ZRANGEBYSCORE more when their leases are
+         the queue's earliest, two rings at most; a ZADD when none is handed (three
+         commands when it lists the consumer anew).
 ]]
 --- @include "lib/core/status"
 --- @include "lib/core/keys"
@@ -73,6 +80,7 @@ Cost     O(n + RECLAIM_MAX + PROMOTE_MAX + SKIP_MAX + PARK_MAX) commands, indepe
 --- @include "lib/core/types"
 --- @include "lib/core/typed_read"
 --- @include "lib/schedules/due"
+--- @include "lib/core/idlers"
 --- @include "lib/workflows/stop"
 --- @include "lib/core/budget"
 
@@ -613,10 +621,12 @@ while true do
   end
   ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE_SLICE)
 end
-local ticks_left
-ticks_left, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules/due.lua)
-if problem then return wrongtype(problem) end
-left = left or ticks_left
+do -- (a block: the main function is at Lua's 200 locals)
+  local ticks_left
+  ticks_left, problem = schedules_due(now, guard) -- periodic schedules (lib/schedules/due.lua)
+  if problem then return wrongtype(problem) end
+  left = left or ticks_left
+end
 offer_touched() -- groups touched above, after the guard
 local listed, limited, weighted, prioritized
 err, limited, weighted, prioritized = group_settings(proven)
@@ -649,6 +659,8 @@ elseif handed == 0 then
   out[3] = schedules_next(now, next_ms(now))
 end
 if flow_ctl then out[3] = flow_ctl.finish(now, handed, out[3], ARGV[3] or '') end
+-- idle consumers: a lease that becomes the earliest wakes one (lib/core/idlers.lua)
+idlers_after(now, ARGV[3] or '', handed, deadline, out[3])
 expire_done(now, 100) -- EXPIRE_MAX
 flush_counters()
 -- more groups are eligible: wake another consumer (only after progress, so that a
