@@ -16,6 +16,7 @@ import redis
 import durq
 from durq.app.fleet import FleetGate
 from durq.keys import NamespaceKeys, QueueKeys, workflow_key
+from durq.protocol import workflows_legacy
 from worker.support import running_worker
 from workflows.support import Front
 
@@ -103,11 +104,13 @@ def test_a_producer_reads_the_fleet_at_most_once_per_fleet_ttl(
 
 
 def test_a_large_group_in_0_1_0_s_layout_starts_from_0_1_0_s_cursor(
-    wapp: durq.App, raw: redis.Redis
+    wapp: durq.App, raw: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A node of more than 500 leaves starts 500 per call from a cursor that is an index,
     as 0.1.0 writes and reads it, so that either version's 'R' order continues the
-    other's start (lib/workflows/legacy.lua)."""
+    other's start (lib/workflows/legacy.lua). (0.1.0 submits such workflows; this
+    version's own are refused in that layout past LEGACY_MAX_STEPS: lifted here.)"""
+    monkeypatch.setattr(workflows_legacy, "LEGACY_MAX_STEPS", 1_000)
     t = wapp.tasks
     old = _plant_old_worker(raw, wapp, [wapp.default_queue])
     try:
@@ -120,3 +123,29 @@ def test_a_large_group_in_0_1_0_s_layout_starts_from_0_1_0_s_cursor(
             assert handle.result(60) == list(range(600))
     finally:
         _forget(raw, wapp, old)
+
+
+def test_a_workflow_too_large_for_0_1_0_s_one_call_stop_is_refused_while_it_lives(
+    wapp: durq.App, raw: redis.Redis, log: str
+) -> None:
+    """0.1.0's layout stops all of a workflow's steps in one call (a cancel, a failure):
+    past LEGACY_MAX_STEPS steps that call would run over durq's 10 ms, so such a
+    workflow is refused while a 0.1.0 worker consumes its queues, and written in the new
+    layout once none does."""
+    t = wapp.tasks
+    big = durq.group(
+        [t["square"].s(log, i) for i in range(workflows_legacy.LEGACY_MAX_STEPS)]
+    ).then(t["collect"].s(log))  # LEGACY_MAX_STEPS + 1 steps with the callback
+    old = _plant_old_worker(raw, wapp, [wapp.default_queue])
+    try:
+        with pytest.raises(
+            durq.FleetTooOld, match=f"{workflows_legacy.LEGACY_MAX_STEPS + 1} steps"
+        ):
+            big.enqueue(id="too-big")
+        home = QueueKeys(wapp.default_queue, wapp.namespace).prefix
+        assert raw.exists(workflow_key(home, "too-big")) == 0
+        small = durq.group([t["square"].s(log, 1)]).then(t["collect"].s(log))
+        assert small.enqueue().run == ""  # within the bound: 0.1.0's layout
+    finally:
+        _forget(raw, wapp, old)
+    assert big.enqueue(id="too-big").run  # no old worker: the new layout

@@ -30,7 +30,13 @@ from durq.protocol.workflows import (
     send_submission,
 )
 
-__all__ = ["legacy_problems", "submit_legacy"]
+__all__ = ["LEGACY_MAX_STEPS", "legacy_problems", "submit_legacy"]
+
+# The most steps a workflow this version writes in 0.1.0's layout may have: that layout
+# stops a workflow (a cancel, a failure under the policy "fail") in one call over all
+# its steps, which past this size runs beyond durq's 10 ms per call
+# (docs/decisions/fleet-workflows.md has the measurement).
+LEGACY_MAX_STEPS = 500
 
 _LIST = re.compile(r"^([LB]\d+)(?::\d+)?$")  # a list's part: L<x>, L<x>:2, B<b>...
 _DROPPED = re.compile(r"^(N\d+|Q\d*|P)$")  # open counts, stop chunks: not in 0.1.0's
@@ -46,9 +52,15 @@ def _tasks(plan: Any, out: dict[int, str]) -> dict[int, str]:
 
 def legacy_problems(compiled: Compiled) -> list[str]:
     """What of ``compiled`` 0.1.0's layout cannot hold, one line each (empty: all of
-    it): a step's ``expires`` (0.1.0's steps have no expiry)."""
+    it): a step's ``expires`` (0.1.0's steps have no expiry), more than
+    ``LEGACY_MAX_STEPS`` steps (that layout stops them all in one call)."""
     tasks = _tasks(compiled.plan, {})
     problems = []
+    if len(tasks) > LEGACY_MAX_STEPS:
+        problems.append(
+            f"{len(tasks)} steps, over the {LEGACY_MAX_STEPS} that 0.1.0's layout stops in "
+            "one call within durq's 10 ms per call"
+        )
     for name, value in compiled.fields:
         if name.startswith("p") and isinstance(value, bytes):
             expiry = value.rsplit(_SEP, 1)[1]
