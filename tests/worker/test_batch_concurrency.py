@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,13 +15,6 @@ import pytest
 import durq
 from helpers import eventually
 from worker.support import running_worker
-
-
-@pytest.fixture
-def bapp(redis_url: str, queue_name: str) -> Iterator[durq.App]:
-    app = durq.App(redis_url, default_queue=queue_name)
-    yield app
-    app.close()
 
 
 class Flight:
