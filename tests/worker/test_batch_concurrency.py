@@ -160,6 +160,36 @@ def test_a_draining_worker_finishes_its_batches_in_flight_or_gives_their_items_b
     assert q.stats().dead == 0
 
 
+def test_under_a_group_limit_of_one_two_batches_of_a_group_never_run_at_once(
+    bapp: durq.App, queue_name: str
+) -> None:
+    running: list[str] = []  # the groups of the batches running now
+    overlaps: list[list[str]] = []  # what ran at once, each time a batch started
+    lock = threading.Lock()
+    spec = durq.Batch(max_size=5, max_wait=0.1, by_group=True, concurrency=3)
+
+    @bapp.task(queue=queue_name, batch=spec)
+    async def store(items: list[durq.Item]) -> None:
+        (group,) = {item.group for item in items}
+        with lock:
+            running.append(group or "")
+            overlaps.append(list(running))
+        try:
+            await asyncio.sleep(0.2)
+        finally:
+            with lock:
+                running.remove(group or "")
+
+    q = bapp.queue(queue_name)
+    q.configure(group_limit=1)  # each batch of a group is one holder of its one slot
+    for group in ("a", "b"):
+        store.options(group=group).enqueue_many([(n,) for n in range(15)])
+    with running_worker(bapp):
+        eventually(lambda: q.stats().completed == 30, 15)
+    assert all(len(now) == len(set(now)) for now in overlaps), overlaps
+    assert max(len(now) for now in overlaps) <= 2  # two groups: two batches at most
+
+
 @pytest.mark.parametrize("concurrency", [0, 65, -1, True, 2.0, "2"])
 def test_a_batch_concurrency_out_of_its_limits_is_refused_at_declaration(
     concurrency: Any,
