@@ -163,13 +163,16 @@ TUNE = {
 # last ten seconds and more)
 BATCH_SCALE = 20
 # Each drain's worker configuration is its best of `--tune --scenario batch --peers durq
-# --work-n 300000` (TUNE below; two sweeps on the shared VM, 2026-11-28, items/s):
-#   per job    p2-c100 13,719 / 13,474; p3-c100 14,773 / 16,605            -> p3-c100
-#   per batch  concurrency 1, 2, 4 with -p 1: 53,505 / 51,746, 53,524 / 73,442,
-#              52,750 / 82,854; with -p 2: 54,215 / 88,691, 56,302 / 93,218,
-#              60,447 / 91,937                                             -> batch-p2-n4
-# (-p 2 with 4 batches in flight: best of the first sweep, within 2% of -p 2 with 2 in
-# the second; the first sweep ran beside another engineer's load)
+# --work-n 300000` (TUNE below; three sweeps on the shared VM, 2026-11-28, items/s; the
+# first beside another engineer's load, the third the quietest):
+#   per job    p2-c100 13,719 / 13,474 / 19,771; p3-c100 14,773 / 16,605 / 18,973
+#                                                           -> p3-c100 (2 sweeps of 3)
+#   per batch  -p 1, 1 batch in flight: 53,505 / 51,746 / 59,888
+#                    2: 53,524 / 73,442 / 89,244;  4: 52,750 / 82,854 / 79,883
+#              -p 2, 1: 54,215 / 88,691 / 83,397
+#                    2: 56,302 / 93,218 / 95,822;  4: 60,447 / 91,937 / 100,072
+#                                                           -> batch-p2-n4 (2 sweeps of 3,
+#                                                              within 2% in the other)
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
