@@ -216,6 +216,7 @@ TUNE = {
     "io_redis": (("io_redis_async", "io_redis_sync"), ("p1-c20", "p1-c100", "p2-c20", "p2-c100")),
     "io_sleep": (("io_sleep_async", "io_sleep_sync"), ("p2-c100", "p2-c200", "p2-c500")),
     "cpu": (("cpu_async", "cpu_sync"), ("p1-c20", "p2-c20", "p3-c50")),
+    **durq_features.TUNE,  # the batch row's drains
 }
 
 
@@ -244,6 +245,7 @@ def worker_specs() -> dict[str, dict[str, Any]]:
         (2, 50),
         (2, 100),
         (3, 50),
+        (3, 100),
         (2, 200),
         (2, 500),
         (1, 500),

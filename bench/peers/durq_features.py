@@ -17,6 +17,7 @@ The feature engineers' checklist is in bench/README.md ("Feature rows").
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -30,6 +31,9 @@ if TYPE_CHECKING:  # imported when used: importing peers.durq never fails (its d
     import durq
 
 BATCH_QUEUE = "bench-batch"  # a batch task owns its queue
+#: the worker's environment variable that sets bulk_batch's batches in flight
+#: (``durq.Batch(concurrency=N)``, declared in the worker's app: a spec per setting)
+BATCH_CONCURRENCY_ENV = "BENCH_BATCH_CONCURRENCY"
 
 
 @functools.cache
@@ -84,7 +88,11 @@ def register(app: durq.App, queue: str) -> dict[str, Any]:
                     probe.started(item.args[1])
             await work.bulk_write_async([item.args[0] for item in items])
 
-        batch = api.Batch(max_size=100, max_wait=BATCH_MAX_WAIT)
+        # in flight per process: set by the worker's spec (batch-pP-nN), 1 elsewhere (a
+        # durq without the option is measured at 1)
+        n = int(os.environ.get(BATCH_CONCURRENCY_ENV, "1"))
+        inflight = {"concurrency": n} if n > 1 else {}
+        batch = api.Batch(max_size=100, max_wait=BATCH_MAX_WAIT, **inflight)
         tasks["bulk_batch"] = declare(queue=BATCH_QUEUE, batch=batch)(bulk_batch)
     if api_missing()["durable"] is None:
 
@@ -125,21 +133,46 @@ def worker_specs(command: Callable[[str], list[str]]) -> dict[str, dict[str, Any
             "slots": 1,
         }
     for p in (1, 2):
-        specs[f"batch-p{p}"] = {
-            "argv": [[*command(BATCH_QUEUE), "-p", str(p)]],
-            "desc": f"`durq worker -q {BATCH_QUEUE} -p {p}`",
-            "procs": p,
-            "slots": 1,
-        }
+        for n in (1, 2, 4):  # durq.Batch(concurrency=n): batches in flight per process
+            specs[f"batch-p{p}" if n == 1 else f"batch-p{p}-n{n}"] = {
+                "argv": [[*command(BATCH_QUEUE), "-p", str(p)]],
+                "env": {BATCH_CONCURRENCY_ENV: str(n)},
+                "desc": f"`durq worker -q {BATCH_QUEUE} -p {p}`, durq.Batch(concurrency={n})",
+                "procs": p,
+                "slots": n,
+            }
     return specs
 
 
-# durq's two drains of the batch row hold 5x the part's items (bench/rows.py, part_size),
-# both alike: 20,000 items in batches drained in about a third of a second, of which the
-# ramp of the two processes (the second's first fetch, the first batches) and the end of
-# the last batches were a share worth several percent of the rate (celery-batches' drains
-# of 20,000 last ten seconds and more)
-BATCH_SCALE = 5
+#: what `--tune --scenario batch --peers durq` drains for each drain part of the row
+#: (the best of each goes into VARIANTS)
+TUNE = {
+    "batch.per job": (("bulk_job",), ("p2-c100", "p3-c100")),
+    "batch.per batch": (
+        ("bulk_batch",),
+        ("batch-p1", "batch-p1-n2", "batch-p1-n4", "batch-p2", "batch-p2-n2", "batch-p2-n4"),
+    ),
+}
+
+
+# durq's two drains of the batch row hold 20x the part's items (bench/rows.py,
+# part_size), both alike: 400,000 items, so that the batch drain (50,000-130,000 items/s
+# on this shared 2-core VM) lasts 3 s and more, its ramp and end a small share of it, and
+# its rate steadier (at 5x, 100,000 items lasted 1.0-1.4 s and the rate swung ~20%
+# between runs); the per-job drain then lasts ~25 s (celery-batches' drains of 20,000
+# last ten seconds and more)
+BATCH_SCALE = 20
+# Each drain's worker configuration is its best of `--tune --scenario batch --peers durq
+# --work-n 300000` (TUNE below; three sweeps on the shared VM, 2026-11-28, items/s; the
+# first beside another engineer's load, the third the quietest):
+#   per job    p2-c100 13,719 / 13,474 / 19,771; p3-c100 14,773 / 16,605 / 18,973
+#                                                           -> p3-c100 (2 sweeps of 3)
+#   per batch  -p 1, 1 batch in flight: 53,505 / 51,746 / 59,888
+#                    2: 53,524 / 73,442 / 89,244;  4: 52,750 / 82,854 / 79,883
+#              -p 2, 1: 54,215 / 88,691 / 83,397
+#                    2: 56,302 / 93,218 / 95,822;  4: 60,447 / 91,937 / 100,072
+#                                                           -> batch-p2-n4 (2 sweeps of 3,
+#                                                              within 2% in the other)
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
@@ -152,10 +185,10 @@ VARIANTS: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
     ("pool", "noop", "threads", "noop", "p1-c2", {"feature": "startup"}),
     ("pool", "latency", "--pool process", "noop", POOL_MODES["latency"],
      {"send": "send_latency"}),
-    ("batch", "per job", "async def task", "bulk_job", "p2-c100",
+    ("batch", "per job", "async def task", "bulk_job", "p3-c100",
      {"feature": "startup", "scale": BATCH_SCALE}),
-    ("batch", "per batch", "durq.Batch(max_size=100)", "bulk_batch", "batch-p2",
-     {"scale": BATCH_SCALE}),
+    ("batch", "per batch", "durq.Batch(max_size=100, concurrency=4)", "bulk_batch",
+     "batch-p2-n4", {"scale": BATCH_SCALE}),
     ("batch", "latency", f"durq.Batch(max_wait={BATCH_MAX_WAIT:g})", "bulk_batch", "batch-p1",
      {"send": "send_latency_batch"}),
     ("durable", "drain", "3 × durq.step", "wf3", "p2-c100", {}),

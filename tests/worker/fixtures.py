@@ -21,6 +21,14 @@ def app(redis_url: str, queue_name: str) -> Iterator[durq.App]:
 
 
 @pytest.fixture
+def bapp(redis_url: str, queue_name: str) -> Iterator[durq.App]:
+    """A bare App on the shared server (the batch tests declare their batch task)."""
+    bare = durq.App(redis_url, default_queue=queue_name)
+    yield bare
+    bare.close()
+
+
+@pytest.fixture
 def exec_log(tmp_path: Path) -> ExecLog:
     """A fresh execution log for the test tasks (pass ``str(exec_log)`` to them)."""
     return ExecLog(tmp_path / "executions.jsonl")

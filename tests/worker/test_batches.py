@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,13 +26,6 @@ _SENT = ("fcall", "fcall_ro", "evalsha", "eval", "bzpopmin", "blpop", "brpop")
 def _calls(client: redis.Redis) -> int:
     stats: dict[str, dict[str, int]] = client.info("commandstats")
     return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in _SENT)
-
-
-@pytest.fixture
-def bapp(redis_url: str, queue_name: str) -> Iterator[durq.App]:
-    app = durq.App(redis_url, default_queue=queue_name)
-    yield app
-    app.close()
 
 
 class Calls:

@@ -24,7 +24,11 @@ from durq.protocol.batches import check_batch
 if TYPE_CHECKING:
     from durq.models import Job
 
-__all__ = ["ANY_ITEM", "Batch", "Item", "check_batch_function"]
+__all__ = ["ANY_ITEM", "MAX_CONCURRENCY", "Batch", "Item", "check_batch_function"]
+
+#: the most batches of one task a worker process runs at once per queue (or shard):
+#: each holds up to max_size leased items, so more would be a prefetch by another name
+MAX_CONCURRENCY = 64
 
 #: the item signature of a batch task that declares none: any JSON arguments
 ANY_ITEM = inspect.Signature(
@@ -48,17 +52,27 @@ class Batch:
             groups served in turn.
         item: what one item's arguments must fit: a function (its signature) or an
             ``inspect.Signature``; checked at enqueue. Default: any JSON arguments.
+        concurrency: the batches of this task a worker process runs at once per queue
+            (or shard), 1..MAX_CONCURRENCY (default 1): each formed, run and settled on
+            its own, no item leased beyond them.
     """
 
     max_size: int = 100
     max_wait: float = 1.0
     by_group: bool = False
     item: Callable[..., Any] | inspect.Signature | None = None
+    concurrency: int = 1
 
     def __post_init__(self) -> None:
         check_batch(self.max_size, self.max_wait, 1.0)
         if not isinstance(self.by_group, bool):
             raise InvalidArgument(f"by_group must be a bool, got {self.by_group!r}")
+        n = self.concurrency
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_CONCURRENCY:
+            raise InvalidArgument(
+                f"concurrency must be an int in 1..{MAX_CONCURRENCY} (batches in flight per "
+                f"worker process), got {n!r}"
+            )
         if not (
             self.item is None or isinstance(self.item, inspect.Signature) or callable(self.item)
         ):

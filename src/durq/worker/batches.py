@@ -2,14 +2,16 @@
 queue's items, calls the task once with all of them, and settles each item in one call.
 
 One ``BatchPump`` per queue (or shard) of a batch task replaces the queue's QueuePump.
-It forms one batch at a time (``Queue.dequeue_batch``: blocking on the wake marker while
-the queue is empty or a partial batch waits, never polling), so no item is leased
-beyond the batch being formed or run. While the function runs, one extension call a
-third of the lease keeps every item's lease; an item whose extension is refused (its
+It has ``Batch.concurrency`` lanes (``Lane``), each forming one batch at a time
+(``Queue.dequeue_batch``: blocking on the wake marker, or its own, while the queue is
+empty or a partial batch waits, never polling), so no item is leased beyond the batches
+being formed or run, one per lane. While a function runs, one extension call a third of
+the lease keeps every item's lease of its batch; an item whose extension is refused (its
 lease was lost) is left out of the settle, and the settle is fenced per item anyway. A
-batch's settle goes out with the next batch's first fetch, in one round trip (as a
-queue's acknowledgements go with its next fetch), and before it: no item of the next
-batch is fetched before the batch before was settled.
+batch's settle goes out with its lane's next fetch, in one round trip (as a queue's
+acknowledgements go with its next fetch), and before it: no item of a lane's next batch
+is fetched before its batch before was settled. The lanes of a pump overlap one batch's
+run with another's forming and settling, which alternate in one lane.
 Batch tasks run in the worker's own process (the loop, or a thread for a sync one).
 """
 
@@ -31,7 +33,7 @@ from durq.errors import DurqError
 from durq.metrics import WorkerMetrics
 from durq.models import Job
 from durq.models import Outcome as Answer
-from durq.protocol import batches, wake
+from durq.protocol import batches
 from durq.protocol.calls import IDLE_BLOCK, MAX_BLOCK, Op
 from durq.protocol.status import Status
 from durq.protocol.wake import Look
@@ -43,7 +45,7 @@ from durq.worker.summary import add_summary
 if TYPE_CHECKING:
     from durq.app.task import Task
 
-__all__ = ["BatchPump", "settle_code"]
+__all__ = ["BatchPump", "Lane", "settle_code"]
 
 log = logging.getLogger("durq.worker")
 _TRANSIENT = (ConnectionError, TimeoutError, OSError, RedisError, DurqError)
@@ -65,6 +67,23 @@ class _Unsettled:
     cause: str
     lost: frozenset[str] | set[str] = frozenset()
     tries: int = 0
+
+
+class Lane:
+    """One batch in flight of a BatchPump: the batch it forms or runs (``runner``), its
+    items (``holding``), its last batch's settle not sent yet, its own wake marker."""
+
+    __slots__ = ("alarm", "failures", "holding", "runner", "unsettled")
+
+    def __init__(self, queue: AsyncQueue) -> None:
+        self.alarm = Alarm(queue)  # its own marker, which the upkeep rings (worker.upkeep)
+        #: the batch being run, if any (the worker's drain waits for it)
+        self.runner: asyncio.Task[None] | None = None
+        #: the items of that batch, leased to it
+        self.holding: list[Job] = []
+        #: the last batch's settle, sent with the next fetch (or alone when the lane stops)
+        self.unsettled: _Unsettled | None = None
+        self.failures = 0  # round trips failed in a row
 
 
 def settle_code(outcome: Outcome) -> str:
@@ -109,17 +128,10 @@ class BatchPump:
         self.burst = burst
         self.worker = worker  # the worker's id, kept in each item's result summary
         self.stopping = False
-        #: the batch being run, if any (the worker's drain waits for it)
-        self.runner: asyncio.Task[None] | None = None
-        #: the items of that batch, leased to it: the worker's heartbeat lists them as
-        #: jobs in hand, and its durq_jobs_in_hand counts them
-        self.holding: list[Job] = []
-        self.giving_back = False  # the drain cancels the runner: its items go back
+        #: the batches in flight, ``spec.concurrency`` at most (the worker runs each lane)
+        self.lanes = [Lane(queue) for _ in range(spec.concurrency)]
+        self.giving_back = False  # the drain cancels the runners: their items go back
         self.processed = 0
-        self._failures = 0
-        #: the last batch's settle, sent with the next fetch (or alone when the pump stops)
-        self._unsettled: _Unsettled | None = None
-        self.alarm = Alarm(queue)  # its own marker, which the upkeep rings (worker.upkeep)
         #: told when a wait ends with nothing fetched (the upkeep's ``soon``)
         self.woke_empty: Callable[[], None] = lambda: None
 
@@ -128,28 +140,44 @@ class BatchPump:
         """The queue's name."""
         return self.queue.name
 
+    @property
+    def holding(self) -> list[Job]:
+        """The items of the batches being run: the worker's heartbeat lists them as
+        jobs in hand, and its durq_jobs_in_hand counts them."""
+        return [job for lane in self.lanes for job in lane.holding]
+
+    @property
+    def runners(self) -> list[asyncio.Task[None]]:
+        """The batches being run (the worker's drain waits for them)."""
+        return [lane.runner for lane in self.lanes if lane.runner is not None]
+
+    @property
+    def alarm(self) -> Alarm:
+        """The consumer the upkeep's look names: the first lane's (a batch's fetch holds
+        no flow-control alarm of its own)."""
+        return self.lanes[0].alarm
+
     def stop(self) -> None:
-        """Form no more batches; a wait for items ends at once (the wake marker)."""
+        """Form no more batches; each lane's wait for items ends at once (its own
+        marker, rung: the queue's wake marker would wake one waiter, maybe another's)."""
         if self.stopping:
             return
         self.stopping = True
-        asyncio.get_running_loop().create_task(self._poke())
+        for lane in self.lanes:
+            lane.alarm.ring()
 
-    async def _poke(self) -> None:
-        with contextlib.suppress(*_TRANSIENT):
-            await self.queue._run(wake.signal(self.queue.keys))
-
-    async def run(self) -> None:
-        """Form and run batches until stopped (or, in burst mode, until none forms)."""
+    async def run(self, lane: Lane) -> None:
+        """Form and run ``lane``'s batches until stopped (or, in burst mode, until none
+        forms)."""
         try:
-            await self._run()
+            await self._run(lane)
         finally:
-            for ringing in self.alarm.pending():
+            for ringing in lane.alarm.pending():
                 ringing.cancel()
-            if self._unsettled is not None:  # the last batch's settle, not sent yet
-                await self._settle(self._unsettled)
+            if lane.unsettled is not None:  # the last batch's settle, not sent yet
+                await self._settle(lane, lane.unsettled)
 
-    async def _run(self) -> None:
+    async def _run(self, lane: Lane) -> None:
         spec = self.spec
         while not self.stopping:
             # an idle wait lasts until the upkeep rings this pump's own marker for a
@@ -159,7 +187,7 @@ class BatchPump:
                 wait = _BURST_RECHECK
             else:
                 wait = self.lease if self.lease < MAX_BLOCK else IDLE_BLOCK
-            alarm = self.alarm
+            alarm = lane.alarm
             try:
                 op = batches.dequeue_batch(
                     self.queue.keys,
@@ -174,29 +202,29 @@ class BatchPump:
                 )
                 alarm.waiting(wait)
                 try:
-                    jobs = await self._settle_and_fetch(op)
+                    jobs = await self._settle_and_fetch(lane, op)
                 finally:
                     alarm.woke()
             except _TRANSIENT as exc:
-                await self._pause(exc)
+                await self._pause(lane, exc)
                 continue
-            self._failures = 0
+            lane.failures = 0
             if not jobs:
                 if self.burst:
                     return
                 self.woke_empty()
                 continue
             if self.stopping:  # formed while the worker began to stop: never started
-                await self._settle(_Unsettled(jobs, [Outcome("defer")] * len(jobs), ""))
+                await self._settle(lane, _Unsettled(jobs, [Outcome("defer")] * len(jobs), ""))
                 return
             cause = batches.cause_of(len(jobs), spec.max_size)
-            self.runner = asyncio.create_task(self._batch(jobs, cause), name="durq-batch")
-            self.holding = jobs
+            lane.runner = asyncio.create_task(self._batch(lane, jobs, cause), name="durq-batch")
+            lane.holding = jobs
             try:
-                await asyncio.shield(self.runner)
+                await asyncio.shield(lane.runner)
             finally:
-                self.runner = None
-                self.holding = []
+                lane.runner = None
+                lane.holding = []
 
     def _woke_for_nothing(self) -> bool:
         """Asked by the batch's forming after each wake-up that brought no item: the
@@ -205,13 +233,14 @@ class BatchPump:
         return self.stopping
 
     def watch(self, look: Look) -> None:
-        """The upkeep's look at this queue (once per heartbeat): end this pump's wait
+        """The upkeep's look at this queue (once per heartbeat): end each lane's wait
         when a lease ends (another worker's items, taken after the wait was planned)
         before the wait does."""
         if look.lease_ms >= 0:
-            self.alarm.due(look.lease_ms / 1000 + 0.001)
+            for lane in self.lanes:
+                lane.alarm.due(look.lease_ms / 1000 + 0.001)
 
-    async def _batch(self, jobs: list[Job], cause: str) -> None:
+    async def _batch(self, lane: Lane, jobs: list[Job], cause: str) -> None:
         """Run one batch and settle its items."""
         self.metrics.batch(self.name, self.task.name, len(jobs), cause)
         job_metrics = self.metrics.job_metrics(self.name, self.task.name)
@@ -255,7 +284,7 @@ class BatchPump:
         final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
         self._account(jobs, calls, final, lost, elapsed)
         # sent with the next batch's first fetch (one round trip less per batch)
-        self._unsettled = _Unsettled(jobs, final, cause, lost)
+        lane.unsettled = _Unsettled(jobs, final, cause, lost)
         self.processed += len(jobs)
 
     def _account(
@@ -369,34 +398,34 @@ class BatchPump:
             self.queue.keys, rows, result_ttl=self.queue.result_ttl, cause=batch.cause
         )
 
-    async def _settle_and_fetch(self, fetch: Op[list[Job]]) -> list[Job]:
-        """Run ``fetch`` (the next batch's forming), with the last batch's settle, if
-        any, in its first round trip and before it. A settle that failed is kept, sent
-        again with the next fetch (an item settled already is refused alone), up to
-        _SETTLE_TRIES times; a connection error raises, the settle kept."""
-        batch = self._unsettled
+    async def _settle_and_fetch(self, lane: Lane, fetch: Op[list[Job]]) -> list[Job]:
+        """Run ``fetch`` (the lane's next batch's forming), with its last batch's
+        settle, if any, in its first round trip and before it. A settle that failed is
+        kept, sent again with the next fetch (an item settled already is refused alone),
+        up to _SETTLE_TRIES times; a connection error raises, the settle kept."""
+        batch = lane.unsettled
         settle = None if batch is None else self._settle_op(batch)
         if batch is None or settle is None:
-            self._unsettled = None
+            lane.unsettled = None
             return await self.queue._run(fetch)
         try:
             settled, jobs = await self.queue._run_all([settle, fetch])
         except _TRANSIENT as exc:
-            self._settled(batch, exc)
+            self._settled(lane, batch, exc)
             raise
-        self._settled(batch, settled)
+        self._settled(lane, batch, settled)
         if isinstance(jobs, BaseException):
             raise jobs
         return cast("list[Job]", jobs)
 
-    def _settled(self, batch: _Unsettled, reply: list[Status] | BaseException) -> None:
+    def _settled(self, lane: Lane, batch: _Unsettled, reply: list[Status] | BaseException) -> None:
         """What became of ``batch``'s settle: done, or kept to be sent again (a failure,
         logged with the error once it was tried _SETTLE_TRIES times: its items come
         back after their lease)."""
         batch.tries += 1
         if isinstance(reply, BaseException):
             if batch.tries < _SETTLE_TRIES:
-                self._unsettled = batch
+                lane.unsettled = batch
                 return
             log.error(
                 "could not settle a batch of %d items on %s: %s; they come back after their lease",
@@ -413,35 +442,36 @@ class BatchPump:
                 self.task.name,
                 self.name,
             )
-        self._unsettled = None
+        lane.unsettled = None
 
-    async def _settle(self, batch: _Unsettled) -> None:
-        """Settle ``batch`` alone (the pump stops), sent again after a failure; a
+    async def _settle(self, lane: Lane, batch: _Unsettled) -> None:
+        """Settle ``batch`` alone (the lane stops), sent again after a failure; a
         settle kept from before goes first."""
-        if self._unsettled is not None and self._unsettled is not batch:
-            await self._settle(self._unsettled)
-        self._unsettled = batch
-        while self._unsettled is not None:
+        if lane.unsettled is not None and lane.unsettled is not batch:
+            await self._settle(lane, lane.unsettled)
+        lane.unsettled = batch
+        while lane.unsettled is not None:
             settle = self._settle_op(batch)
             if settle is None:
-                self._unsettled = None
+                lane.unsettled = None
                 return
             try:
                 reply: list[Status] | BaseException = await self.queue._run(settle)
             except _TRANSIENT as exc:
                 reply = exc
-            self._settled(batch, reply)
-            if self._unsettled is not None:
-                await self._pause(cast(BaseException, reply))
+            self._settled(lane, batch, reply)
+            if lane.unsettled is not None:
+                await self._pause(lane, cast(BaseException, reply))
 
-    async def _pause(self, exc: BaseException) -> None:
-        self._failures += 1
-        if self._failures in (1, 3) or self._failures % 20 == 0:
+    async def _pause(self, lane: Lane, exc: BaseException) -> None:
+        lane.failures += 1
+        failures = lane.failures
+        if failures in (1, 3) or failures % 20 == 0:
             log.warning(
                 "queue %s: %s: %s; retrying (attempt %d)",
                 self.name,
                 type(exc).__name__,
                 exc,
-                self._failures,
+                failures,
             )
-        await asyncio.sleep(min(0.05 * 2**self._failures, 2.0))
+        await asyncio.sleep(min(0.05 * 2**failures, 2.0))

@@ -169,6 +169,14 @@ class Worker:
         # sync task registered later
         sync = any(not t.is_async and not pooled(t) for t in app.tasks.values())
         threads = self.concurrency if sync else min(self.concurrency, SYNC_CONCURRENCY)
+        # a sync batch task's batches in flight (durq.Batch(concurrency=N)) each take a
+        # thread while they run: as many threads at least
+        in_flight = sum(
+            t.config.batch.concurrency * len(app.shard_names(t.queue))
+            for t in app.tasks.values()
+            if t.config.batch is not None and not t.is_async
+        )
+        threads = max(threads, in_flight)
         self._executor = Executor(app, threads=threads, alone=lambda: self.capacity.in_use() == 1)
         self._stop = asyncio.Event()
         self._cut_grace = asyncio.Event()
@@ -523,10 +531,13 @@ class Worker:
         self._durable = DurableRuns(queues, self.capacity, loop)
         host = durable.install(self._durable)
         pumps = [asyncio.create_task(self._pump(p)) for p in self.pumps.values()]
-        for batch_pump in self.batch_pumps.values():
-            pumps.append(
-                asyncio.create_task(self._forever(f"batches {batch_pump.name}", batch_pump.run))
-            )
+        for batch_pump in self.batch_pumps.values():  # each lane: a batch in flight
+            pumps += [
+                asyncio.create_task(
+                    self._forever(f"batches {batch_pump.name}", partial(batch_pump.run, lane))
+                )
+                for lane in batch_pump.lanes
+            ]
         self.state = WorkerState.RUNNING
         log.info(
             "worker %s consuming %s (concurrency %d, lease %.1fs)",
@@ -706,7 +717,7 @@ class Worker:
         for batch_pump in self.batch_pumps.values():
             batch_pump.stop()
         runners = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
-        runners += [p.runner for p in self.batch_pumps.values() if p.runner is not None]
+        runners += [r for p in self.batch_pumps.values() for r in p.runners]
         if runners:
             log.info("waiting up to %.0fs for %d running jobs", self.config.grace, len(runners))
             await self._wait_runners(runners)
@@ -714,8 +725,7 @@ class Worker:
         late = [d.runner for d in self.capacity.deliveries.values() if d.runner is not None]
         for batch_pump in self.batch_pumps.values():
             batch_pump.giving_back = True
-            if batch_pump.runner is not None:
-                late.append(batch_pump.runner)
+            late += batch_pump.runners
         for runner in late:
             runner.cancel()
         if late:
