@@ -5,12 +5,14 @@ queue, in this process."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+import redis
 
 import durq
 from deploy.apps import Ran, v1, v2
+from durq.dev.server import RedisServer
 from durq.protocol import holding
 from durq.protocol.record import FLAG_HELD
 from durq.protocol.status import Status
@@ -335,3 +337,36 @@ def test_a_job_that_took_the_key_while_another_was_fetched_keeps_it_when_that_on
     assert status is Status.OK
     third = t.options(key="k").enqueue(3)
     assert (third.status, third.id) == (durq.EnqueueStatus.DEDUPLICATED, second.id)
+
+
+def test_an_idle_worker_says_its_capabilities_again_each_quarter_of_the_grace_for_a_few_commands(
+    make_server: Callable[..., RedisServer], queue_name: str, ran: Ran
+) -> None:
+    # the timestamps that keep a job held later from being dead-lettered while this
+    # worker lives are refreshed as often as before (a quarter of the grace: 0.5 s), by
+    # caps_seen.lua's few commands: caps.lua (its held-job check, ZMSCORE, and its sweep)
+    # only at start and while jobs are held
+    url = make_server().url  # its own server: commandstats counts every client
+    app = v2(url, queue_name, ran, unknown_task_grace=2.0)
+    caps = app.queue(queue_name).keys.prefix + "caps"
+    client = redis.Redis.from_url(url)
+    try:
+        with running_worker(app):
+            eventually(lambda: client.hget(caps, "t") is not None, 10, "published at start")
+            before = _calls(client)
+            first = int(client.hget(caps, "t") or 0)
+            eventually(lambda: int(client.hget(caps, "t") or 0) > first, 10, "said again")
+            again = int(client.hget(caps, "t") or 0)
+            eventually(lambda: int(client.hget(caps, "t") or 0) > again, 10, "and again")
+            after = _calls(client)
+        sent = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
+        assert "zmscore" not in sent, sent
+        assert 0 < client.pttl(caps) <= 2 * 2000 + 60000
+    finally:
+        client.close()
+        app.close()
+
+
+def _calls(client: redis.Redis) -> dict[str, int]:
+    stats: dict[str, dict[str, int]] = client.info("commandstats")
+    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}

@@ -33,6 +33,7 @@ _INCLUDE = re.compile(r'^([ \t]*)--- @include "([A-Za-z0-9_/]+)"\s*$', re.MULTIL
 SCRIPT_NAMES: tuple[str, ...] = (
     "cancel",
     "caps",
+    "caps_seen",
     "configure",
     "dead_letters",
     "defer",

@@ -112,9 +112,12 @@ def chunk_of(name: str) -> int:
 MAX_BLOCK = 5.0
 #: the longest wait of an idle consumer (a worker's queue or outbox with nothing due:
 #: docs/design.md, "Blocking without polling"). Longer than MAX_BLOCK, so that an idle
-#: worker sends nothing but its heartbeat, and shorter than the four minutes after which
-#: common cloud load balancers and NAT gateways drop an idle connection without a word.
-IDLE_BLOCK = 180.0
+#: worker sends nothing but its heartbeat. The connection is not idle meanwhile: durq's
+#: TCP keepalive probes it after 60 s (transport.connection.keepalive_options), which
+#: keeps load balancers and NAT gateways from dropping it and finds a peer that
+#: vanished; the exchange's own timeout (the socket timeout on top of the wait) bounds
+#: the rest.
+IDLE_BLOCK = 600.0
 #: the shortest server-side block: Redis 6.2 truncates a blocking timeout to whole ms,
 #: and one that truncates to 0 (0.001 s is stored as 0.000999...) means "block forever"
 MIN_BLOCK = 0.002

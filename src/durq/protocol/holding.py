@@ -18,7 +18,7 @@ from durq.protocol.calls import Op, batched, script_call, text
 from durq.protocol.lifecycle import Leased
 from durq.protocol.status import Status
 
-__all__ = ["MAX_UNHOLD", "capability", "hold", "publish", "unhold"]
+__all__ = ["MAX_UNHOLD", "capability", "hold", "publish", "seen", "unhold"]
 
 #: jobs one unhold call brings back at most (lua/ops/unhold.lua MAX_JOBS)
 MAX_UNHOLD = 100
@@ -48,6 +48,13 @@ def publish(keys: QueueKeys, caps: Sequence[str], grace: float) -> Op[tuple[int,
     back: ``unhold``)."""
     reply = yield script_call("caps", keys, (max(delay_ms(grace, "grace"), 1), *caps))
     return int(reply[0]), [text(cap) for cap in reply[1:]]
+
+
+def seen(keys: QueueKeys, caps: Sequence[str], grace: float) -> Op[None]:
+    """Say again that a worker of the queue has ``caps``, as ``publish`` does, without
+    what only held jobs need (which of them have some, the sweep): for a worker whose
+    look found none held."""
+    yield script_call("caps_seen", keys, (max(delay_ms(grace, "grace"), 1), *caps))
 
 
 def unhold(keys: QueueKeys, caps: Sequence[str], n: int) -> Op[tuple[int, list[str]]]:

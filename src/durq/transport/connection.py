@@ -17,6 +17,7 @@ The URL defaults to the ``DURQ_URL`` environment variable, then ``redis://localh
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -48,6 +49,22 @@ _CLUSTER = ("redis+cluster", "rediss+cluster")
 _SENTINEL = ("redis+sentinel", "rediss+sentinel")
 _SENTINEL_QUERY = ("sentinel_password", "sentinel_username")
 
+
+def keepalive_options() -> dict[int, int]:
+    """TCP keepalive of durq's connections, the options this platform's socket module
+    has: the first probe after 60 s without traffic, then every 15 s, the connection
+    dropped after 4 unanswered (a silent cut is seen within two minutes). An idle
+    worker's wait lasts up to IDLE_BLOCK (10 minutes) without a byte of its own: the
+    probes keep load balancers and NAT gateways, which drop a connection idle for a few
+    minutes, from forgetting it, and find a peer that vanished. Set here because
+    redis-py's default differs by version (7.4 leaves the system's two hours)."""
+    # macOS names the idle time TCP_KEEPALIVE; some platforms have only SO_KEEPALIVE
+    idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+    interval, count = getattr(socket, "TCP_KEEPINTVL", None), getattr(socket, "TCP_KEEPCNT", None)
+    wanted = ((idle, 60), (interval, 15), (count, 4))
+    return {option: value for option, value in wanted if option is not None}
+
+
 # Scripts last milliseconds: a reply that takes longer than this means the server or the
 # network is gone. A blocking wait (an idle worker's, up to IDLE_BLOCK) gets its own
 # timeout on top (durq.transport.redispy.async_exchange).
@@ -58,6 +75,7 @@ _OPTIONS: dict[str, Any] = {
     "socket_timeout": 30.0,
     "socket_connect_timeout": 5.0,
     "socket_keepalive": True,
+    "socket_keepalive_options": keepalive_options(),
     "health_check_interval": 15,
     # durq decides which calls are safe to repeat (enqueue is, by id); redis-py's
     # blind retry could run a non-idempotent script twice
@@ -189,7 +207,9 @@ def async_client(url: str | None = None, **options: Any) -> Any:
             connection_pool_class=async_sentinel_pool(),
             **kwargs,
         )
-    pool: Any = redis.asyncio.BlockingConnectionPool.from_url(target.url, **_pool_options(options))
+    pool: Any = redis.asyncio.BlockingConnectionPool.from_url(
+        target.url, **_pool_options(target.url, options)
+    )
     return redis.asyncio.Redis.from_pool(pool)
 
 
@@ -216,12 +236,19 @@ def sync_client(url: str | None = None, **options: Any) -> Any:
             connection_pool_class=sync_sentinel_pool(),
             **kwargs,
         )
-    pool: Any = redis.BlockingConnectionPool.from_url(target.url, **_pool_options(options))
+    pool: Any = redis.BlockingConnectionPool.from_url(
+        target.url, **_pool_options(target.url, options)
+    )
     return redis.Redis.from_pool(pool)
 
 
-def _pool_options(options: dict[str, Any]) -> dict[str, Any]:
+def _pool_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     merged = {**_OPTIONS, **options}
+    if urlsplit(url).scheme == "unix":
+        # no TCP under a Unix socket: redis-py's connection for it takes no keepalive
+        # options (a TypeError at the first connect, redis-py 8)
+        merged.pop("socket_keepalive", None)
+        merged.pop("socket_keepalive_options", None)
     merged.setdefault("max_connections", MAX_CONNECTIONS)
     merged.setdefault("timeout", POOL_WAIT)
     return merged

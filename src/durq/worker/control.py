@@ -232,8 +232,9 @@ class CancelListener:
                 # No PING every health_check_interval (15 s) on this connection: an
                 # idle worker would send nothing else. A server that closes it (a
                 # restart, a kill) is seen at once, a silent cut by TCP keepalive
-                # (socket_keepalive); until then a cancel is found by the lease keeper
-                # (the durable flag), and an idle worker has no job to cancel.
+                # within two minutes (transport.connection.keepalive_options); until
+                # then a cancel is found by the lease keeper (the durable flag), and an
+                # idle worker has no job to cancel.
                 conn = pubsub.connection
                 checks, conn.health_check_interval = conn.health_check_interval, 0
                 while True:

@@ -4,9 +4,11 @@
   is held: its outcome is ``hold``, sent with the pump's next round trip like any
   acknowledgement (``hold``), no attempt counted.
 - At start, then whenever the upkeep's look once per heartbeat (``worker.upkeep``) finds
-  held jobs in a queue it consumes, and at least every quarter of the grace, the worker
-  says on every queue it consumes which capabilities it has (``publish``); the reply
-  names those of them that have held jobs. Its pumps then
+  held jobs in a queue it consumes, the worker says on every queue it consumes which
+  capabilities it has (``publish``); the reply names those of them that have held jobs.
+  While no look finds any, it says so again every quarter of the grace for a few
+  commands (``seen``: the timestamps alone; its capabilities never change while it
+  runs), so that a job held later is not dead-lettered while it lives. Its pumps then
   bring such jobs back in their next round trips, right before their fetch (``unhold``,
   as many as they fetch), until none is left: no extra round trip, and none at all while
   nothing is held. A pump blocked on its queue's wake marker is woken through its own
@@ -60,6 +62,20 @@ class Holding:
     def hold(self, keys: QueueKeys, items: Sequence[tuple[Job, str]]) -> Op[Any]:
         """The operation that holds ``items`` (job, capability) of queue ``keys``."""
         return holding.hold(keys, items, self.grace, self.worker_id)
+
+    async def seen(self, pumps: Sequence[QueuePump]) -> None:
+        """Say again what this worker runs on each pump's queue, where its look found no
+        held job: the timestamps ``publish`` writes, for a few commands instead of
+        about twenty."""
+        if self.grace <= 0 or not self.caps:
+            return
+        replies = await asyncio.gather(
+            *(p.queue._run(holding.seen(p.queue.keys, self.caps, self.grace)) for p in pumps),
+            return_exceptions=True,
+        )
+        for pump, reply in zip(pumps, replies, strict=True):
+            if isinstance(reply, BaseException):
+                log.debug("queue %s: capabilities not said again: %s", pump.name, reply)
 
     async def publish(self, pumps: Sequence[QueuePump]) -> None:
         """Say what this worker runs on each pump's queue; hand each pump the

@@ -22,8 +22,9 @@ one round trip of plain O(1) reads per queue (``durq.protocol.wake.look``), find
 - cron schedules that want more ticks (``worker.schedules``): refilled when due;
 - held jobs (``worker.holding``): the capabilities are published, bringing back those
   this worker runs, and dead-lettering those no worker has run for the grace. They are
-  also published at start, and every quarter of the grace, so that the queue knows who
-  runs what.
+  also published at start, and said again (their timestamps alone, ``Holding.seen``)
+  every quarter of the grace while no job is held, so that the queue knows who runs
+  what.
 """
 
 from __future__ import annotations
@@ -138,10 +139,13 @@ class Upkeep:
         self._soon = min(soon) if soon else None
         if refill:
             await self.schedules.refill(refill)
-        # (a look within a heartbeat of the refresh publishes: they come a heartbeat
-        # apart at least)
-        if held or time.monotonic() - self._published >= self.refresh - self.pace.interval:
+        if held:
             await self._publish()
+        # (a look within a heartbeat of the refresh says them again: they come a
+        # heartbeat apart at least)
+        elif time.monotonic() - self._published >= self.refresh - self.pace.interval:
+            self._published = time.monotonic()
+            await self.holding.seen(self.pumps)
 
     async def _publish(self) -> None:
         self._published = time.monotonic()

@@ -1,7 +1,8 @@
 --[[ caps: a worker of the queue says which capabilities it has (the tasks it runs, at
-each version it can run: lib/holding/held.lua), with its heartbeat; learns which of them
-have held jobs waiting (it then brings them back, unhold.lua); and dead-letters jobs held
-for a capability that no worker of the queue has had for the grace.
+each version it can run: lib/holding/held.lua), at its start and with each look that finds
+held jobs (worker/upkeep.py); learns which of them have held jobs waiting (it then brings
+them back, unhold.lua); and dead-letters jobs held for a capability that no worker of the
+queue has had for the grace. While none is held, caps_seen.lua says the same for less.
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  grace_ms: unknown_task_grace (> 0)
 ARGV[2..] the worker's capabilities
@@ -30,15 +31,7 @@ local now = now_ms()
 local index = K_PREFIX .. HELD_INDEX
 local out = {0}
 if #caps > 0 then
-  local seen = {}
-  for i = 1, #caps do
-    seen[#seen + 1] = caps[i]
-    seen[#seen + 1] = now
-  end
-  redis.call('HSET', K_PREFIX .. HELD_CAPS, unpack(seen))
-  -- past twice the grace without a heartbeat, every entry reads as unseen anyway: the
-  -- hash goes, as a queue no worker consumes any more should leave nothing behind
-  redis.call('PEXPIRE', K_PREFIX .. HELD_CAPS, 2 * grace + 60000)
+  held_seen(caps, now, grace)
   local waiting = redis.call('ZMSCORE', index, unpack(caps))
   for i = 1, #caps do
     if waiting[i] then out[#out + 1] = caps[i] end

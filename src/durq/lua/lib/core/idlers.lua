@@ -22,7 +22,7 @@
 -- `next_ms` from now at the latest (-1: nothing due). (One function: the scripts that
 -- include it are at Lua's 200 locals.)
 local function idlers_after(now, me, handed, deadline, next_ms)
-  local PLAN_MS = 185000 -- IDLE_BLOCK (180 s) and a margin: no idle wait ends later
+  local PLAN_MS = 605000 -- IDLE_BLOCK (600 s) and a margin: no idle wait ends later
   local RING_TTL = 60000 -- as worker/alarm.py's RING_TTL_MS
   local KEY_TTL = 3600000
   local key = K_PREFIX .. 'idlers'
