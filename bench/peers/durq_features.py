@@ -132,7 +132,7 @@ def worker_specs(command: Callable[[str], list[str]]) -> dict[str, dict[str, Any
             "procs": c,
             "slots": 1,
         }
-    for p in (1, 2):
+    for p in (1, 2, 3):
         for n in (1, 2, 4):  # durq.Batch(concurrency=n): batches in flight per process
             specs[f"batch-p{p}" if n == 1 else f"batch-p{p}-n{n}"] = {
                 "argv": [[*command(BATCH_QUEUE), "-p", str(p)]],
@@ -150,7 +150,8 @@ TUNE = {
     "batch.per job": (("bulk_job",), ("p2-c100", "p3-c100")),
     "batch.per batch": (
         ("bulk_batch",),
-        ("batch-p1", "batch-p1-n2", "batch-p1-n4", "batch-p2", "batch-p2-n2", "batch-p2-n4"),
+        ("batch-p1", "batch-p1-n2", "batch-p1-n4", "batch-p2", "batch-p2-n2", "batch-p2-n4",
+         "batch-p3-n2", "batch-p3-n4"),
     ),
 }
 
@@ -173,6 +174,10 @@ BATCH_SCALE = 20
 #                    2: 56,302 / 93,218 / 95,822;  4: 60,447 / 91,937 / 100,072
 #                                                           -> batch-p2-n4 (2 sweeps of 3,
 #                                                              within 2% in the other)
+# A fourth sweep (quiet, with -p 3): per job p2-c100 18,333, p3-c100 15,657; per batch
+# -p 1: 58,484 / n2 90,562 / n4 85,209; -p 2: 81,527 / n2 93,647 / n4 81,329; -p 3: n2
+# 89,179 / n4 79,691. Settings within ~15% of each other swap places from sweep to sweep;
+# the choices above stand.
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
