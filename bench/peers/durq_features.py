@@ -150,8 +150,16 @@ TUNE = {
     "batch.per job": (("bulk_job",), ("p2-c100", "p3-c100")),
     "batch.per batch": (
         ("bulk_batch",),
-        ("batch-p1", "batch-p1-n2", "batch-p1-n4", "batch-p2", "batch-p2-n2", "batch-p2-n4",
-         "batch-p3-n2", "batch-p3-n4"),
+        (
+            "batch-p1",
+            "batch-p1-n2",
+            "batch-p1-n4",
+            "batch-p2",
+            "batch-p2-n2",
+            "batch-p2-n4",
+            "batch-p3-n2",
+            "batch-p3-n4",
+        ),
     ),
 }
 
