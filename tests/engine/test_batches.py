@@ -174,6 +174,7 @@ async def test_a_batchs_started_records_keep_every_items_own_header_and_payload(
         assert after[jid][new.payload_offset :] == before[jid][old.payload_offset :]
     assert slot_holders == ["a"]  # the batch's items of group a hold one slot
     retried = started[first[0].id.encode()]
+    assert retried is not None
     assert (retried.attempts, retried.deliveries, retried.failures) == (2, 2, 1)
     assert raw.hget(q.keys.prefix + "keys", "k3") is None  # a started job frees its key
     assert await q.settle(jobs) == [Outcome.OK] * 8  # tokens of 1 and of 2 deliveries
