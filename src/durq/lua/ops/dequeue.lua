@@ -253,6 +253,7 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       end
     end
     local stop, wid = nil, nil
+    local rec = nil -- the started record of a job handed out
     if pending then
       if stopping == nil then stopping = redis.call('EXISTS', K_PREFIX .. WF_GUARDS) == 1 end
       if stopping then stop, wid = wf_guard(id) end
@@ -275,7 +276,6 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         started = struct.pack('>BBbBHHIHI6', REC_VERSION, ST_ACTIVE, prio, codec,
           attempts + 1, maxatt, deliveries + 1, failures, enq) .. now6
       end
-      local rec
       if counted and (got == 0 or not batch.slot) and flags < FLAG_SLOT then
         -- (flags below FLAG_CANCEL: from FLAG_SLOT up, the slot's flag is set already)
         rec = started .. sub(raw, 27, REC_FIXED - 1) .. string.char(flags + FLAG_SLOT)
@@ -283,19 +283,10 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       else
         rec = started .. sub(raw, 27)
       end
-      hargs[nh + 1] = id
-      hargs[nh + 2] = rec
-      zargs[nh + 1] = deadline
-      zargs[nh + 2] = id
-      nh = nh + 2
-      out[no + 1] = id
-      out[no + 2] = rec
-      no = no + 2
       if klen > 0 then -- the key is free once its job started: freed below, in one go
         keyed[#keyed + 1] = sub(raw, kpos + 1, kpos + klen)
         keyed[#keyed + 1] = id
       end
-      got = got + 1
     else
       local r = rec_decode(raw)
       local ok = r and r.state == ST_PENDING and not handed_ids[id]
@@ -315,22 +306,13 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         r.deliveries = r.deliveries + 1
         r.deq = now
         if counted and (got == 0 or not batch.slot) then r.flags = bit.bor(r.flags, FLAG_SLOT) end
-        local rec = rec_encode(r)
-        hargs[nh + 1] = id
-        hargs[nh + 2] = rec
-        zargs[nh + 1] = deadline
-        zargs[nh + 2] = id
-        nh = nh + 2
-        out[no + 1] = id
-        out[no + 2] = rec
-        no = no + 2
+        rec = rec_encode(r)
         -- the key is free once its job started, except a keep-last job's: it holds the key
         -- until it ends, so that the next enqueue waits for it
         if r.key ~= '' and not (c and c.m == 'keep')
             and redis.pcall('HGET', K_KEYS, r.key) == id then
           redis.pcall('HDEL', K_KEYS, r.key)
         end
-        got = got + 1
       else
         budget = budget - 1
         -- past 20 of them, the call's upkeep budget spent: the rest of this turn, then stop
@@ -355,6 +337,17 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
           end
         end
       end
+    end
+    if rec then -- written in commit(), and handed out
+      hargs[nh + 1] = id
+      hargs[nh + 2] = rec
+      zargs[nh + 1] = deadline
+      zargs[nh + 2] = id
+      nh = nh + 2
+      out[no + 1] = id
+      out[no + 2] = rec
+      no = no + 2
+      got = got + 1
     end
   end
   if #keyed > 0 then free_keys(keyed) end
