@@ -14,7 +14,7 @@ import pytest
 
 from durq import InvalidArgument, Message, Outcome, Settle
 from durq.payloads import decode_result, encode_result
-from durq.protocol import batches
+from durq.protocol import batches, record
 from durq.protocol.calls import Sleep
 from engine.support import keys_of
 
@@ -136,6 +136,49 @@ async def test_a_group_limit_counts_a_groups_items_in_a_batch_as_one_holder(
     await q.settle(jobs)
     assert raw.hgetall(q.keys.prefix + "gactive") == {}
     assert len(await q.dequeue_batch(100)) == 5 + 60 - len(jobs)
+
+
+async def test_a_batchs_started_records_keep_every_items_own_header_and_payload(
+    q: Any, raw: Any
+) -> None:
+    # dequeue.lua starts a common item from its header's bytes, the work shared by a run
+    # of items whose first bytes are equal: each item's own fields must come through
+    await q.configure(group_limit=2)
+    await q.enqueue_many([Message({"i": i}) for i in range(3)])
+    await q.enqueue_many(
+        [Message({"i": 3}, key="k3"), Message({"i": 4}, group="a"),
+         Message({"i": 5}, group="a", max_attempts=7)]
+    )  # fmt: skip
+    time.sleep(0.003)  # a later enqueued_at
+    await q.enqueue_many([Message({"i": 6}), Message({"i": 7}, group="a", priority=0)])
+    first = await q.dequeue_batch(1)  # back with a failure, at the head of its group
+    assert await q.settle(first, [Settle.retry(0, "again")]) == [Outcome.RETRYING]
+    jobs_key = q.keys.prefix + "jobs"
+    before = raw.hgetall(jobs_key)
+    jobs = await q.dequeue_batch(100)
+    assert sorted(j.payload["i"] for j in jobs) == list(range(8))
+    after = raw.hgetall(jobs_key)
+    started = {j.id.encode(): record.parse_record(after[j.id.encode()]) for j in jobs}
+    assert len({r.dequeued_at_ms for r in started.values() if r}) == 1
+    slot_holders = []
+    for jid, new in started.items():
+        old = record.parse_record(before[jid])
+        assert old and new and new.state == 3  # active
+        assert (new.attempts, new.deliveries) == (old.attempts + 1, old.deliveries + 1)
+        same = ("priority", "codec", "max_attempts", "failures", "enqueued_at_ms",
+                "requeued_at_ms", "group", "key")  # fmt: skip
+        assert [getattr(new, f) for f in same] == [getattr(old, f) for f in same]
+        assert new.flags & ~2 == old.flags  # FLAG_SLOT (lua/lib/core/record_layout.lua)
+        if new.flags & 2:
+            slot_holders.append(new.group)
+        assert after[jid][new.payload_offset :] == before[jid][old.payload_offset :]
+    assert slot_holders == ["a"]  # the batch's items of group a hold one slot
+    retried = started[first[0].id.encode()]
+    assert retried is not None
+    assert (retried.attempts, retried.deliveries, retried.failures) == (2, 2, 1)
+    assert raw.hget(q.keys.prefix + "keys", "k3") is None  # a started job frees its key
+    assert await q.settle(jobs) == [Outcome.OK] * 8  # tokens of 1 and of 2 deliveries
+    assert (await q.stats()).completed == 8
 
 
 async def test_a_batch_by_group_takes_one_groups_items_and_serves_groups_in_turn(q: Any) -> None:

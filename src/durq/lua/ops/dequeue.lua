@@ -224,18 +224,37 @@ end
 -- Turn popped ids of group g into handed-out jobs; returns how many were valid.
 local function take(g, ids, now, deadline, out, hargs, zargs, counted)
   local WF_STOP_COST = 20 -- a guarded workflow step (lib/workflows/stop.lua) counts as this many
+  local byte, sub = string.byte, string.sub
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local got = 0
   local keyed = {} -- {key, id, ...} of the plain jobs started with a dedup key
+  local nh, no = #hargs, #out -- their lengths, kept as they grow
+  -- a started record's first 26 bytes (version to dequeued_at, lib/core/record_layout.lua)
+  -- are its first 20 as started (state, attempts and deliveries) and `now`: made once
+  -- for a run of items whose first 20 bytes are equal (enqueued together), as the
+  -- previous item's (`head`, `started`)
+  local now6 = struct.pack('>I6', now)
+  local head, started = nil, nil
   for i = 1, #ids do
     local id = ids[i]
     local raw = raws[i]
-    -- the common job (pending, no job control) is handed out from its header's fields
-    -- (lib/core/record_peek.lua) without rec_decode's table and copies
-    local ver, state, prio, codec, attempts, maxatt, deliveries, failures, enq, _, req,
-      flags, kpos, klen = rec_peek(raw)
+    -- the common job (pending, no job control) is handed out from its header's bytes
+    -- without rec_decode's table and copies, nor a whole header's unpack and pack:
+    -- `pending` as rec_peek (lib/core/record_peek.lua) checks a valid record
+    local pending, flags, kpos, klen = false, nil, nil, nil
+    if raw then
+      local ver, state = byte(raw, 1, 2)
+      local glen
+      flags, glen = byte(raw, REC_FIXED, REC_FIXED + 1)
+      if ver == REC_VERSION and state == ST_PENDING and glen then
+        kpos = REC_FIXED + 2 + glen
+        klen = byte(raw, kpos)
+        pending = klen ~= nil and kpos + klen <= #raw
+      end
+    end
     local stop, wid = nil, nil
-    if state == ST_PENDING then
+    local rec = nil -- the started record of a job handed out
+    if pending then
       if stopping == nil then stopping = redis.call('EXISTS', K_PREFIX .. WF_GUARDS) == 1 end
       if stopping then stop, wid = wf_guard(id) end
     end
@@ -246,25 +265,28 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
       budget = budget - WF_STOP_COST
       ready_add(g, -1)
       wf_stop_unstarted(id, rec_decode(raw), now, stop, wid, false)
-    elseif state == ST_PENDING and flags < FLAG_CANCEL and not handed_ids[id] then
+    elseif pending and flags < FLAG_CANCEL and not handed_ids[id] then
       handed_ids[id] = true
-      if counted and (got == 0 or not batch.slot) then flags = bit.bor(flags, FLAG_SLOT) end
       -- as rec_encode of the record updated below (state, attempts, deliveries, deq)
-      local rec = struct.pack(REC_FMT, ver, ST_ACTIVE, prio, codec, attempts + 1, maxatt,
-        deliveries + 1, failures, enq, now, req, flags) .. string.sub(raw, REC_FIXED + 1)
-      local n = #hargs
-      hargs[n + 1] = id
-      hargs[n + 2] = rec
-      zargs[n + 1] = deadline
-      zargs[n + 2] = id
-      n = #out
-      out[n + 1] = id
-      out[n + 2] = rec
+      local h = sub(raw, 1, 20)
+      if h ~= head then
+        local _, _, prio, codec, attempts, maxatt, deliveries, failures, enq =
+          struct.unpack('>BBbBHHIHI6', h)
+        head = h
+        started = struct.pack('>BBbBHHIHI6', REC_VERSION, ST_ACTIVE, prio, codec,
+          attempts + 1, maxatt, deliveries + 1, failures, enq) .. now6
+      end
+      if counted and (got == 0 or not batch.slot) and flags < FLAG_SLOT then
+        -- (flags below FLAG_CANCEL: from FLAG_SLOT up, the slot's flag is set already)
+        rec = started .. sub(raw, 27, REC_FIXED - 1) .. string.char(flags + FLAG_SLOT)
+          .. sub(raw, REC_FIXED + 1)
+      else
+        rec = started .. sub(raw, 27)
+      end
       if klen > 0 then -- the key is free once its job started: freed below, in one go
-        keyed[#keyed + 1] = string.sub(raw, kpos + 1, kpos + klen)
+        keyed[#keyed + 1] = sub(raw, kpos + 1, kpos + klen)
         keyed[#keyed + 1] = id
       end
-      got = got + 1
     else
       local r = rec_decode(raw)
       local ok = r and r.state == ST_PENDING and not handed_ids[id]
@@ -284,20 +306,13 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
         r.deliveries = r.deliveries + 1
         r.deq = now
         if counted and (got == 0 or not batch.slot) then r.flags = bit.bor(r.flags, FLAG_SLOT) end
-        local rec = rec_encode(r)
-        hargs[#hargs + 1] = id
-        hargs[#hargs + 1] = rec
-        zargs[#zargs + 1] = deadline
-        zargs[#zargs + 1] = id
-        out[#out + 1] = id
-        out[#out + 1] = rec
+        rec = rec_encode(r)
         -- the key is free once its job started, except a keep-last job's: it holds the key
         -- until it ends, so that the next enqueue waits for it
         if r.key ~= '' and not (c and c.m == 'keep')
             and redis.pcall('HGET', K_KEYS, r.key) == id then
           redis.pcall('HDEL', K_KEYS, r.key)
         end
-        got = got + 1
       else
         budget = budget - 1
         -- past 20 of them, the call's upkeep budget spent: the rest of this turn, then stop
@@ -322,6 +337,17 @@ local function take(g, ids, now, deadline, out, hargs, zargs, counted)
           end
         end
       end
+    end
+    if rec then -- written in commit(), and handed out
+      hargs[nh + 1] = id
+      hargs[nh + 2] = rec
+      zargs[nh + 1] = deadline
+      zargs[nh + 2] = id
+      nh = nh + 2
+      out[no + 1] = id
+      out[no + 2] = rec
+      no = no + 2
+      got = got + 1
     end
   end
   if #keyed > 0 then free_keys(keyed) end

@@ -78,7 +78,10 @@ local function settle_args()
     n = n, I = I, ids = {unpack(ARGV, I + 1, I + n)}, raws = {}, pauses = false,
     out = {}, seen = {}, missing = false, left = 0,
     -- the done items' writes, made once for all (as release.lua's)
-    gone = {}, tombs = {}, results = {},
+    gone = {}, tombs = {}, results = {}, ngone = 0, ntombs = 0, -- (the lengths, as they grow)
+    -- the previous item's header bytes from deliveries to dequeued_at, its token and
+    -- enqueued_at (settle_item); the call's time and dedup window
+    head = false, token = false, enq = 0, now = 0, window = 0,
     -- memos: a batch's items mostly share their dequeue time and often their enqueue
     -- time, so a token (by dequeued_at, then deliveries) or a tombstone's score (by
     -- enqueued_at) is made into a string once per call, not once per item
@@ -124,15 +127,19 @@ end
 -- when it has job control (finished at the end), else nil.
 local function settle_done(st, i, id, enq, g, slot, r)
   local n = st.n
-  st.gone[#st.gone + 1] = id
+  local k = st.ngone + 1
+  st.gone[k] = id
+  st.ngone = k
   if enq + st.window > st.now then
     local score = st.scores[enq]
     if not score then
       score = tostring(enq + st.window)
       st.scores[enq] = score
     end
-    st.tombs[#st.tombs + 1] = score
-    st.tombs[#st.tombs + 1] = id
+    k = st.ntombs
+    st.tombs[k + 1] = score
+    st.tombs[k + 2] = id
+    st.ntombs = k + 2
   end
   local result = st.all_done and '' or ARGV[st.I + 5 * n + i]
   if result ~= '' then
@@ -212,16 +219,30 @@ local function settle_item(st, i)
   local id = st.ids[i]
   local kind = st.all_done and 'd' or ARGV[st.I + 2 * n + i]
   local raw = st.raws[i]
-  local ver, state, _, _, _, _, deliveries, _, enq, deq, _, flags, kpos = rec_peek(raw)
   if not raw then
     st.missing = true
     return S_NOT_FOUND
-  elseif not ver then
-    return S_CORRUPT
-  elseif state ~= ST_ACTIVE or token_of(st, deliveries, deq) ~= ARGV[st.I + n + i]
-      or st.seen[id] then
+  end
+  -- an active record is read from its header's bytes (rec_peek's checks, for the others:
+  -- lib/core/record_peek.lua)
+  local byte = string.byte
+  local ver, state = byte(raw, 1, 2)
+  local flags, glen = byte(raw, REC_FIXED, REC_FIXED + 1)
+  local kpos = glen and REC_FIXED + 2 + glen
+  local klen = kpos and byte(raw, kpos)
+  if ver ~= REC_VERSION or state ~= ST_ACTIVE or not klen or kpos + klen > #raw then
+    if not rec_peek(raw) then return S_CORRUPT end
     return S_LEASE_LOST
   end
+  -- deliveries, failures, enqueued_at, dequeued_at: the token and the tombstone's score
+  -- are those of the previous item when these bytes are (a batch's items share them)
+  local head = string.sub(raw, 9, 26)
+  if head ~= st.head then
+    local deliveries, _, enq, deq = struct.unpack('>IHI6I6', head)
+    st.head, st.token, st.enq = head, token_of(st, deliveries, deq), enq
+  end
+  if st.token ~= ARGV[st.I + n + i] or st.seen[id] then return S_LEASE_LOST end
+  local enq = st.enq
   st.seen[id] = true
   st.left = st.left + 1
   if kind == 'd' and flags < FLAG_CANCEL then -- the common item: release.lua's path
