@@ -189,11 +189,12 @@ BATCH_SCALE = 20
 # the choices above stood.
 # With the worker's cheaper batch items (docs/decisions/batch-per-item-cost.md, i36-py),
 # -p 2 with 8 batches in flight: two sweeps (load 1-2) per batch -p 2 n2 80,519 / 71,202,
-# n4 64,919 / 69,244, n8 75,854 / 71,048; -p 3 n4 80,494 / 68,416; and six drains of
-# 400,000 items each alternating n4 and n8 (the worker alone, from its first item done):
-# n4 65-82k (mean 75k), n8 79-85k (mean 81k) -> batch-p2-n8: ahead of n4 in both sweeps
-# and on average over the drains, and steadier. Per job: p2-c100 14,539 / 13,927,
-# p3-c100 16,289 / 13,521 (p3-c100 stays).
+# n4 64,919 / 69,244, n8 75,854 / 71,048; -p 3 n4 80,494 / 68,416; and nine drains of
+# 400,000 items for each of n4 and n8 (the worker alone, from its first
+# item done): n4 65-90k (mean 77k), n8 71-85k (mean 80k) -> batch-p2-n8: ahead of n4 in
+# both sweeps and on average over the drains, and steadier (a small lead, within the
+# noise of one run). Per job: p2-c100 14,539 / 13,927, p3-c100 16,289 / 13,521 (p3-c100
+# stays).
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
