@@ -133,7 +133,7 @@ def worker_specs(command: Callable[[str], list[str]]) -> dict[str, dict[str, Any
             "slots": 1,
         }
     for p in (1, 2, 3):
-        for n in (1, 2, 4):  # durq.Batch(concurrency=n): batches in flight per process
+        for n in (1, 2, 4, 8):  # durq.Batch(concurrency=n): batches in flight per process
             specs[f"batch-p{p}" if n == 1 else f"batch-p{p}-n{n}"] = {
                 "argv": [[*command(BATCH_QUEUE), "-p", str(p)]],
                 "env": {BATCH_CONCURRENCY_ENV: str(n)},
@@ -157,6 +157,7 @@ TUNE = {
             "batch-p2",
             "batch-p2-n2",
             "batch-p2-n4",
+            "batch-p2-n8",
             "batch-p3-n2",
             "batch-p3-n4",
         ),
@@ -185,7 +186,15 @@ BATCH_SCALE = 20
 # A fourth sweep (quiet, with -p 3): per job p2-c100 18,333, p3-c100 15,657; per batch
 # -p 1: 58,484 / n2 90,562 / n4 85,209; -p 2: 81,527 / n2 93,647 / n4 81,329; -p 3: n2
 # 89,179 / n4 79,691. Settings within ~15% of each other swap places from sweep to sweep;
-# the choices above stand.
+# the choices above stood.
+# With the worker's cheaper batch items (docs/decisions/batch-per-item-cost.md, i36-py),
+# -p 2 with 8 batches in flight: two sweeps (load 1-2) per batch -p 2 n2 80,519 / 71,202,
+# n4 64,919 / 69,244, n8 75,854 / 71,048; -p 3 n4 80,494 / 68,416; and nine drains of
+# 400,000 items for each of n4 and n8 (the worker alone, from its first
+# item done): n4 65-90k (mean 77k), n8 71-85k (mean 80k) -> batch-p2-n8: ahead of n4 in
+# both sweeps and on average over the drains, and steadier (a small lead, within the
+# noise of one run). Per job: p2-c100 14,539 / 13,927, p3-c100 16,289 / 13,521 (p3-c100
+# stays).
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
@@ -200,8 +209,8 @@ VARIANTS: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
      {"send": "send_latency"}),
     ("batch", "per job", "async def task", "bulk_job", "p3-c100",
      {"feature": "startup", "scale": BATCH_SCALE}),
-    ("batch", "per batch", "durq.Batch(max_size=100, concurrency=4)", "bulk_batch",
-     "batch-p2-n4", {"scale": BATCH_SCALE}),
+    ("batch", "per batch", "durq.Batch(max_size=100, concurrency=8)", "bulk_batch",
+     "batch-p2-n8", {"scale": BATCH_SCALE}),
     ("batch", "latency", f"durq.Batch(max_wait={BATCH_MAX_WAIT:g})", "bulk_batch", "batch-p1",
      {"send": "send_latency_batch"}),
     ("durable", "drain", "3 × durq.step", "wf3", "p2-c100", {}),

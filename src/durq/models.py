@@ -203,6 +203,11 @@ class Job:
         return self.attempt
 
     @property
+    def codec(self) -> PayloadCodec:
+        """The codec of the queue it came from, which decodes its payload."""
+        return self._codec
+
+    @property
     def payload(self) -> Any:
         """The decoded payload; raises PayloadError if it cannot be decoded."""
         if self._payload is _UNSET:

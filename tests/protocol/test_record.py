@@ -11,7 +11,10 @@ import pytest
 import redis
 
 from durq import AsyncQueue, Queue
+from durq.codec import PayloadCodec
 from durq.dev.server import RedisServer
+from durq.errors import CorruptQueue
+from durq.protocol.lifecycle import parse_dequeue
 from durq.protocol.record import (
     FIXED_SIZE,
     STATE_NAMES,
@@ -189,3 +192,57 @@ def test_record_fields_are_the_record_as_a_plain_tuple(parts: dict[str, bytes]) 
     assert fields == tuple(rec)
     assert raw[rec.payload_offset :] == payload
     assert (rec.group, rec.key) == (group.decode(), key.decode())
+
+
+def _fetched(raws: list[bytes]) -> list[Any]:
+    """A dequeue reply holding ``raws`` (ids j0, j1, ...), its lease deadline 9000 ms."""
+    reply: list[Any] = [len(raws), 9000, -1, 0]
+    for n, raw in enumerate(raws):
+        reply += [f"j{n}".encode(), raw]
+    return reply
+
+
+def test_a_fetch_reads_each_record_as_record_fields_does() -> None:
+    # parse_dequeue reads a record without group or key with one unpack (record.PLAIN)
+    # and shares a token string between the jobs of one dequeue time and delivery count:
+    # each job is what the full reader makes of its record
+    big = 2**47 + 12345
+    raws = [
+        record(state=3, attempts=1, deliveries=1, enqueued_at=big, dequeued_at=big + 9,
+               payload=b'["t",[1],{}]'),
+        record(state=3, attempts=1, deliveries=1, enqueued_at=big + 1, dequeued_at=big + 9,
+               priority=-3, codec=2, max_attempts=7, payload=b"\x01"),
+        record(state=3, attempts=2, deliveries=4, enqueued_at=7, dequeued_at=big + 9),
+        record(state=3, deliveries=1, dequeued_at=big + 10, group=b"g", payload=b"[2]"),
+        record(state=3, deliveries=1, dequeued_at=big + 10, key="kéy".encode()),
+        record(state=3, deliveries=1, dequeued_at=big + 10, group=b"\xff", key=b"k"),
+        record(state=3, deliveries=1, dequeued_at=big + 10, payload=b"[3]"),
+    ]  # fmt: skip
+    codec = PayloadCodec()
+    jobs = parse_dequeue(_fetched(raws), "q", codec)
+    assert [job.token for job in jobs] == [
+        f"1.{big + 9}", f"1.{big + 9}", f"4.{big + 9}", *[f"1.{big + 10}"] * 4
+    ]  # fmt: skip
+    for n, (job, raw) in enumerate(zip(jobs, raws, strict=True)):
+        rec = parse_record(raw, errors="replace")
+        assert rec is not None
+        assert (job.queue, job.id, job.lease_deadline, job.codec) == ("q", f"j{n}", 9.0, codec)
+        assert job.token == token_of(rec)
+        assert (job.attempt, job.max_attempts, job.deliveries, job.priority) == (
+            rec.attempts, rec.max_attempts, rec.deliveries, rec.priority,
+        )  # fmt: skip
+        assert (job.group, job.key) == (rec.group or None, rec.key or None)
+        assert job.enqueued_at == rec.enqueued_at_ms / 1000
+        assert (job.codec_id, job.data) == (rec.codec, raw[rec.payload_offset :])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", record()[: FIXED_SIZE + 1], record(state=3, version=2), record(state=0),
+     record(state=10), record(state=3, group=b"abc")[: FIXED_SIZE + 4]],
+    ids=["empty", "short", "version", "state 0", "state 10", "cut"],
+)  # fmt: skip
+def test_a_fetched_record_that_cannot_be_read_is_a_corrupt_queue(raw: bytes) -> None:
+    good = record(state=3, deliveries=1)
+    with pytest.raises(CorruptQueue):
+        parse_dequeue(_fetched([good, raw]), "q", PayloadCodec())

@@ -66,3 +66,26 @@ def test_a_batchs_items_prepared_together_end_as_each_prepared_alone() -> None:
         assert together == alone
         assert {j.id for j in jobs} - set(slow) == quick  # the common items' shorter path
     assert Executor(app, threads=1).prepare_batch([], store) == []
+
+
+def test_a_batchs_payloads_decode_in_one_pass_as_each_alone() -> None:
+    # PayloadCodec.decode_each: the value decode returns, or the error it raises in place
+    codec = PayloadCodec(max_payload_bytes=20)
+    payloads = [
+        (1, b'["t",[1],{}]'),
+        (1, b"not json"),
+        (1, b'["' + b"x" * 30 + b'"]'),  # over max_payload_bytes: refused unread
+        (0, b"raw bytes"),
+        (3, b"\x80\x04K\x01."),  # pickle, which this queue does not accept
+        (9, b"?"),  # an unknown codec
+        (1, b"[]"),
+    ]
+    each = codec.decode_each([c for c, _ in payloads], [d for _, d in payloads])
+    assert len(each) == len(payloads)
+    for got, (codec_id, data) in zip(each, payloads, strict=True):
+        try:
+            alone = codec.decode(codec_id, data)
+        except ValueError as exc:
+            assert type(got) is type(exc) and str(got) == str(exc)
+        else:
+            assert got == alone

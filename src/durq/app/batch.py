@@ -118,23 +118,46 @@ class Item:
     of the batch is unaffected.
     """
 
-    __slots__ = (
-        "args", "attempt", "enqueued_at", "group", "id", "job", "key", "kwargs",
-        "max_attempts", "outcome",
-    )  # fmt: skip
+    # the job's own fields are read from it when asked (a worker makes an Item per
+    # item of every batch, and most functions read only ``args``)
+    __slots__ = ("args", "job", "kwargs", "outcome")
 
     def __init__(self, job: Job, args: list[Any], kwargs: dict[str, Any]) -> None:
         self.job = job
-        self.id = job.id
         self.args = tuple(args)
         self.kwargs = kwargs
-        self.attempt = job.attempt
-        self.max_attempts = job.max_attempts
-        self.group = job.group
-        self.key = job.key
-        self.enqueued_at = job.enqueued_at
         #: what the function said about this item (``fail``, ``retry``), or None
         self.outcome: BaseException | None = None
+
+    @property
+    def id(self) -> str:
+        """The item's job id."""
+        return self.job.id
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number, from 1."""
+        return self.job.attempt
+
+    @property
+    def max_attempts(self) -> int:
+        """The attempts allowed before the item is dead-lettered."""
+        return self.job.max_attempts
+
+    @property
+    def group(self) -> str | None:
+        """Its group (None: the default group)."""
+        return self.job.group
+
+    @property
+    def key(self) -> str | None:
+        """Its key (deduplication), if it was given one."""
+        return self.job.key
+
+    @property
+    def enqueued_at(self) -> float:
+        """When it was enqueued (server time, seconds)."""
+        return self.job.enqueued_at
 
     def __repr__(self) -> str:
         return f"<Item {self.id} attempt={self.attempt}/{self.max_attempts}>"

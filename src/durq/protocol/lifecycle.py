@@ -50,7 +50,7 @@ from durq.protocol.calls import (
     text,
 )
 from durq.protocol.control import control_fields, refuse_for_topics
-from durq.protocol.record import record_fields
+from durq.protocol.record import PLAIN, STATE_NAMES, VERSION, record_fields
 from durq.protocol.status import Status, statuses
 
 __all__ = [
@@ -365,24 +365,45 @@ def parse_dequeue(reply: Sequence[Any], queue: str, codec: PayloadCodec) -> list
     deadline = reply[1] / 1000
     jobs: list[Job] = []
     append = jobs.append
+    unpack = PLAIN.unpack_from
+    # the jobs of one call share their dequeue time, and most their delivery count: a
+    # token is made into a string once for each pair
+    token = ""
+    token_of = (-1, -1, -1)
     for i in range(4, len(reply), 2):
         raw: bytes = reply[i + 1]
-        # leniently: a group or key that is not UTF-8 (garbage written by something else)
-        # must not make the whole batch, already handed out, fail here
-        fields = record_fields(raw, "replace")
-        if fields is None:  # the script hands out only records it could read
-            raise CorruptQueue("dequeue returned an unreadable record")
-        (_, prio, codec_id, attempts, maxatt, deliveries, _,
-         enqueued_ms, dequeued_ms, _, _, group, key, offset) = fields  # fmt: skip
+        if len(raw) >= PLAIN.size:
+            (ver, state, prio, codec_id, attempts, maxatt, deliveries,
+             eh, el, dh, dl, glen, klen) = unpack(raw)  # fmt: skip
+        else:
+            ver = glen = klen = state = 0  # too short: record_fields says so below
+        if ver == VERSION and not glen and not klen and state in STATE_NAMES:
+            # no group, no key: most jobs
+            group = key = None
+            enqueued_ms = (eh << 32) | el
+            data = raw[PLAIN.size :]
+            if token_of != (deliveries, dh, dl):
+                token_of = (deliveries, dh, dl)
+                token = f"{deliveries}.{(dh << 32) | dl}"
+        else:
+            # leniently: a group or key that is not UTF-8 (garbage written by something
+            # else) must not make the whole batch, already handed out, fail here
+            fields = record_fields(raw, "replace")
+            if fields is None:  # the script hands out only records it could read
+                raise CorruptQueue("dequeue returned an unreadable record")
+            (_, prio, codec_id, attempts, maxatt, deliveries, _,
+             enqueued_ms, dequeued_ms, _, _, g, k, offset) = fields  # fmt: skip
+            group, key, data = g or None, k or None, raw[offset:]
+            token_of, token = (-1, -1, -1), f"{deliveries}.{dequeued_ms}"
         # positionally, in Job's order (queue, id, token, attempt, max_attempts,
         # deliveries, priority, group, key, enqueued_at, lease_deadline, codec_id, data,
         # codec): one Job per fetched job, and binding keywords costs more than the rest
-        job = Job(
-            queue, reply[i].decode(), f"{deliveries}.{dequeued_ms}", attempts, maxatt,
-            deliveries, prio, group or None, key or None, enqueued_ms / 1000, deadline,
-            codec_id, raw[offset:], codec,
+        append(
+            Job(
+                queue, reply[i].decode(), token, attempts, maxatt, deliveries, prio, group,
+                key, enqueued_ms / 1000, deadline, codec_id, data, codec,
+            )
         )  # fmt: skip
-        append(job)
     return jobs
 
 

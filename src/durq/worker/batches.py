@@ -63,7 +63,7 @@ class _Unsettled:
     items whose lease was lost (not sent), and the settles of it tried so far."""
 
     jobs: Sequence[Job]
-    outcomes: Sequence[Outcome]
+    outcomes: list[Outcome]
     cause: str
     lost: frozenset[str] | set[str] = frozenset()
     tries: int = 0
@@ -244,17 +244,18 @@ class BatchPump:
         """Run one batch and settle its items."""
         self.metrics.batch(self.name, self.task.name, len(jobs), cause)
         job_metrics = self.metrics.job_metrics(self.name, self.task.name)
-        outcomes: list[Outcome | None] = [None] * len(jobs)
-        items: list[Item] = []
-        at: list[int] = []  # the index in jobs of each item
         calls = self.executor.prepare_batch(jobs, self.task)
-        for i, (job, call) in enumerate(zip(jobs, calls, strict=True)):
-            if isinstance(call, Outcome):  # undecodable, bad arguments: dead-lettered
-                # a version this worker cannot run: given back for a worker that can
-                outcomes[i] = Outcome("defer", delay=_HOLD_BACK) if call.kind == "hold" else call
-            else:
-                items.append(Item(job, call[1], call[2]))
-                at.append(i)
+        # an item per job prepared (a Call); the others (undecodable, bad arguments:
+        # dead-lettered; a version this worker cannot run: given back) are not run
+        items = [
+            Item(job, c[1], c[2]) for job, c in zip(jobs, calls, strict=True) if type(c) is tuple
+        ]
+        # the index in jobs of each item; None: every job is one (the common batch)
+        at = (
+            None
+            if len(items) == len(jobs)
+            else [i for i, c in enumerate(calls) if type(c) is tuple]
+        )
         now = time.time()
         job_metrics.started_many([max(now - job.enqueued_at, 0.0) for job in jobs])
         lost: set[str] = set()
@@ -279,9 +280,7 @@ class BatchPump:
                 with contextlib.suppress(asyncio.CancelledError):
                     await keeper
         elapsed = time.monotonic() - began
-        for i, outcome in zip(at, ran, strict=True):
-            outcomes[i] = outcome
-        final: list[Outcome] = [o if o is not None else Outcome("defer") for o in outcomes]
+        final = ran if at is None else _merged(calls, at, ran)
         self._account(jobs, calls, final, lost, elapsed)
         # sent with the next batch's first fetch (one round trip less per batch)
         lane.unsettled = _Unsettled(jobs, final, cause, lost)
@@ -298,6 +297,9 @@ class BatchPump:
         """A batch's items in the metrics and the log; each kept result gets its item's
         summary (``durq.worker.summary``)."""
         job_metrics = self.metrics.job_metrics(self.name, self.task.name)
+        if not lost and final.count(DONE) == len(final):  # the common batch
+            job_metrics.finished("done", elapsed, len(final))
+            return
         name = self.task.name
         done = 0  # the common outcome, counted once for all
         for job, call, outcome in zip(jobs, calls, final, strict=True):
@@ -333,6 +335,8 @@ class BatchPump:
             failure = exc
         elapsed = time.monotonic() - started
         keep = task.config.result
+        if failure is None and not keep and _said_nothing(items):  # the common batch
+            return [DONE] * len(items)
         per_item = keep and isinstance(value, list) and len(value) == len(items)
         out: list[Outcome] = []
         for n, item in enumerate(items):
@@ -381,7 +385,7 @@ class BatchPump:
     def _settle_op(self, batch: _Unsettled) -> Op[list[Status]] | None:
         """The settle of ``batch``: its items in one call; lost items are not sent
         (None: none is left to send)."""
-        if not batch.lost and all(o is DONE for o in batch.outcomes):  # the common batch
+        if not batch.lost and batch.outcomes.count(DONE) == len(batch.outcomes):  # the common batch
             if not batch.jobs:
                 return None
             return batches.settle_done(
@@ -475,3 +479,25 @@ class BatchPump:
                 failures,
             )
         await asyncio.sleep(min(0.05 * 2**failures, 2.0))
+
+
+def _merged(calls: Sequence[Any], at: Sequence[int], ran: Sequence[Outcome]) -> list[Outcome]:
+    """The outcome of each job of a batch: of those run (``ran``, the jobs at ``at``),
+    and of those not run, what their preparing said (``calls``): a version this worker
+    cannot run is given back for a worker that can."""
+    final = [
+        Outcome("defer") if type(c) is tuple
+        else Outcome("defer", delay=_HOLD_BACK) if c.kind == "hold"
+        else c
+        for c in calls
+    ]  # fmt: skip
+    for i, outcome in zip(at, ran, strict=True):
+        final[i] = outcome
+    return final
+
+
+def _said_nothing(items: Sequence[Item]) -> bool:
+    """True when the function settled none of ``items`` its own way (``Item.fail``,
+    ``Item.retry``)."""
+    said = [item.outcome for item in items]
+    return said.count(None) == len(said)

@@ -263,37 +263,37 @@ class Executor:
         return task, args, kwargs, meta
 
     def prepare_batch(self, jobs: Sequence[Job], task: Task[Any, Any]) -> list[Call | Outcome]:
-        """``prepare`` of each of ``jobs``, the items of a batch of ``task``. The common
-        item, a payload ``[name, args, kwargs]`` naming ``task`` at its current version
-        (no metadata), takes only its decoding and its argument check: what ``prepare``
-        would find for it (the task, the version) is found once for the batch. Any other
-        item goes through ``prepare`` itself."""
+        """``prepare`` of each of ``jobs``, the items of a batch of ``task`` (of one
+        queue: they share its codec). The common item, a payload ``[name, args,
+        kwargs]`` naming ``task`` at its current version (no metadata), takes only its
+        decoding (the batch's in one pass) and its argument check: what ``prepare``
+        would find for it (the task, the version) is found once for the batch. Any
+        other item goes through ``prepare`` itself."""
         name = task.name
-        common = (
-            not name.startswith(TOPIC_MARK)
-            and self.app.tasks.get(name) is task
-            and task.version == job_version({})
-        )
+        if (
+            not jobs
+            or name.startswith(TOPIC_MARK)
+            or self.app.tasks.get(name) is not task
+            or task.version != job_version({})
+        ):
+            return [self.prepare(job) for job in jobs]
         check = task.arguments_problem
+        codecs, datas = [job.codec_id for job in jobs], [job.data for job in jobs]
+        payloads = jobs[0].codec.decode_each(codecs, datas)
         out: list[Call | Outcome] = []
         append = out.append
-        for job in jobs:
-            if common:
-                try:
-                    p = job.payload
-                except (PayloadError, ValueError):
-                    p = None  # prepare says why
-                if (
-                    type(p) is list
-                    and len(p) == 3
-                    and p[0] == name
-                    and type(p[1]) is list
-                    and type(p[2]) is dict
-                    and check(p[1], p[2]) is None
-                ):
-                    append((task, p[1], p[2], {}))
-                    continue
-            append(self.prepare(job))
+        for job, p in zip(jobs, payloads, strict=True):
+            if (
+                type(p) is list
+                and len(p) == 3
+                and p[0] == name
+                and type(p[1]) is list
+                and type(p[2]) is dict
+                and check(p[1], p[2]) is None
+            ):
+                append((task, p[1], p[2], {}))
+            else:
+                append(self.prepare(job))  # it says why (an error decodes again)
         return out
 
     def execute(
