@@ -21,7 +21,9 @@ import pytest
 import redis
 
 import durq
+from cli.support import durq as run_cli
 from durq import lua
+from durq.dashboard.data import _worker as dashboard_entry
 from durq.dev.server import RedisServer
 from durq.protocol.calls import IDLE_BLOCK
 from durq.worker.pace import IDLE_HEARTBEAT
@@ -195,9 +197,10 @@ def test_an_idle_worker_stays_listed_and_ready_with_its_heartbeat_stretched(
     app: durq.App, queue_name: str, redis_url: str
 ) -> None:
     # an idle worker beats once per IDLE_HEARTBEAT and its entry lives three of those
-    # (a dead idle worker stays listed up to 3 minutes): `durq workers` lists it long
-    # after three of its heartbeats, and its readiness (/readyz) holds: past three
-    # heartbeats without a beat, a PING answers for it (worker/health.py)
+    # (a dead idle worker stays listed up to half an hour): `durq workers` lists it long
+    # after three of its heartbeats, saying it is idle and how often it beats, and its
+    # readiness (/readyz) holds: past three heartbeats without a beat, a PING answers
+    # for it (worker/health.py)
     client = redis.Redis.from_url(redis_url)
     try:
         with running_worker(app, queues=[queue_name], heartbeat=0.2, health_port=0) as worker:
@@ -212,6 +215,12 @@ def test_an_idle_worker_stays_listed_and_ready_with_its_heartbeat_stretched(
             assert time.time() - listed[worker.id]["beat"] > 3 * 0.2  # the beat stretched
             ttl = client.pttl(f"durq:worker:{worker.id}")
             assert 3 * 0.2 * 1000 < ttl <= 3 * IDLE_HEARTBEAT * 1000
+            assert listed[worker.id]["every"] == IDLE_HEARTBEAT
+            shown = run_cli("workers", "--url", redis_url)
+            assert shown.exit_code == 0, shown.output
+            assert "(idle: every 10m)" in shown.output
+            fields = {k: v for k, v in listed[worker.id].items() if k != "id"}
+            assert dashboard_entry(worker.id, fields).every == IDLE_HEARTBEAT
     finally:
         client.close()
 
