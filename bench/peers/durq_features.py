@@ -222,6 +222,18 @@ def rows() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def workers_idle(url: str, processes: int) -> bool:
+    """``processes`` workers are live and each one's last beat says it is idle: its
+    beats stretched (``every``, minutes: worker/pace.py), the beat that comes a
+    heartbeat at most after its last job left (a durq without ``every``: never)."""
+    import durq
+
+    with durq.Namespace(url) as namespace:
+        beats = namespace.live_workers().values()
+    every = [b.get("every") for b in beats]
+    return len(every) >= processes and all(isinstance(e, int | float) and e >= 60 for e in every)
+
+
 def asleep_state(queue: Any) -> dict[str, int]:
     """Sleeping jobs are delayed (parked, holding no slot); active ones hold a slot."""
     stats = queue.stats()
