@@ -94,7 +94,7 @@ def test_an_idle_worker_sends_no_command_for_many_heartbeats(
     sent.pop("info", None)  # this test's own
     # polling would be scripts and blocking waits every few seconds (before the upkeep,
     # ~20 commands per second per queue); an idle worker's heartbeat comes once per
-    # IDLE_HEARTBEAT (60 s), so a window of a few heartbeats sees none of it
+    # IDLE_HEARTBEAT (10 min), so a window of a few heartbeats sees none of it
     assert not {k: n for k, n in sent.items() if k in _POLLS}, sent
     assert sum(sent.values()) <= TARGET * seconds, sent
 
@@ -232,7 +232,11 @@ def _ids(client: redis.Redis) -> set[str]:
 def test_an_idle_consumer_is_listed_for_no_less_than_its_longest_wait() -> None:
     # the dequeue lists an idle consumer until its planned wait ends at the latest; a
     # wait that outlasts the listing would let a lease taken meanwhile go unnoticed
-    # (lua/lib/core/idlers.lua: PLAN_MS against protocol/calls.py: IDLE_BLOCK)
-    found = re.search(r"PLAN_MS = (\d+)", lua._read("lib/core/idlers"))
-    assert found is not None
+    # (lua/lib/core/idlers.lua: PLAN_MS against protocol/calls.py: IDLE_BLOCK), and
+    # the list itself must outlive a wait planned when a consumer was listed anew
+    source = lua._read("lib/core/idlers")
+    found = re.search(r"PLAN_MS = (\d+)", source)
+    ttl = re.search(r"KEY_TTL = (\d+)", source)
+    assert found is not None and ttl is not None
     assert int(found.group(1)) >= IDLE_BLOCK * 1000
+    assert int(ttl.group(1)) > int(found.group(1))

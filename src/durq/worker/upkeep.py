@@ -16,7 +16,7 @@ one round trip of plain O(1) reads per queue (``durq.protocol.wake.look``), find
   a lease which becomes the queue's earliest also rings an idle consumer whose wait
   would end after it (``lua/lib/core/idlers.lua``): so the stretched looks of an idle
   worker need not come sooner for it (a batch task's pump, which the script does not
-  list, waits for the next look);
+  list, waits for the next look: up to 10 minutes);
 - a flow-control alarm held by another consumer (``docs/flow-control.md``): if that
   holder dies, the parked work it owed waits for whoever wakes first after its time;
 - cron schedules that want more ticks (``worker.schedules``): refilled when due;
