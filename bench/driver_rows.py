@@ -11,9 +11,10 @@ provide, besides the ``Peer`` methods of driver.py:
                                         # name), optional send (latency: the Peer method
                                         # sending one job) and skip (why it cannot run)
     Peer.asleep_state(kind) -> dict     # asleep, waiting (not started), slots_held
-    Peer.asleep_idle(processes) -> bool # every worker process says it is idle (durq: its
-                                        # registry beat); the asleep window then waits
-                                        # IDLE_SETTLE more, for its last look
+    Peer.asleep_idle(processes) -> float | None  # when (time.time()) the last worker
+                                        # process said it is idle (durq: its registry
+                                        # beat), None until all have; the asleep window
+                                        # begins IDLE_SETTLE after it (its last look)
     Peer.store_size() -> int            # bytes in a store of its own (DBOS: PostgreSQL)
     Peer.store_counters() -> dict       # its store's cumulative statements and exec_us
 
@@ -34,8 +35,10 @@ CLIENT_COMMANDS = (
 )  # fmt: skip
 SETTLE_POLL = 0.5
 SETTLE_STEADY = 3.0  # seconds the count asleep must hold (a worker process may start late)
-# after a peer's workers say they are idle (Peer.asleep_idle): a durq worker's upkeep
-# looks one heartbeat (5 s) after its last job left at the latest, then stretches
+# after a peer's last worker said it is idle (Peer.asleep_idle): a durq worker says so in
+# its beat, and its upkeep looks, each a heartbeat (5 s) at most after its last job left,
+# and then stretch (the beat comes after the job left: a heartbeat and a second past it
+# is after the look)
 IDLE_SETTLE = 6.0
 
 
@@ -217,19 +220,19 @@ class RowCommands:
         }
 
     def _until_idle(self, processes: int, timeout: float) -> float | None:
-        """Wait until the peer's workers say they are idle (``Peer.asleep_idle``), then
-        IDLE_SETTLE more: the seconds waited, None for a peer without the hook (its
+        """Wait until IDLE_SETTLE after the last of the peer's workers said it is idle
+        (``Peer.asleep_idle``): the seconds waited, None for a peer without the hook (its
         window begins once the jobs settled)."""
         idle = getattr(self.peer, "asleep_idle", None)
         if idle is None:
             return None
         t0 = time.perf_counter()
-        while not self.call(idle, processes):
+        while (said := self.call(idle, processes)) is None:
             if time.perf_counter() - t0 > timeout:
                 self.check_workers()
                 raise TimeoutError(f"the workers did not say they idle within {timeout:g} s")
             time.sleep(SETTLE_POLL)
-        time.sleep(IDLE_SETTLE)
+        time.sleep(max(said + IDLE_SETTLE - time.time(), 0.0))
         return time.perf_counter() - t0
 
     def _settle(self, kind: str, n: int, timeout: float) -> tuple[dict[str, Any], float]:

@@ -174,7 +174,7 @@ class Peer:
     def asleep_state(self, kind: str) -> dict[str, int]:
         return durq_features.asleep_state(self.app.queue(QUEUE))
 
-    def asleep_idle(self, processes: int) -> bool:
+    def asleep_idle(self, processes: int) -> float | None:
         return durq_features.workers_idle(os.environ["BENCH_REDIS_URL"], processes)
 
     def worker(self, mode: str) -> dict[str, Any]:
