@@ -11,6 +11,10 @@ provide, besides the ``Peer`` methods of driver.py:
                                         # name), optional send (latency: the Peer method
                                         # sending one job) and skip (why it cannot run)
     Peer.asleep_state(kind) -> dict     # asleep, waiting (not started), slots_held
+    Peer.asleep_idle(processes) -> float | None  # when (time.time()) the last worker
+                                        # process said it is idle (durq: its registry
+                                        # beat), None until all have; the asleep window
+                                        # begins IDLE_SETTLE after it (its last look)
     Peer.store_size() -> int            # bytes in a store of its own (DBOS: PostgreSQL)
     Peer.store_counters() -> dict       # its store's cumulative statements and exec_us
 
@@ -31,6 +35,11 @@ CLIENT_COMMANDS = (
 )  # fmt: skip
 SETTLE_POLL = 0.5
 SETTLE_STEADY = 3.0  # seconds the count asleep must hold (a worker process may start late)
+# after a peer's last worker said it is idle (Peer.asleep_idle): a durq worker says so in
+# its beat, and its upkeep looks, each a heartbeat (5 s) at most after its last job left,
+# and then stretch (the beat comes after the job left: a heartbeat and a second past it
+# is after the look)
+IDLE_SETTLE = 6.0
 
 
 def default_startup(mod: Any) -> list[dict[str, Any]]:
@@ -175,7 +184,8 @@ class RowCommands:
         ``mode`` started on them; once they are parked or held (the peer's
         asleep_state holds still): bytes per job in Redis and in the peer's own store,
         the slots the sleeping jobs hold, and the commands the store receives per second
-        over ``window`` seconds while the workers have nothing to do."""
+        over ``window`` seconds while the workers have nothing to do (from when they say
+        so, ``Peer.asleep_idle``, and IDLE_SETTLE more, for a peer that can)."""
         self.flush()
         time.sleep(0.2)
         mem0, store0 = int(self.r.info("memory")["used_memory"]), self.store_size()
@@ -185,6 +195,8 @@ class RowCommands:
         try:
             self.start_worker(mode, f"asleep-{mode}")
             state, settle_s = self._settle(kind, n, timeout=60.0 + n / 200)
+            procs = int(self.call(self.peer.worker, mode).get("procs", 1))
+            idle_s = self._until_idle(procs, timeout=30.0)
             mem1, store1 = int(self.r.info("memory")["used_memory"]), self.store_size()
             c0, s0 = self.total_commands(), self.store_counters()
             time.sleep(window)
@@ -197,6 +209,7 @@ class RowCommands:
             "n": n,
             **state,
             "settle_s": settle_s,
+            "idle_s": idle_s,
             "fill_s": fill_s,
             "redis_bytes_per_job": (mem1 - mem0) / n,
             "store_bytes_per_job": (store1 - store0) / n if store1 or store0 else None,
@@ -205,6 +218,22 @@ class RowCommands:
             "store_statements_per_s": stored / window if s0 is not None else None,
             "window_s": window,
         }
+
+    def _until_idle(self, processes: int, timeout: float) -> float | None:
+        """Wait until IDLE_SETTLE after the last of the peer's workers said it is idle
+        (``Peer.asleep_idle``): the seconds waited, None for a peer without the hook (its
+        window begins once the jobs settled)."""
+        idle = getattr(self.peer, "asleep_idle", None)
+        if idle is None:
+            return None
+        t0 = time.perf_counter()
+        while (said := self.call(idle, processes)) is None:
+            if time.perf_counter() - t0 > timeout:
+                self.check_workers()
+                raise TimeoutError(f"the workers did not say they idle within {timeout:g} s")
+            time.sleep(SETTLE_POLL)
+        time.sleep(max(said + IDLE_SETTLE - time.time(), 0.0))
+        return time.perf_counter() - t0
 
     def _settle(self, kind: str, n: int, timeout: float) -> tuple[dict[str, Any], float]:
         """Poll the peer's asleep_state until every job is accounted for (asleep or

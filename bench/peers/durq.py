@@ -174,6 +174,9 @@ class Peer:
     def asleep_state(self, kind: str) -> dict[str, int]:
         return durq_features.asleep_state(self.app.queue(QUEUE))
 
+    def asleep_idle(self, processes: int) -> float | None:
+        return durq_features.workers_idle(os.environ["BENCH_REDIS_URL"], processes)
+
     def worker(self, mode: str) -> dict[str, Any]:
         return worker_specs()[BEST if mode == "best" else mode]
 

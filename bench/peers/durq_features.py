@@ -231,6 +231,25 @@ def rows() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def workers_idle(url: str, processes: int) -> float | None:
+    """When (``time.time()``) the last of ``processes`` live workers said it is idle:
+    its beats stretched (``every``, minutes: worker/pace.py), in the beat that comes a
+    heartbeat at most after its last job left; None while one has not (a durq without
+    ``every``: never)."""
+    import durq
+
+    with durq.Namespace(url) as namespace:
+        beats = list(namespace.live_workers().values())
+    idle = [b.get("beat") for b in beats if _number(b.get("every")) >= 60]
+    if len(beats) < processes or len(idle) < len(beats):
+        return None
+    return max(_number(t) for t in idle)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
 def asleep_state(queue: Any) -> dict[str, int]:
     """Sleeping jobs are delayed (parked, holding no slot); active ones hold a slot."""
     stats = queue.stats()

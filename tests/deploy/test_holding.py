@@ -17,6 +17,7 @@ from durq.protocol import holding
 from durq.protocol.record import FLAG_HELD
 from durq.protocol.status import Status
 from durq.transport.connection import sync_client
+from durq.worker.pace import IDLE_HEARTBEAT
 from helpers import eventually
 from worker.support import running_worker
 
@@ -339,31 +340,73 @@ def test_a_job_that_took_the_key_while_another_was_fetched_keeps_it_when_that_on
     assert (third.status, third.id) == (durq.EnqueueStatus.DEDUPLICATED, second.id)
 
 
-def test_an_idle_worker_says_its_capabilities_again_each_quarter_of_the_grace_for_a_few_commands(
+def test_an_idle_worker_says_its_capabilities_with_its_stretched_look_covering_the_next_one(
     make_server: Callable[..., RedisServer], queue_name: str, ran: Ran
 ) -> None:
-    # the timestamps that keep a job held later from being dead-lettered while this
-    # worker lives are refreshed as often as before (a quarter of the grace: 0.5 s), by
-    # caps_seen.lua's few commands: caps.lua (its held-job check, ZMSCORE, and its sweep)
-    # only at start and while jobs are held
+    # the entries that keep a job held later from being dead-lettered while this worker
+    # lives say until when they cover (lib/holding/seen.lua): an idle worker, whose looks
+    # come once per IDLE_HEARTBEAT (minutes: far more than this 2 s grace), says them
+    # with its first stretched look, covering past the next one by a quarter of the
+    # grace at least, by caps_seen.lua's few commands (caps.lua, its held-job check
+    # ZMSCORE and its sweep, only at start and while jobs are held)
     url = make_server().url  # its own server: commandstats counts every client
     app = v2(url, queue_name, ran, unknown_task_grace=2.0)
     caps = app.queue(queue_name).keys.prefix + "caps"
     client = redis.Redis.from_url(url)
+
+    def covered() -> float:  # seconds past the server's now
+        seconds, micros = client.time()
+        return (int(client.hget(caps, "t") or 0) - seconds * 1000 - micros // 1000) / 1000
+
     try:
-        with running_worker(app):
+        with running_worker(app, heartbeat=0.2):
             eventually(lambda: client.hget(caps, "t") is not None, 10, "published at start")
+            assert covered() < IDLE_HEARTBEAT  # the first look comes a heartbeat later
             before = _calls(client)
-            first = int(client.hget(caps, "t") or 0)
-            eventually(lambda: int(client.hget(caps, "t") or 0) > first, 10, "said again")
-            again = int(client.hget(caps, "t") or 0)
-            eventually(lambda: int(client.hget(caps, "t") or 0) > again, 10, "and again")
+            eventually(lambda: covered() > IDLE_HEARTBEAT, 10, "said for the next look")
             after = _calls(client)
         sent = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
         assert "zmscore" not in sent, sent
-        assert 0 < client.pttl(caps) <= 2 * 2000 + 60000
+        assert covered() <= IDLE_HEARTBEAT + 2 * 0.5 + 1
+        assert 0 < client.pttl(caps) <= 2 * 2000 + 3600_000 + 60_000
     finally:
         client.close()
+        app.close()
+
+
+def test_a_job_held_after_a_worker_said_it_runs_its_task_waits_for_the_end_of_what_it_covered(
+    redis_url: str, queue_name: str, ran: Ran
+) -> None:
+    # the sweep counts the grace from the end of what the last saying covers, not from
+    # its time: an idle worker says its capabilities once per stretched look (minutes
+    # apart), and a job held in between, past the grace, stays held while that saying
+    # covers (the worker brings it back at that next look). The price: a worker that
+    # died keeps its tasks' held jobs from the dead letters that much longer
+    app = v2(redis_url, queue_name, ran, unknown_task_grace=0.5)
+    queue = app.queue(queue_name)
+
+    def now() -> int:
+        return int(queue.client.time()[0])
+
+    try:
+        with running_worker(app, heartbeat=0.2):
+            key = queue.keys.prefix + "caps"
+            eventually(lambda: int(queue.client.hget(key, "t") or 0) / 1000 > now() + 60, 10)
+        handle = app.tasks["t"].enqueue(1)  # no worker: held as an incapable one would
+        fetched = queue.dequeue(lease=30)
+        assert fetched is not None and fetched.id == handle.id
+        (status,) = queue._run(holding.hold(queue.keys, [(fetched, "t")], 0.5, "w"))
+        assert status is Status.OK
+        time.sleep(1.0)  # twice the grace
+        dead, _ = queue._run(holding.publish(queue.keys, ["other"], 0.5))  # another's sweep
+        assert dead == 0
+        assert queue.stats().held == 1
+        # once the saying's cover has ended the grace ago, the sweep dead-letters it
+        queue.client.hset(key, "t", (now() - 1) * 1000)
+        dead, _ = queue._run(holding.publish(queue.keys, ["other"], 0.5))
+        assert dead == 1
+        assert [d.id for d in queue.dead_letters()] == [handle.id]
+    finally:
         app.close()
 
 

@@ -21,7 +21,9 @@ import pytest
 import redis
 
 import durq
+from cli.support import durq as run_cli
 from durq import lua
+from durq.dashboard.data import _worker as dashboard_entry
 from durq.dev.server import RedisServer
 from durq.protocol.calls import IDLE_BLOCK
 from durq.worker.pace import IDLE_HEARTBEAT
@@ -92,7 +94,7 @@ def test_an_idle_worker_sends_no_command_for_many_heartbeats(
     sent.pop("info", None)  # this test's own
     # polling would be scripts and blocking waits every few seconds (before the upkeep,
     # ~20 commands per second per queue); an idle worker's heartbeat comes once per
-    # IDLE_HEARTBEAT (60 s), so a window of a few heartbeats sees none of it
+    # IDLE_HEARTBEAT (10 min), so a window of a few heartbeats sees none of it
     assert not {k: n for k, n in sent.items() if k in _POLLS}, sent
     assert sum(sent.values()) <= TARGET * seconds, sent
 
@@ -195,9 +197,10 @@ def test_an_idle_worker_stays_listed_and_ready_with_its_heartbeat_stretched(
     app: durq.App, queue_name: str, redis_url: str
 ) -> None:
     # an idle worker beats once per IDLE_HEARTBEAT and its entry lives three of those
-    # (a dead idle worker stays listed up to 3 minutes): `durq workers` lists it long
-    # after three of its heartbeats, and its readiness (/readyz) holds: past three
-    # heartbeats without a beat, a PING answers for it (worker/health.py)
+    # (a dead idle worker stays listed up to half an hour): `durq workers` lists it long
+    # after three of its heartbeats, saying it is idle and how often it beats, and its
+    # readiness (/readyz) holds: past three heartbeats without a beat, a PING answers
+    # for it (worker/health.py)
     client = redis.Redis.from_url(redis_url)
     try:
         with running_worker(app, queues=[queue_name], heartbeat=0.2, health_port=0) as worker:
@@ -212,6 +215,12 @@ def test_an_idle_worker_stays_listed_and_ready_with_its_heartbeat_stretched(
             assert time.time() - listed[worker.id]["beat"] > 3 * 0.2  # the beat stretched
             ttl = client.pttl(f"durq:worker:{worker.id}")
             assert 3 * 0.2 * 1000 < ttl <= 3 * IDLE_HEARTBEAT * 1000
+            assert listed[worker.id]["every"] == IDLE_HEARTBEAT
+            shown = run_cli("workers", "--url", redis_url)
+            assert shown.exit_code == 0, shown.output
+            assert "(idle: every 10m)" in shown.output
+            fields = {k: v for k, v in listed[worker.id].items() if k != "id"}
+            assert dashboard_entry(worker.id, fields).every == IDLE_HEARTBEAT
     finally:
         client.close()
 
@@ -223,7 +232,11 @@ def _ids(client: redis.Redis) -> set[str]:
 def test_an_idle_consumer_is_listed_for_no_less_than_its_longest_wait() -> None:
     # the dequeue lists an idle consumer until its planned wait ends at the latest; a
     # wait that outlasts the listing would let a lease taken meanwhile go unnoticed
-    # (lua/lib/core/idlers.lua: PLAN_MS against protocol/calls.py: IDLE_BLOCK)
-    found = re.search(r"PLAN_MS = (\d+)", lua._read("lib/core/idlers"))
-    assert found is not None
+    # (lua/lib/core/idlers.lua: PLAN_MS against protocol/calls.py: IDLE_BLOCK), and
+    # the list itself must outlive a wait planned when a consumer was listed anew
+    source = lua._read("lib/core/idlers")
+    found = re.search(r"PLAN_MS = (\d+)", source)
+    ttl = re.search(r"KEY_TTL = (\d+)", source)
+    assert found is not None and ttl is not None
     assert int(found.group(1)) >= IDLE_BLOCK * 1000
+    assert int(ttl.group(1)) > int(found.group(1))

@@ -222,7 +222,7 @@ def workers(url: str | None, namespace: str) -> None:
                 w.get("concurrency", ""),
                 f"{in_hand:g}",
                 _age(now, _number(w.get("started"))),
-                _age(now, _number(w.get("beat"))) + " ago",
+                _last_beat(now, w),
             ))
         )  # fmt: skip
         listed = [j for j in w.get("jobs") or () if isinstance(j, dict)]
@@ -238,6 +238,16 @@ def workers(url: str | None, namespace: str) -> None:
     children = children_table(entries)
     if children.row_count:
         console.print(children)
+
+
+def _last_beat(now: float, worker: dict[str, Any]) -> str:
+    """How old a worker's last beat is, and for an idle one (its beats minutes apart,
+    ``every`` in its heartbeat) how often it beats: "4m ago (idle: every 10m)"."""
+    text = _age(now, _number(worker.get("beat"))) + " ago"
+    every = _number(worker.get("every"))
+    if every is not None and every >= 60:
+        text += f" (idle: every {_age(every, 0.0)})"
+    return text
 
 
 def _number(value: Any) -> float | None:

@@ -145,7 +145,7 @@ def _run(worker: Worker) -> None:
     help="Seconds between heartbeats: the registry's (what `durq workers` shows) and "
     "a look at each queue for work no wake-up announces (a dead worker's leases, "
     "schedule refills, held jobs); an idle worker sends nothing else, and beats once "
-    "a minute while it has nothing in hand.",
+    "per 10 minutes while it has nothing in hand.",
 )
 @click.option(
     "--log-level",

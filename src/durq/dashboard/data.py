@@ -91,6 +91,8 @@ class WorkerEntry:
     jobs: list[WorkerJob] = field(default_factory=list)
     totals: dict[str, list[float]] = field(default_factory=dict)
     children: list[WorkerChild] = field(default_factory=list)  # its process pool's
+    #: seconds to its next beat at the latest, as its last beat said (minutes when idle)
+    every: float | None = None
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -131,6 +133,7 @@ def _worker(worker_id: str, fields: dict[str, Any]) -> WorkerEntry:
         started=number("started"),
         beat=number("beat"),
         in_hand=int(number("in_hand") or 0),
+        every=number("every"),
         jobs=jobs,
         totals=totals,
         children=[_child(c) for c in _as_list(fields.get("children")) if isinstance(c, dict)],

@@ -117,7 +117,7 @@ MAX_BLOCK = 5.0
 #: keeps load balancers and NAT gateways from dropping it and finds a peer that
 #: vanished; the exchange's own timeout (the socket timeout on top of the wait) bounds
 #: the rest.
-IDLE_BLOCK = 600.0
+IDLE_BLOCK = 3600.0
 #: the shortest server-side block: Redis 6.2 truncates a blocking timeout to whole ms,
 #: and one that truncates to 0 (0.001 s is stored as 0.000999...) means "block forever"
 MIN_BLOCK = 0.002

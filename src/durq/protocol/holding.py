@@ -41,20 +41,28 @@ def hold(
     return [Status(int(s)) for reply in replies for s in reply]
 
 
-def publish(keys: QueueKeys, caps: Sequence[str], grace: float) -> Op[tuple[int, list[str]]]:
-    """Say that a worker of the queue has ``caps`` (with its heartbeat); dead-letter
-    jobs held for a capability no worker has had for ``grace`` seconds. Returns how many
+def publish(
+    keys: QueueKeys, caps: Sequence[str], grace: float, ahead: float = 0.0
+) -> Op[tuple[int, list[str]]]:
+    """Say that a worker of the queue has ``caps`` (with its heartbeat), and will say it
+    again within ``ahead`` seconds; dead-letter jobs held for a capability no worker has
+    had for ``grace`` seconds past the time its last saying covered. Returns how many
     were dead-lettered, and which of ``caps`` have held jobs (the worker brings them
     back: ``unhold``)."""
-    reply = yield script_call("caps", keys, (max(delay_ms(grace, "grace"), 1), *caps))
+    reply = yield script_call("caps", keys, _args(caps, grace, ahead))
     return int(reply[0]), [text(cap) for cap in reply[1:]]
 
 
-def seen(keys: QueueKeys, caps: Sequence[str], grace: float) -> Op[None]:
+def seen(keys: QueueKeys, caps: Sequence[str], grace: float, ahead: float = 0.0) -> Op[None]:
     """Say again that a worker of the queue has ``caps``, as ``publish`` does, without
     what only held jobs need (which of them have some, the sweep): for a worker whose
     look found none held."""
-    yield script_call("caps_seen", keys, (max(delay_ms(grace, "grace"), 1), *caps))
+    yield script_call("caps_seen", keys, _args(caps, grace, ahead))
+
+
+def _args(caps: Sequence[str], grace: float, ahead: float) -> tuple[int | str, ...]:
+    """The arguments of caps.lua and caps_seen.lua."""
+    return (max(delay_ms(grace, "grace"), 1), delay_ms(max(ahead, 0.0), "ahead"), *caps)
 
 
 def unhold(keys: QueueKeys, caps: Sequence[str], n: int) -> Op[tuple[int, list[str]]]:

@@ -54,7 +54,7 @@ def keepalive_options() -> dict[int, int]:
     """TCP keepalive of durq's connections, the options this platform's socket module
     has: the first probe after 60 s without traffic, then every 15 s, the connection
     dropped after 4 unanswered (a silent cut is seen within two minutes). An idle
-    worker's wait lasts up to IDLE_BLOCK (10 minutes) without a byte of its own: the
+    worker's wait lasts up to IDLE_BLOCK (an hour) without a byte of its own: the
     probes keep load balancers and NAT gateways, which drop a connection idle for a few
     minutes, from forgetting it, and find a peer that vanished. Set here because
     redis-py's default differs by version (7.4 leaves the system's two hours)."""

@@ -39,7 +39,7 @@ class WorkerConfig:
             as on a timeout (default 5; async tasks are cancelled at once).
         heartbeat: seconds between heartbeats (default 5): the registry's, and the
             upkeep's look at each queue (``durq.worker.upkeep``); stretched to
-            ``IDLE_HEARTBEAT`` (60 s) while nothing is in hand (``durq.worker.pace``).
+            ``IDLE_HEARTBEAT`` (10 min) while nothing is in hand (``durq.worker.pace``).
         burst: stop once the queues are drained (nothing ready, running or scheduled).
         batch: the most jobs fetched or acknowledged per round trip (default 500).
         pool: where sync tasks run unless they name a ``pool`` of their own:

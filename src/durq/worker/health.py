@@ -5,7 +5,7 @@ docs/deployment.md, "Kubernetes").
   against ``LIVE_WITHIN``); it asks nothing of Redis, so a Redis outage does not get
   the worker restarted, only marked not ready.
 - ``GET /readyz``: 200 while the worker consumes and its last heartbeat reached Redis
-  (within three heartbeat intervals; a worker with nothing in hand beats once a minute,
+  (within three heartbeat intervals; a worker with nothing in hand beats once per 10 min,
   so past them a PING through its client answers, at most one per heartbeat interval);
   503 while it starts, drains or stops, or while Redis is out of reach.
 - ``GET /scale.json``: per queue the worker consumes, jobs ready, leased, held, delayed

@@ -6,15 +6,20 @@
 - At start, then whenever the upkeep's look once per heartbeat (``worker.upkeep``) finds
   held jobs in a queue it consumes, the worker says on every queue it consumes which
   capabilities it has (``publish``); the reply names those of them that have held jobs.
-  While no look finds any, it says so again every quarter of the grace for a few
-  commands (``seen``: the timestamps alone; its capabilities never change while it
-  runs), so that a job held later is not dead-lettered while it lives. Its pumps then
+  While no look finds any, it says so again for a few commands (``seen``: the
+  timestamps alone; its capabilities never change while it runs) with the looks that
+  come when its last saying would otherwise cover less than a quarter of the grace past
+  the next look: every quarter of the grace while busy, with each stretched look while
+  idle (``worker.upkeep``). Each saying tells until when it covers (its time and that
+  far ahead, lib/holding/seen.lua), so that a job held later is not dead-lettered
+  while it lives, however long its idle looks are apart. Its pumps then
   bring such jobs back in their next round trips, right before their fetch (``unhold``,
   as many as they fetch), until none is left: no extra round trip, and none at all while
   nothing is held. A pump blocked on its queue's wake marker is woken through its own
   marker, so other idle consumers are not.
 - The same call dead-letters jobs held for a capability that no worker of the queue has
-  had for ``App(unknown_task_grace=...)`` (reason ``unknown_task``).
+  had for ``App(unknown_task_grace=...)`` past the time its last saying covered (reason
+  ``unknown_task``).
 """
 
 from __future__ import annotations
@@ -63,27 +68,30 @@ class Holding:
         """The operation that holds ``items`` (job, capability) of queue ``keys``."""
         return holding.hold(keys, items, self.grace, self.worker_id)
 
-    async def seen(self, pumps: Sequence[QueuePump]) -> None:
+    async def seen(self, pumps: Sequence[QueuePump], ahead: float) -> None:
         """Say again what this worker runs on each pump's queue, where its look found no
-        held job: the timestamps ``publish`` writes, for a few commands instead of
-        about twenty."""
+        held job, and that it says it again within ``ahead`` seconds: the timestamps
+        ``publish`` writes, for a few commands instead of about twenty."""
         if self.grace <= 0 or not self.caps:
             return
+        caps, grace = self.caps, self.grace
         replies = await asyncio.gather(
-            *(p.queue._run(holding.seen(p.queue.keys, self.caps, self.grace)) for p in pumps),
+            *(p.queue._run(holding.seen(p.queue.keys, caps, grace, ahead)) for p in pumps),
             return_exceptions=True,
         )
         for pump, reply in zip(pumps, replies, strict=True):
             if isinstance(reply, BaseException):
                 log.debug("queue %s: capabilities not said again: %s", pump.name, reply)
 
-    async def publish(self, pumps: Sequence[QueuePump]) -> None:
-        """Say what this worker runs on each pump's queue; hand each pump the
-        capabilities of its queue that have held jobs."""
+    async def publish(self, pumps: Sequence[QueuePump], ahead: float) -> None:
+        """Say what this worker runs on each pump's queue, and that it says it again
+        within ``ahead`` seconds; hand each pump the capabilities of its queue that have
+        held jobs."""
         if self.grace <= 0:
             return  # nothing is ever held
+        caps, grace = self.caps, self.grace
         replies = await asyncio.gather(
-            *(p.queue._run(holding.publish(p.queue.keys, self.caps, self.grace)) for p in pumps),
+            *(p.queue._run(holding.publish(p.queue.keys, caps, grace, ahead)) for p in pumps),
             return_exceptions=True,
         )
         for pump, reply in zip(pumps, replies, strict=True):

@@ -20,7 +20,7 @@ __all__ = ["IDLE_HEARTBEAT", "Pace"]
 
 #: the longest time between two beats (and two looks) of an idle worker, in seconds;
 #: its registry entry then lives 3 x as long after its last beat
-IDLE_HEARTBEAT = 60.0
+IDLE_HEARTBEAT = 600.0
 
 
 class Pace:

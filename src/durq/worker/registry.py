@@ -2,8 +2,11 @@
 
 The heartbeat (host, pid, queues, started, concurrency, jobs in hand, last beat, and
 running totals per queue for the dashboard's latency charts) expires three heartbeats
-after the last one: an idle worker beats once per ``IDLE_HEARTBEAT`` (60 s,
-``worker.pace``), and its entry then lives three of those. Its keys and the reads and
+after the last one: an idle worker beats once per ``IDLE_HEARTBEAT`` (10 min,
+``worker.pace``), and its entry then lives three of those (a worker that dies while
+idle stays listed up to half an hour; it holds nothing meanwhile). Each beat says how
+long until the next at the latest (``every``), so that listings show an idle worker as
+such rather than as late. Its keys and the reads and
 writes of it are ``durq.protocol.namespace``'s (``beat_worker``, ``remove_worker``,
 ``live_workers``).
 """
@@ -61,16 +64,24 @@ class WorkerRegistry:
         self.last_ok: float | None = None
 
     async def beat(
-        self, ttl: float, jobs: list[dict[str, Any]], totals: dict[str, list[float]] | None = None
+        self,
+        ttl: float,
+        jobs: list[dict[str, Any]],
+        totals: dict[str, list[float]] | None = None,
+        every: float | None = None,
     ) -> None:
         """Refresh the worker's entry; it expires after ``ttl`` seconds without a beat.
-        ``totals`` are ``WorkerMetrics.totals()``."""
+        ``totals`` are ``WorkerMetrics.totals()``; ``every``: the seconds to the next
+        beat at the latest (shown by ``durq workers`` and the dashboard: an idle
+        worker's last beat may be minutes old)."""
         fields = {
             **self.info,
             "jobs": jobs[:_MAX_JOBS_LISTED],
             "in_hand": len(jobs),
             "beat": time.time(),
         }
+        if every is not None:
+            fields["every"] = every
         if totals is not None:
             fields["totals"] = totals
         op = beat_worker(self.space, self.worker_id, fields, ttl, batch=self._batch)
@@ -116,7 +127,7 @@ class WorkerRegistry:
             totals = metrics.totals()
             try:
                 self.info.update(extra)
-                await self.beat(3 * within, jobs, totals)
+                await self.beat(3 * within, jobs, totals, within)
                 self.last_ok = time.monotonic()
             except Exception as exc:
                 log.debug("heartbeat failed: %s", exc)

@@ -1,8 +1,8 @@
 """What a worker does once per heartbeat besides its registry beat: look at each queue
 it waits on for the work that no wake marker announces. While the worker is idle and a
-look finds nothing to watch, the next comes only after ``IDLE_HEARTBEAT`` (60 s,
-``worker.pace``), or when a schedule asks for ticks or the capabilities are due, if
-sooner.
+look finds nothing to watch, the next comes only after ``IDLE_HEARTBEAT`` (10 min,
+``worker.pace``), or when a schedule asks for ticks, if sooner; the capabilities' saying
+rides with it.
 
 An idle worker sends nothing else: its pumps (batch tasks' too) and outbox couriers
 block on their wake markers until the next delayed job, schedule tick or lease end they
@@ -16,15 +16,16 @@ one round trip of plain O(1) reads per queue (``durq.protocol.wake.look``), find
   a lease which becomes the queue's earliest also rings an idle consumer whose wait
   would end after it (``lua/lib/core/idlers.lua``): so the stretched looks of an idle
   worker need not come sooner for it (a batch task's pump, which the script does not
-  list, waits for the next look);
+  list, waits for the next look: up to 10 minutes);
 - a flow-control alarm held by another consumer (``docs/flow-control.md``): if that
   holder dies, the parked work it owed waits for whoever wakes first after its time;
 - cron schedules that want more ticks (``worker.schedules``): refilled when due;
 - held jobs (``worker.holding``): the capabilities are published, bringing back those
   this worker runs, and dead-lettering those no worker has run for the grace. They are
   also published at start, and said again (their timestamps alone, ``Holding.seen``)
-  every quarter of the grace while no job is held, so that the queue knows who runs
-  what.
+  while no job is held: every quarter of the grace while looks come each heartbeat, and
+  with each stretched look while idle, each saying covering past the next look, so that
+  the queue knows who runs what.
 """
 
 from __future__ import annotations
@@ -77,9 +78,10 @@ class Upkeep:
             pump.woke_empty = self.soon
         for batch_pump in self.batch_pumps:
             batch_pump.woke_empty = self.soon
-        # capabilities are said again at least this often, held jobs or not
+        # the capabilities' last saying covers at least this far past the next look
+        # (a quarter of the grace, as when they were said every quarter of it)
         self.refresh = max(pace.interval, holding.grace / 4)
-        self._published = 0.0
+        self._covered = 0.0  # time.monotonic() until which the last saying covers
         #: seconds until the next look must come at the latest (a schedule's refill
         #: due, something to watch): None when the last look found nothing (the first
         #: look comes a heartbeat after the start)
@@ -93,19 +95,18 @@ class Upkeep:
     async def run(self) -> None:
         """Publish the capabilities, then look at ``pace``, until cancelled (a failed look
         is tried again at the next)."""
-        await self._publish()
+        await self._publish(self._within())
         while True:
             await self.looks.sleep(self._within())
             await self.once()
 
     def _within(self) -> float:
         """The longest time to the next look: a heartbeat while something is watched,
-        else up to the stretched interval, the refill due or the capabilities'."""
+        else up to the stretched interval, or the refill due."""
         interval = self.pace.interval
         if self._soon is not None and self._soon <= interval:
             return interval
-        due = self.refresh - interval - (time.monotonic() - self._published)
-        within = min(self.looks.within(), max(due, interval))
+        within = self.looks.within()
         return within if self._soon is None else min(within, self._soon)
 
     async def once(self) -> None:
@@ -139,17 +140,26 @@ class Upkeep:
         self._soon = min(soon) if soon else None
         if refill:
             await self.schedules.refill(refill)
+        # the capabilities, said at the look that sees their last saying cover less
+        # than `refresh` past the next one: every `refresh` while the looks come each
+        # heartbeat, at each stretched look while idle
+        within = self._within()
         if held:
-            await self._publish()
-        # (a look within a heartbeat of the refresh says them again: they come a
-        # heartbeat apart at least)
-        elif time.monotonic() - self._published >= self.refresh - self.pace.interval:
-            self._published = time.monotonic()
-            await self.holding.seen(self.pumps)
+            await self._publish(within)
+        elif time.monotonic() + within > self._covered - self.refresh:
+            await self.holding.seen(self.pumps, self._ahead(within))
 
-    async def _publish(self) -> None:
-        self._published = time.monotonic()
-        await self.holding.publish(self.pumps)
+    def _ahead(self, within: float) -> float:
+        """How far ahead a saying of the capabilities covers, the next look ``within``
+        seconds away: past it by ``refresh``, and by ``refresh`` past a ``refresh``
+        from now at least (one saying per ``refresh`` while looks come every
+        heartbeat)."""
+        ahead = max(within, self.refresh) + self.refresh
+        self._covered = time.monotonic() + ahead
+        return ahead
+
+    async def _publish(self, within: float) -> None:
+        await self.holding.publish(self.pumps, self._ahead(within))
 
 
 def _soon(look: wake.Look) -> list[float]:

@@ -5,7 +5,8 @@ them back, unhold.lua); and dead-letters jobs held for a capability that no work
 queue has had for the grace. While none is held, caps_seen.lua says the same for less.
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  grace_ms: unknown_task_grace (> 0)
-ARGV[2..] the worker's capabilities
+ARGV[2]  ahead_ms: the worker says them again within this (lib/holding/seen.lua)
+ARGV[3..] the worker's capabilities
 Returns  {dead, cap...}: how many held jobs this call dead-lettered (reason
          unknown_task), then the worker's capabilities that have held jobs
 Errors   DURQ_WRONGTYPE when a durq key holds another Redis type, before any change
@@ -23,7 +24,7 @@ local SWEEP_JOBS = 100
 
 local grace = tonumber(ARGV[1])
 local caps = {}
-for i = 2, #ARGV do caps[#caps + 1] = ARGV[i] end
+for i = 3, #ARGV do caps[#caps + 1] = ARGV[i] end
 local problem = held_types_error({})
   or keys_error({'jobs', 'active', 'dead', 'conf', 'gactive', 'reasons', 'ctl', 'progress'})
 if problem then return wrongtype(problem) end
@@ -31,14 +32,14 @@ local now = now_ms()
 local index = K_PREFIX .. HELD_INDEX
 local out = {0}
 if #caps > 0 then
-  held_seen(caps, now, grace)
+  held_seen(caps, now, grace, tonumber(ARGV[2]))
   local waiting = redis.call('ZMSCORE', index, unpack(caps))
   for i = 1, #caps do
     if waiting[i] then out[#out + 1] = caps[i] end
   end
 end
 -- the sweep: capabilities whose oldest job was held for the grace, and that no worker
--- of the queue has said it has for as long
+-- of the queue has said it has for as long past the time its last saying covered
 local due = redis.call('ZRANGEBYSCORE', index, '-inf', now - grace, 'LIMIT', 0, SWEEP_CAPS)
 local left = SWEEP_JOBS
 for i = 1, #due do

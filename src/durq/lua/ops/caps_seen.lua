@@ -5,10 +5,11 @@ the sweep), for a few commands where caps.lua takes about twenty. A job held mea
 found by the worker's next look, which then calls caps.lua.
 KEYS     the queue key vector (lib/core/keys.lua)
 ARGV[1]  grace_ms: unknown_task_grace (> 0)
-ARGV[2..] the worker's capabilities (at least one)
+ARGV[2]  ahead_ms: the worker says them again within this (lib/holding/seen.lua)
+ARGV[3..] the worker's capabilities (at least one)
 Returns  1
 Errors   DURQ_WRONGTYPE when the caps hash holds another Redis type, before any change
-Cost     4 commands (TIME, TYPE, HSET, PEXPIRE), whatever the queue holds
+Cost     5 commands (TIME, TYPE, HMGET, HSET, PEXPIRE), whatever the queue holds
 ]]
 --- @include "lib/core/keys"
 --- @include "lib/core/clock"
@@ -16,8 +17,8 @@ Cost     4 commands (TIME, TYPE, HSET, PEXPIRE), whatever the queue holds
 --- @include "lib/holding/seen"
 
 local caps = {}
-for i = 2, #ARGV do caps[#caps + 1] = ARGV[i] end
+for i = 3, #ARGV do caps[#caps + 1] = ARGV[i] end
 local problem = type_error(K_PREFIX .. HELD_CAPS, 'hash')
 if problem then return wrongtype(problem) end
-if #caps > 0 then held_seen(caps, now_ms(), tonumber(ARGV[1])) end
+if #caps > 0 then held_seen(caps, now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2])) end
 return 1

@@ -22,9 +22,9 @@
 -- `next_ms` from now at the latest (-1: nothing due). (One function: the scripts that
 -- include it are at Lua's 200 locals.)
 local function idlers_after(now, me, handed, deadline, next_ms)
-  local PLAN_MS = 605000 -- IDLE_BLOCK (600 s) and a margin: no idle wait ends later
+  local PLAN_MS = 3605000 -- IDLE_BLOCK (3600 s) and a margin: no idle wait ends later
   local RING_TTL = 60000 -- as worker/alarm.py's RING_TTL_MS
-  local KEY_TTL = 3600000
+  local KEY_TTL = 7200000 -- twice PLAN_MS
   local key = K_PREFIX .. 'idlers'
   if handed == 0 then
     if me == '' then return end
@@ -32,7 +32,7 @@ local function idlers_after(now, me, handed, deadline, next_ms)
     if next_ms >= 0 and next_ms < plan then plan = next_ms end
     if redis.pcall('ZADD', key, now + plan, me) == 1 then
       -- newly listed (one ZADD per wait otherwise): stale entries go, and the key
-      -- lives an hour past the last consumer listed (a consumer listed all along then
+      -- lives two hours past the last consumer listed (a consumer listed all along then
       -- finds it gone and lists itself again, its waits meanwhile ending within
       -- PLAN_MS; its worker's upkeep looks at the leases)
       redis.pcall('ZREMRANGEBYSCORE', key, '-inf', '(' .. now)

@@ -11,15 +11,17 @@
 -- whose task, at the version they carry, the worker that fetched them does not run. A
 -- capability is "<task>" (version 1) or "<task>@<version>". Keys, under the queue's
 -- prefix (so in its slot):
---   caps        hash  capability -> when a worker of the queue last said it runs it
---                     (ms, server time: lib/holding/seen.lua; caps.lua at a worker's
---                     start and while jobs are held, caps_seen.lua otherwise)
+--   caps        hash  capability -> until when a worker of the queue's last saying
+--                     that it runs it covers (ms, server time: lib/holding/seen.lua;
+--                     caps.lua at a worker's start and while jobs are held,
+--                     caps_seen.lua otherwise)
 --   held:<cap>  zset  job id -> when it was held (ms): the jobs waiting for <cap>
 --   heldidx     zset  capability -> when its oldest held job was held (ms)
 -- A held job's record is in state HELD, its attempt given back, its group slot freed,
 -- and it returns to the head of its group when a capable worker brings it back
 -- (unhold.lua). It is dead-lettered (reason unknown_task) only once it was held for the
--- grace and no worker of the queue said it runs its capability for as long (caps.lua).
+-- grace and the grace has passed since the time the last saying of a worker of the queue
+-- that it runs its capability covered (caps.lua).
 -- The problem with the holding keys of `caps` (and the index, the caps hash), or nil.
 local function held_types_error(caps)
   local problem = type_error(K_PREFIX .. HELD_INDEX, 'zset')
