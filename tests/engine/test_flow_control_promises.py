@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from durq import Rate
-from durq.protocol import lifecycle
+from durq.protocol import lifecycle, wake
 from durq.protocol import limits as limit_ops
+from durq.protocol.calls import Command
+from durq.worker.pace import IDLE_HEARTBEAT
 from engine.support import expire
 
 
@@ -148,3 +150,29 @@ async def test_an_alarm_whose_holder_never_comes_back_is_taken_over(q: Any) -> N
     assert (await fetch("c2"))[0] == 1  # the work is c2's
     got, next_ms = await fetch("c2")  # and so is the alarm for the next start
     assert got == 0 and 0 < next_ms <= 300
+
+
+async def test_an_alarm_outlives_its_time_for_the_stretched_looks_of_idle_workers(
+    q: Any,
+) -> None:
+    # a holder that dies leaves its alarm; void for claims once past, it stays longer
+    # than an idle worker's stretched look (worker/upkeep.py), which then sees it past
+    # and wakes a consumer of its own for the parked work
+    await q.configure(group_rates={"a": Rate(1, per=0.3)})
+    await q.enqueue_many(range(2), group="a")
+    jobs, _, _ = await q._run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, "c0"))
+    assert len(jobs) == 1
+    jobs, next_ms, _ = await q._run(lifecycle.fetch(q.keys, q.codec, 5, 10.0, "c1"))
+    assert not jobs and 0 < next_ms <= 300  # c1 holds the alarm, then vanishes
+    ttl = await q._run(_pttl(q.keys.prefix + "alarm"))
+    assert ttl > IDLE_HEARTBEAT * 1000
+    ahead = await q._run(wake.look(q.keys, "c2"))
+    assert 0 < ahead.alarm_ms <= 300 and ahead.alarm_at > 0
+    await asyncio.sleep(0.35)
+    past = await q._run(wake.look(q.keys, "c2"))  # past: due now, the same alarm
+    assert (past.alarm_ms, past.alarm_at) == (0, ahead.alarm_at)
+    assert (await q._run(wake.look(q.keys, "c1"))).alarm_ms == -1  # its holder's own
+
+
+def _pttl(key: str) -> Any:
+    return (yield Command(("PTTL", key)))

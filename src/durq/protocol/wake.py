@@ -49,6 +49,7 @@ class Look:
     refill: bool  #: a cron schedule wants more ticks now (worker.schedules)
     held: bool  #: jobs are held for a worker that runs their task (worker.holding)
     refill_ms: int = -1  #: until a cron schedule wants more ticks (0 when ``refill``)
+    alarm_at: int = -1  #: the alarm's time (server ms) when ``alarm_ms`` is set
 
 
 def look(keys: QueueKeys, consumer: str = "", queue: bool = True) -> Op[Look]:
@@ -74,11 +75,12 @@ def look(keys: QueueKeys, consumer: str = "", queue: bool = True) -> Op[Look]:
     if not queue:
         return Look(lease_ms, -1, False, False, False)
     refill, held, alarm = replies[2], replies[3], replies[4]
-    alarm_ms, mine = -1, False
+    alarm_ms, mine, alarm_at = -1, False, -1
     if alarm:
         at, _, who = (alarm.decode() if isinstance(alarm, bytes) else alarm).partition("|")
         mine = who == consumer
         if at.isdigit() and not mine:
-            alarm_ms = max(int(at) - now, 0)
+            alarm_at = int(at)
+            alarm_ms = max(alarm_at - now, 0)
     refill_ms = max(int(float(refill[1])) - now, 0) if refill else -1
-    return Look(lease_ms, alarm_ms, mine, refill_ms == 0, bool(held), refill_ms)
+    return Look(lease_ms, alarm_ms, mine, refill_ms == 0, bool(held), refill_ms, alarm_at)

@@ -31,6 +31,7 @@ one round trip of plain O(1) reads per queue (``durq.protocol.wake.look``), find
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -86,6 +87,8 @@ class Upkeep:
         #: due, something to watch): None when the last look found nothing (the first
         #: look comes a heartbeat after the start)
         self._soon: float | None = 0.0
+        # per waiter (its index), the past flow-control alarm it was woken for last
+        self._past_alarms: dict[int, int] = {}
 
     def soon(self) -> None:
         """A pump woke for nothing (e.g. its wait ended at the time it planned for a
@@ -125,6 +128,7 @@ class Upkeep:
                 log.debug("queue %s: upkeep look failed: %s", waiter.name, look)
                 soon.append(0.0)  # look again at the next heartbeat
                 continue
+            look = self._past_alarm_once(i, look)
             waiter.watch(look)
             soon += _soon(look)
             held = held or (i < len(pumps) and look.held)  # batch tasks hold nothing
@@ -148,6 +152,19 @@ class Upkeep:
             await self._publish(within)
         elif time.monotonic() + within > self._covered - self.refresh:
             await self.holding.seen(self.pumps, self._ahead(within))
+
+    def _past_alarm_once(self, i: int, look: wake.Look) -> wake.Look:
+        """``look`` of waiter ``i``, a past alarm (its holder should have woken: it may
+        have died) acted on once: an alarm outlives its time by more than a stretched
+        look (``lua/lib/limits/park.lua``), and one its holder served stays until then,
+        which must not wake this waiter, nor keep the looks at every heartbeat, again
+        and again."""
+        if look.alarm_ms != 0:
+            return look
+        if self._past_alarms.get(i) == look.alarm_at:
+            return dataclasses.replace(look, alarm_ms=-1)
+        self._past_alarms[i] = look.alarm_at
+        return look
 
     def _ahead(self, within: float) -> float:
         """How far ahead a saying of the capabilities covers, the next look ``within``

@@ -7,7 +7,11 @@
 -- (enqueues, freed slots) leave it alone while it waits. When its time comes, dequeue
 -- lists it again: the same path as any group offered to the rotation.
 local PARK_MAX = 100     -- parked groups brought back per dequeue at most
-local ALARM_SLACK = 1000 -- ms an alarm outlives its time (it is void once past anyway)
+-- ms an alarm outlives its time: void for claims once past, it stays for the looks of
+-- idle workers (worker/upkeep.py, once per IDLE_HEARTBEAT, 10 min), which wake a consumer
+-- for a past alarm whose holder died: its parked work then waits at most that long, not
+-- until some consumer's idle wait ends (up to an hour)
+local ALARM_SLACK = 660000
 
 local function park_group(g, at)
   redis.call('ZADD', K_PREFIX .. 'park', at, g)
