@@ -24,6 +24,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from durq._process import die_with_parent
 from durq.dev import demo_app
 from durq.dev.server import RedisServer
 from durq.worker.registry import list_workers
@@ -69,8 +70,13 @@ def _start_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
         "--log-level",
         "WARNING",
     ]
+    # a Ctrl-C that lands while Popen returns (the worker started, not yet in the
+    # demo's list of workers to stop) would leave it running: it drains and stops when
+    # the demo exits, whatever the demo's state then
     with log.open("ab") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=out)
+        return subprocess.Popen(
+            argv, stdout=out, stderr=out, preexec_fn=die_with_parent(signal.SIGTERM)
+        )
 
 
 def _enqueue(story: _Story) -> Any:
