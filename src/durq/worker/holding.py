@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from durq.app.task import Task
@@ -74,14 +74,7 @@ class Holding:
         ``publish`` writes, for a few commands instead of about twenty."""
         if self.grace <= 0 or not self.caps:
             return
-        caps, grace = self.caps, self.grace
-        replies = await asyncio.gather(
-            *(p.queue._run(holding.seen(p.queue.keys, caps, grace, ahead)) for p in pumps),
-            return_exceptions=True,
-        )
-        for pump, reply in zip(pumps, replies, strict=True):
-            if isinstance(reply, BaseException):
-                log.debug("queue %s: capabilities not said again: %s", pump.name, reply)
+        await self._on_each(pumps, holding.seen, ahead, "said again")
 
     async def publish(self, pumps: Sequence[QueuePump], ahead: float) -> None:
         """Say what this worker runs on each pump's queue, and that it says it again
@@ -89,15 +82,7 @@ class Holding:
         held jobs."""
         if self.grace <= 0:
             return  # nothing is ever held
-        caps, grace = self.caps, self.grace
-        replies = await asyncio.gather(
-            *(p.queue._run(holding.publish(p.queue.keys, caps, grace, ahead)) for p in pumps),
-            return_exceptions=True,
-        )
-        for pump, reply in zip(pumps, replies, strict=True):
-            if isinstance(reply, BaseException):
-                log.debug("queue %s: capabilities not published: %s", pump.name, reply)
-                continue
+        for pump, reply in await self._on_each(pumps, holding.publish, ahead, "published"):
             dead, held = reply
             if dead:
                 log.warning(
@@ -109,3 +94,21 @@ class Holding:
                 )
             if held:
                 pump.unhold_soon(held)
+
+    async def _on_each(
+        self, pumps: Sequence[QueuePump], op: Callable[..., Op[Any]], ahead: float, what: str
+    ) -> list[tuple[QueuePump, Any]]:
+        """Run ``op`` (``holding.seen`` or ``holding.publish``) on each pump's queue at
+        once; the pumps whose call succeeded, with its reply (a failure is logged: the
+        next look says it again)."""
+        replies = await asyncio.gather(
+            *(p.queue._run(op(p.queue.keys, self.caps, self.grace, ahead)) for p in pumps),
+            return_exceptions=True,
+        )
+        done: list[tuple[QueuePump, Any]] = []
+        for pump, reply in zip(pumps, replies, strict=True):
+            if isinstance(reply, BaseException):
+                log.debug("queue %s: capabilities not %s: %s", pump.name, what, reply)
+            else:
+                done.append((pump, reply))
+        return done
