@@ -133,7 +133,7 @@ def worker_specs(command: Callable[[str], list[str]]) -> dict[str, dict[str, Any
             "slots": 1,
         }
     for p in (1, 2, 3):
-        for n in (1, 2, 4, 8):  # durq.Batch(concurrency=n): batches in flight per process
+        for n in (1, 2, 4, 8, 16, 32):  # durq.Batch(concurrency=n): batches in flight per process
             specs[f"batch-p{p}" if n == 1 else f"batch-p{p}-n{n}"] = {
                 "argv": [[*command(BATCH_QUEUE), "-p", str(p)]],
                 "env": {BATCH_CONCURRENCY_ENV: str(n)},
@@ -154,6 +154,9 @@ TUNE = {
             "batch-p1",
             "batch-p1-n2",
             "batch-p1-n4",
+            "batch-p1-n8",
+            "batch-p1-n16",
+            "batch-p1-n32",
             "batch-p2",
             "batch-p2-n2",
             "batch-p2-n4",
@@ -195,6 +198,12 @@ BATCH_SCALE = 20
 # both sweeps and on average over the drains, and steadier (a small lead, within the
 # noise of one run). Per job: p2-c100 14,539 / 13,927, p3-c100 16,289 / 13,521 (p3-c100
 # stays).
+# With a formed batch giving the loop a few turns before it starts (worker.batches,
+# docs/decisions/batch-throughput.md, "Finishing before starting"), two sweeps of 300,000
+# items (quiet, 2026-11-28): per job p2-c100 19,076 / 18,644, p3-c100 19,843 / 19,907; per
+# batch -p 1: n8 124,161 / 128,944, n16 148,261 / 140,180, n32 135,698 / 132,772; -p 2:
+# n4 109,561 / 116,388, n8 117,580 / 123,478; -p 3 n4 104,717 / 114,191 -> batch-p1-n16
+# (first in both; one process, so the server's core is its own).
 # The variants: (row, part, label, task kind, worker configuration, extra). The pool's
 # thread-pool no-op runs with the same slots as its process pool: the pool's overhead.
 POOL_MODES = {"cpu": "pool-c2", "io_redis": "pool-c8", "noop": "pool-c2", "latency": "pool-c2"}
@@ -209,8 +218,8 @@ VARIANTS: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
      {"send": "send_latency"}),
     ("batch", "per job", "async def task", "bulk_job", "p3-c100",
      {"feature": "startup", "scale": BATCH_SCALE}),
-    ("batch", "per batch", "durq.Batch(max_size=100, concurrency=8)", "bulk_batch",
-     "batch-p2-n8", {"scale": BATCH_SCALE}),
+    ("batch", "per batch", "durq.Batch(max_size=100, concurrency=16)", "bulk_batch",
+     "batch-p1-n16", {"scale": BATCH_SCALE}),
     ("batch", "latency", f"durq.Batch(max_wait={BATCH_MAX_WAIT:g})", "bulk_batch", "batch-p1",
      {"send": "send_latency_batch"}),
     ("durable", "drain", "3 × durq.step", "wf3", "p2-c100", {}),

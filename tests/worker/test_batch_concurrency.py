@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 
 import durq
+from durq.metrics import WorkerMetrics
+from durq.worker.batches import BatchPump
+from durq.worker.executor import Executor
 from helpers import eventually
 from worker.support import running_worker
 
@@ -158,6 +161,42 @@ def test_a_draining_worker_finishes_its_batches_in_flight_or_gives_their_items_b
     assert sorted(again) == sorted(set(range(10)) - finished)  # only those given back
     assert flight.attempts[10:] == [1] * 5  # given back without counting an attempt
     assert q.stats().dead == 0
+
+
+def test_a_batch_given_back_before_its_function_starts_returns_every_items_attempt(
+    bapp: durq.App, queue_name: str, redis_url: str
+) -> None:
+    # a formed batch gives the loop a few turns before it starts (worker.batches): a
+    # drain that gives items back in those turns returns each item's attempt, as it would
+    # while the function ran
+    started: list[Any] = []
+
+    @bapp.task(queue=queue_name, batch=durq.Batch(max_size=5))
+    async def store(items: list[durq.Item]) -> None:
+        started.append(items)
+
+    store.enqueue_many([(n,) for n in range(3)])
+    q = bapp.queue(queue_name)
+    jobs = q.dequeue_many(3)
+
+    async def give_back_at_once() -> None:
+        queue = durq.AsyncQueue(queue_name, redis_url)
+        pump = BatchPump(queue, store, Executor(bapp, threads=1), WorkerMetrics(), lease=30.0)
+        lane = pump.lanes[0]
+        runner = asyncio.create_task(pump._batch(lane, jobs, "size"))
+        await asyncio.sleep(0)  # the batch has begun its turns
+        pump.giving_back = True
+        runner.cancel()
+        await runner
+        assert lane.unsettled is not None
+        await pump._settle(lane, lane.unsettled)
+        await queue.aclose()
+
+    asyncio.run(give_back_at_once())
+    assert started == []
+    stats = q.stats()
+    assert (stats.pending, stats.active, stats.dead) == (3, 0, 0)
+    assert [job.attempt for job in q.dequeue_many(3)] == [1, 1, 1]
 
 
 def test_under_a_group_limit_of_one_two_batches_of_a_group_never_run_at_once(

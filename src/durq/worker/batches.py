@@ -11,7 +11,9 @@ lease was lost) is left out of the settle, and the settle is fenced per item any
 batch's settle goes out with its lane's next fetch, in one round trip (as a queue's
 acknowledgements go with its next fetch), and before it: no item of a lane's next batch
 is fetched before its batch before was settled. The lanes of a pump overlap one batch's
-run with another's forming and settling, which alternate in one lane.
+run with another's forming and settling, which alternate in one lane; a batch formed
+lets the loop turn a few times before it starts, so that the batches finishing then
+send their settles (and next fetches) first.
 Batch tasks run in the worker's own process (the loop, or a thread for a sync one).
 """
 
@@ -52,6 +54,12 @@ _TRANSIENT = (ConnectionError, TimeoutError, OSError, RedisError, DurqError)
 _BURST_RECHECK = 0.5  # seconds a burst worker waits for a batch before it stops
 _HOLD_BACK = 1.0  # seconds an item of a version this worker cannot run is given back for
 _SETTLE_TRIES = 5  # sends of a batch's settle before its items are left to their lease
+#: loop turns a formed batch gives the others before it starts (its items decoded, its
+#: function called): the batches finishing in those turns send their settles, each with
+#: its lane's next fetch, before this batch's CPU work delays them, so the server has
+#: the next batches' work while the worker runs this one's (docs/decisions/
+#: batch-throughput.md, "Finishing before starting")
+_START_TURNS = 3
 #: settle.lua's outcome codes for the worker's outcomes ('cancelled' is sent as a
 #: failure: the record's cancel flag makes the script end it cancelled)
 _CODES = {"done": "d", "retry": "r", "cancelled": "r", "dead": "x", "defer": "f"}
@@ -242,6 +250,15 @@ class BatchPump:
 
     async def _batch(self, lane: Lane, jobs: list[Job], cause: str) -> None:
         """Run one batch and settle its items."""
+        try:
+            for _ in range(_START_TURNS):
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            if not self.giving_back:
+                raise
+            # given back before it started: every item's attempt returned, as at a stop
+            lane.unsettled = _Unsettled(jobs, [Outcome("defer")] * len(jobs), cause)
+            return
         self.metrics.batch(self.name, self.task.name, len(jobs), cause)
         job_metrics = self.metrics.job_metrics(self.name, self.task.name)
         calls = self.executor.prepare_batch(jobs, self.task)
